@@ -1,0 +1,68 @@
+"""`cachelint` command line: parse, dispatch, and turn errors into one line and an exit code.
+
+Each subcommand lives in `cachelint/commands/<name>.py`, which exposes `add_parser(subparsers,
+parents)` and a typed function with keyword-only options that returns an exit code. Command modules
+keep heavy imports (httpx, rich, GitPython) inside functions so `cachelint check` in a pre-commit
+hook imports only what it uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from cachelint import __version__
+from cachelint.errors import CachelintError, ExitCode
+
+COMMANDS = ("check", "stamp", "run", "watch", "guard", "fake-provider")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config", metavar="PATH", help="config file (default: cachelint.toml, pyproject.toml)"
+    )
+    common.add_argument(
+        "-v", "--verbose", action="store_true", help="show a traceback on internal errors"
+    )
+    parser = argparse.ArgumentParser(
+        prog="cachelint",
+        description=(
+            "Keep a committed LLM response cache byte-exact and portable, and replay evals "
+            "from it offline."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"cachelint {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        module = importlib.import_module(f"cachelint.commands.{name.replace('-', '_')}")
+        module.add_parser(sub, [common])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    verbose = "-v" in args or "--verbose" in args
+    try:
+        ns = _parser().parse_args(args)
+        return int(ns.handler(ns))
+    except CachelintError as exc:
+        print(f"cachelint: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("cachelint: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+    except Exception as exc:  # a bug in cachelint, not in the user's input
+        if verbose:
+            traceback.print_exc()
+        print(
+            f"cachelint: internal error: {type(exc).__name__}: {exc} "
+            "(rerun with --verbose for a traceback, and report it)",
+            file=sys.stderr,
+        )
+        return int(ExitCode.INTERNAL)

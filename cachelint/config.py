@@ -1,0 +1,287 @@
+"""Configuration: `[tool.cachelint]` in pyproject.toml, a top-level cachelint.toml, or --config.
+
+Every key has a default, so a repository with an `eval-cache/` directory needs no configuration.
+Each key is declared once in `_KEYS` with its type and check; an unknown key, a wrong type or a bad
+value is a `ConfigError` naming the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from cachelint.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on the 3.10 CI leg
+    import tomli as tomllib
+
+
+class Layout(str, Enum):
+    AUTO = "auto"
+    CACHELINT = "cachelint"
+    MEAI = "meai"
+
+
+MIN_TTL_DAYS = 365
+DEFAULT_STAMP = ".eval-cache-stamp.json"
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """`[tool.cachelint.target]`: what `cachelint run` calls when it records."""
+
+    type: str = "openai-compatible"
+    url: str = "http://127.0.0.1:8765/v1"
+    provider: str = "openai"
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    env_file: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float = 60.0
+    max_retries: int = 5
+    function: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    repo: Path
+    source: str  # where the settings came from, for messages ("pyproject.toml", "defaults", ...)
+    cache: tuple[str, ...] = ("eval-cache",)
+    layout: Layout = Layout.AUTO
+    max_path: int = 160
+    key_prefix: int = 16
+    exclude: tuple[str, ...] = ()
+    stamp: str = DEFAULT_STAMP
+    packages: tuple[str, ...] = ("cachelint",)
+    pins: tuple[str, ...] = ()
+    min_ttl_days: int = MIN_TTL_DAYS
+    expiry_warning_days: int = 30
+    ttl_days: int = 365
+    datasets: str = "eval-datasets"
+    results: str = "eval-results"
+    watch: tuple[str, ...] = ()
+    green_record: str = ".eval-green.json"
+    target: TargetConfig = field(default_factory=TargetConfig)
+
+    def cache_roots(self) -> list[Path]:
+        return [self.repo / c for c in self.cache]
+
+    def stamp_path(self, cache_root: str) -> str:
+        return f"{cache_root}/{self.stamp}"
+
+
+# ---- validation helpers -------------------------------------------------------------------------
+
+Check = Callable[[Any], Any]
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError("a non-empty string")
+    return value
+
+
+def _relpath(value: Any) -> str:
+    text = _str(value).replace("\\", "/").rstrip("/")
+    parts = PurePosixPath(text).parts
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":") or ".." in parts or not parts:
+        raise ValueError("a relative path inside the repository, without '..'")
+    return str(PurePosixPath(*parts))
+
+
+def _str_list(item: Check) -> Check:
+    def check(value: Any) -> tuple[Any, ...]:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise ValueError("a string or a list of strings")
+        return tuple(item(v) for v in value)
+
+    return check
+
+
+def _int(lo: int, hi: int, why_lo: str = "") -> Check:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"an integer from {lo} to {hi}")
+        if value < lo:
+            raise ValueError(f"an integer of at least {lo}{why_lo}")
+        if value > hi:
+            raise ValueError(f"an integer of at most {hi}")
+        return value
+
+    return check
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError("a positive number of seconds")
+    return float(value)
+
+
+def _layout(value: Any) -> Layout:
+    try:
+        return Layout(value)
+    except ValueError:
+        raise ValueError("one of " + ", ".join(repr(m.value) for m in Layout)) from None
+
+
+def _glob(value: Any) -> str:
+    text = _str(value)
+    import pathspec  # light, but only needed when globs are configured
+
+    try:
+        pathspec.GitIgnoreSpec.from_lines([text])
+    except Exception:
+        raise ValueError("a gitignore-style glob") from None
+    return text
+
+
+def _table(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("a table")
+    return value
+
+
+_TTL_WHY = (
+    ": a committed cache must outlive the release cycle; shorter TTLs expire entries in CI "
+    "(MEAI's 14-day default deletes them on read)"
+)
+
+_KEYS: dict[str, tuple[str, Check]] = {
+    "cache": ("cache", _str_list(_relpath)),
+    "layout": ("layout", _layout),
+    "max-path": ("max_path", _int(20, 259)),
+    "key-prefix": ("key_prefix", _int(8, 128)),
+    "exclude": ("exclude", _str_list(_glob)),
+    "stamp": ("stamp", _relpath),
+    "packages": ("packages", _str_list(_str)),
+    "pins": ("pins", _str_list(_relpath)),
+    "min-ttl-days": ("min_ttl_days", _int(MIN_TTL_DAYS, 100_000, _TTL_WHY)),
+    "expiry-warning-days": ("expiry_warning_days", _int(0, 100_000)),
+    "ttl-days": ("ttl_days", _int(MIN_TTL_DAYS, 100_000, _TTL_WHY)),
+    "datasets": ("datasets", _relpath),
+    "results": ("results", _relpath),
+    "watch": ("watch", _str_list(_glob)),
+    "green-record": ("green_record", _relpath),
+    "target": ("target", _table),
+}
+
+_TARGET_TYPES = ("openai-compatible", "python")
+
+_TARGET_KEYS: dict[str, tuple[str, Check]] = {
+    "type": ("type", _str),
+    "url": ("url", _str),
+    "provider": ("provider", _str),
+    "model": ("model", _str),
+    "api-key-env": ("api_key_env", _str),
+    "env-file": ("env_file", _relpath),
+    "params": ("params", _table),
+    "timeout": ("timeout", _number),
+    "max-retries": ("max_retries", _int(0, 20)),
+    "function": ("function", _str),
+}
+
+
+def _apply(
+    table: Mapping[str, Any], keys: dict[str, tuple[str, Check]], where: str
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in keys:
+            allowed = ", ".join(sorted(keys))
+            raise ConfigError(f"{where}: unknown key {key!r}; allowed keys: {allowed}")
+        attr, check = keys[key]
+        try:
+            out[attr] = check(value)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: key {key!r} = {value!r}: expected {exc}") from None
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax and retry") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+
+
+def from_table(repo: Path, table: Mapping[str, Any], source: str) -> Config:
+    """Build a validated `Config` from a `[tool.cachelint]`-shaped table."""
+    values = _apply(table, _KEYS, source)
+    target_table = values.pop("target", None)
+    if target_table is not None:
+        target_values = _apply(target_table, _TARGET_KEYS, f"{source} [target]")
+        kind = target_values.get("type", "openai-compatible")
+        if kind not in _TARGET_TYPES:
+            raise ConfigError(
+                f"{source} [target]: key 'type' = {kind!r}: expected one of "
+                + ", ".join(repr(t) for t in _TARGET_TYPES)
+            )
+        if kind == "python" and "function" not in target_values:
+            raise ConfigError(
+                f"{source} [target]: type 'python' needs function = \"module:function\""
+            )
+        values["target"] = TargetConfig(**target_values)
+    config = Config(repo=repo, source=source, **values)
+    _check_consistency(config)
+    return config
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _check_consistency(config: Config) -> None:
+    for cache in config.cache:
+        for name, value in (("results", config.results), ("green-record", config.green_record)):
+            if _inside(value, cache):
+                raise ConfigError(
+                    f"{config.source}: key {name!r} = {value!r} lies inside cache root {cache!r}; "
+                    "an offline run must write no byte into the committed cache, move it outside"
+                )
+    if config.watch:
+        import pathspec
+
+        spec = pathspec.GitIgnoreSpec.from_lines(config.watch)
+        protected = [
+            *(f"{c}/{config.stamp}" for c in config.cache),
+            *(f"{c}/cache/x/entry.json" for c in config.cache),
+            f"{config.results}/x.json",
+            config.green_record,
+        ]
+        for path in protected:
+            if spec.match_file(path):
+                raise ConfigError(
+                    f"{config.source}: key 'watch' matches {path!r}; watch globs must name prompt "
+                    "and model files only, or re-recording would trigger the gate itself"
+                )
+
+
+def load(repo: Path, config_path: Path | None = None) -> Config:
+    """Load the configuration for `repo` (an explicit file wins, then cachelint.toml, then
+    pyproject.toml's [tool.cachelint], then the defaults)."""
+    if config_path is not None:
+        data = _read_toml(config_path)
+        table = data.get("tool", {}).get("cachelint", data) if config_path.name == "pyproject.toml" else data
+        return from_table(repo, table, str(config_path))
+    own = repo / "cachelint.toml"
+    if own.is_file():
+        return from_table(repo, _read_toml(own), "cachelint.toml")
+    pyproject = repo / "pyproject.toml"
+    if pyproject.is_file():
+        tool = _read_toml(pyproject).get("tool", {})
+        if isinstance(tool, dict) and "cachelint" in tool:
+            if not isinstance(tool["cachelint"], dict):
+                raise ConfigError("pyproject.toml: [tool.cachelint] must be a table")
+            return from_table(repo, tool["cachelint"], "pyproject.toml [tool.cachelint]")
+    return Config(repo=repo, source="defaults")

@@ -1,0 +1,103 @@
+"""The one way cachelint talks to git: plain subprocesses, NUL-separated lists.
+
+GitPython is deliberately not used here: importing it costs 80-135 ms, more than the whole
+plumbing a pre-commit run needs on a small tree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cachelint.errors import CachelintError, GitError
+
+# Git must answer the same way for every user: no pager, no localized messages, no prompts, and
+# quoted paths never (we always read with -z, this only keeps error messages readable).
+_GIT_ENV = {"LC_ALL": "C", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+
+
+@dataclass(frozen=True)
+class GitResult:
+    rc: int
+    out: bytes
+    err: bytes
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(_GIT_ENV)
+    return env
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    stdin: bytes | None = None,
+    check: bool = True,
+    ok_codes: Sequence[int] = (0,),
+) -> GitResult:
+    """Run `git ARGS` in `cwd`; raise `GitError` naming the command unless its rc is acceptable."""
+    cmd = ["git", *args]
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, input=stdin, capture_output=True, env=_env())
+    except FileNotFoundError as exc:
+        raise CachelintError("git is not installed or not on PATH; install git and retry") from exc
+    result = GitResult(proc.returncode, proc.stdout, proc.stderr)
+    if check and result.rc not in ok_codes:
+        raise GitError(describe_failure(cmd, result))
+    return result
+
+
+def start_git(args: Sequence[str], *, cwd: Path, stdin: bytes | None = None) -> GitProcess:
+    """Start `git ARGS` without waiting, so several plumbing calls can run beside Python work."""
+    return GitProcess(["git", *args], cwd=cwd, stdin=stdin)
+
+
+class GitProcess:
+    """A git subprocess running in the background; `result()` waits and checks it."""
+
+    def __init__(self, cmd: list[str], *, cwd: Path, stdin: bytes | None) -> None:
+        self.cmd = cmd
+        self._stdin = stdin
+        self._proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=_env(),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+    def result(self, *, ok_codes: Sequence[int] = (0,)) -> GitResult:
+        out, err = self._proc.communicate(self._stdin)
+        result = GitResult(self._proc.returncode, out, err)
+        if result.rc not in ok_codes:
+            raise GitError(describe_failure(self.cmd, result))
+        return result
+
+
+def describe_failure(cmd: Sequence[str], result: GitResult) -> str:
+    stderr = result.err.decode("utf-8", "replace").strip().replace("\n", " | ")
+    return f"`{' '.join(cmd)}` failed with exit code {result.rc}: {stderr or '(no stderr)'}"
+
+
+def split_z(out: bytes) -> list[str]:
+    """Split git's -z output into paths (git paths are bytes; we decode with surrogateescape)."""
+    if not out:
+        return []
+    return [p.decode("utf-8", "surrogateescape") for p in out.rstrip(b"\0").split(b"\0")]
+
+
+def repo_root(start: Path) -> Path:
+    """The top of the work tree containing `start`, or a one-line error outside any repository."""
+    result = run_git(["rev-parse", "--show-toplevel"], cwd=start, check=False)
+    if result.rc != 0:
+        raise CachelintError(
+            f"{start}: not inside a git repository; cachelint checks what git will commit, "
+            "so run it inside a clone (or `git init` first)"
+        )
+    return Path(result.out.decode("utf-8", "surrogateescape").strip())

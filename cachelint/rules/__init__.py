@@ -1,0 +1,29 @@
+"""The rule registry: one module per rule, each exposing `RULE`. A new rule is one new module
+plus one line in `_MODULES`."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from cachelint.findings import Finding
+from cachelint.tree import TreeFacts
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    summary: str  # one line, used by --help-style listings, SARIF rule metadata and the README
+    check: Callable[[TreeFacts], Iterable[Finding]]
+    group: str = "tree"  # "tree" (issue: the linter) or "stamp" (`cachelint stamp --check`)
+
+
+_MODULES: tuple[str, ...] = (
+    # tree integrity
+    # stamp and TTL
+)
+
+
+def all_rules() -> list[Rule]:
+    return [importlib.import_module(f"cachelint.rules.{m}").RULE for m in _MODULES]

@@ -1,0 +1,304 @@
+"""The cache store: the only module that knows how entries sit on disk.
+
+Native layout (written by cachelint)::
+
+    <root>/cache/<scenario path>/<first key-prefix chars of the key>/entry.json
+                                                                    /contents.data
+
+`entry.json` holds the full key, so a read verifies it: two keys sharing a prefix can never return
+each other's answers (a collision is a miss). `contents.data` holds the response. Both are written
+atomically, contents first, and `entry.json` records the blake3 of the contents, so an interrupted
+re-record is detected as corrupt instead of replaying a mismatched pair.
+
+Microsoft.Extensions.AI.Evaluation layout (read-only)::
+
+    <root>/cache/<scenarioName>/<iterationName>/<96 hex SHA-384 key>/entry.json
+                                                                     /contents.data
+
+with camelCase `scenarioName`, `iterationName`, `creation`, `expiration`. Its entry.json stores no
+key; a team variant that adds `key` (or `cacheKey`) gets that key verified against the directory.
+
+Reads never delete or rewrite anything, expired or not: expiry is reported, not enforced.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from cachelint.canonical import dump_pretty
+from cachelint.config import Layout
+from cachelint.errors import CorruptEntry
+from cachelint.fsutil import TEMP_PREFIX, atomic_write
+
+FORMAT = 1
+ENTRY_FILE = "entry.json"
+CONTENTS_FILE = "contents.data"
+ENTRY_FILES = (ENTRY_FILE, CONTENTS_FILE)
+CACHE_DIR = "cache"
+
+_MEAI_KEY = re.compile(r"[0-9A-F]{96}")
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cache entry as read from disk, whichever layout wrote it."""
+
+    layout: Layout
+    directory: str  # repo- or root-relative path of the entry directory, forward slashes
+    scenario: str
+    key: str | None
+    created: datetime | None
+    expires: datetime | None
+    provider: str | None = None
+    model: str | None = None
+    iteration: str | None = None
+    request: Mapping[str, Any] | None = None
+
+    @property
+    def ttl(self) -> timedelta | None:
+        if self.created is None or self.expires is None:
+            return None
+        return self.expires - self.created
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def format_time(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any) -> datetime:
+    """Parse ISO 8601 as written by Python and .NET (7-digit fractions, Z or offsets)."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected an ISO 8601 timestamp string, got {value!r}")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    # .NET writes 100 ns ticks (7 digits); Python 3.10's fromisoformat takes at most 6.
+    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment
+
+
+def group_entry_dirs(files: Iterable[str], root: str) -> dict[str, set[str]]:
+    """Map each entry directory under `<root>/cache/` to the entry files present in it.
+
+    `files` are root-relative or repo-relative paths with forward slashes; a directory that holds
+    entry.json or contents.data (or a temp file of an interrupted write) counts as an entry.
+    """
+    prefix = f"{root.rstrip('/')}/{CACHE_DIR}/" if root else f"{CACHE_DIR}/"
+    dirs: dict[str, set[str]] = {}
+    for path in files:
+        if not path.startswith(prefix):
+            continue
+        parent, _, name = path.rpartition("/")
+        if name in ENTRY_FILES or name.startswith(TEMP_PREFIX):
+            dirs.setdefault(parent, set()).add(name)
+    return dirs
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        with path.open("rb") as fh:
+            return json.loads(fh.read())
+    except FileNotFoundError:
+        raise CorruptEntry(f"{path.name} is missing") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptEntry(f"{path.name} is not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise CorruptEntry(f"{path.name} cannot be read ({exc.strerror})") from None
+
+
+def _field(data: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
+    value = data.get(name)
+    if not isinstance(value, kind):
+        raise CorruptEntry(f"{where}: field {name!r} missing or not a {kind.__name__}")
+    return value
+
+
+def _time_field(data: Mapping[str, Any], name: str, where: str) -> datetime:
+    try:
+        return parse_time(data.get(name))
+    except ValueError as exc:
+        raise CorruptEntry(f"{where}: field {name!r}: {exc}") from None
+
+
+def detect_layout(data: Mapping[str, Any]) -> Layout:
+    if "scenarioName" in data or "iterationName" in data:
+        return Layout.MEAI
+    return Layout.CACHELINT
+
+
+def read_entry(
+    directory: Path, relative: str, layout: Layout = Layout.AUTO, *, verify_contents: bool = False
+) -> Entry:
+    """Read and validate the entry in `directory` (`relative` is how findings name it)."""
+    data = _load_json(directory / ENTRY_FILE)
+    if not isinstance(data, dict):
+        raise CorruptEntry("entry.json is not a JSON object")
+    actual = detect_layout(data) if layout is Layout.AUTO else layout
+    name = relative.rpartition("/")[2]
+    if actual is Layout.MEAI:
+        entry = _read_meai(data, relative, name)
+    else:
+        entry = _read_native(data, relative, name)
+    if not (directory / CONTENTS_FILE).is_file():
+        raise CorruptEntry("contents.data is missing")
+    if verify_contents and actual is Layout.CACHELINT:
+        want = data.get("contents")
+        got = blake3.blake3((directory / CONTENTS_FILE).read_bytes()).hexdigest()
+        if want != got:
+            raise CorruptEntry("contents.data does not match the blake3 recorded in entry.json")
+    return entry
+
+
+def _read_native(data: Mapping[str, Any], relative: str, name: str) -> Entry:
+    where = "entry.json"
+    fmt = data.get("format")
+    if fmt != FORMAT:
+        raise CorruptEntry(f"{where}: 'format' is {fmt!r}, this cachelint reads format {FORMAT}")
+    key = _field(data, "key", str, where)
+    if not key.startswith(name):
+        raise CorruptEntry(
+            f"{where}: full key {key[:24]}... does not start with its directory name {name!r}"
+        )
+    request = data.get("request")
+    if not isinstance(request, dict):
+        raise CorruptEntry(f"{where}: field 'request' missing or not an object")
+    return Entry(
+        layout=Layout.CACHELINT,
+        directory=relative,
+        scenario=_field(data, "scenario", str, where),
+        key=key,
+        created=_time_field(data, "created", where),
+        expires=_time_field(data, "expires", where),
+        provider=_field(data, "provider", str, where),
+        model=_field(data, "model", str, where),
+        request=request,
+    )
+
+
+def _read_meai(data: Mapping[str, Any], relative: str, name: str) -> Entry:
+    where = "entry.json (Microsoft.Extensions.AI.Evaluation layout)"
+    key = data.get("key", data.get("cacheKey"))
+    if key is not None:
+        if not isinstance(key, str) or not key.upper().startswith(name.upper()):
+            raise CorruptEntry(f"{where}: key {key!r} does not start with directory name {name!r}")
+    elif _MEAI_KEY.fullmatch(name):
+        key = name
+    return Entry(
+        layout=Layout.MEAI,
+        directory=relative,
+        scenario=_field(data, "scenarioName", str, where),
+        iteration=_field(data, "iterationName", str, where),
+        key=key,
+        created=_time_field(data, "creation", where),
+        expires=_time_field(data, "expiration", where),
+    )
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: Entry
+    response: Any
+
+
+class Store:
+    """Read and write native entries under one cache root."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        key_prefix: int = 16,
+        ttl_days: int = 365,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.root = root
+        self.key_prefix = key_prefix
+        self.ttl_days = ttl_days
+        self.clock = clock
+
+    def scenario_dir(self, scenario: str) -> Path:
+        return self.root / CACHE_DIR / scenario
+
+    def entry_dir(self, scenario: str, key: str) -> Path:
+        return self.scenario_dir(scenario) / key[: self.key_prefix]
+
+    def get(self, scenario: str, key: str) -> Hit | None:
+        """The recorded response for `key`, or None: absent, or another key with the same prefix."""
+        directory = self.entry_dir(scenario, key)
+        if not (directory / ENTRY_FILE).is_file():
+            return None
+        entry = read_entry(directory, self._relative(directory), Layout.CACHELINT)
+        if entry.key != key:
+            return None
+        return Hit(entry, _load_json(directory / CONTENTS_FILE))
+
+    def put(
+        self,
+        scenario: str,
+        key: str,
+        request: Mapping[str, Any],
+        response: Any,
+        *,
+        provider: str,
+        model: str,
+    ) -> Path:
+        """Record one entry atomically: contents first, then entry.json (the commit marker)."""
+        directory = self.entry_dir(scenario, key)
+        contents = dump_pretty(response)
+        created = self.clock().replace(microsecond=0)
+        entry = {
+            "format": FORMAT,
+            "key": key,
+            "scenario": scenario,
+            "provider": provider,
+            "model": model,
+            "created": format_time(created),
+            "expires": format_time(created + timedelta(days=self.ttl_days)),
+            "contents": blake3.blake3(contents).hexdigest(),
+            "request": dict(request),
+        }
+        atomic_write(directory / CONTENTS_FILE, contents)
+        atomic_write(directory / ENTRY_FILE, dump_pretty(entry))
+        return directory
+
+    def entries(self, scenario: str) -> list[Entry]:
+        """Every readable native entry recorded for `scenario` (unreadable ones are skipped; the
+        linter reports them)."""
+        base = self.scenario_dir(scenario)
+        found: list[Entry] = []
+        if not base.is_dir():
+            return found
+        for child in sorted(base.iterdir()):
+            if (child / ENTRY_FILE).is_file():
+                try:
+                    entry = read_entry(child, self._relative(child), Layout.CACHELINT)
+                except CorruptEntry:
+                    continue
+                if entry.scenario == scenario:
+                    found.append(entry)
+        return found
+
+    def _relative(self, directory: Path) -> str:
+        try:
+            return directory.relative_to(self.root).as_posix()
+        except ValueError:
+            return directory.as_posix()

@@ -1,0 +1,56 @@
+"""Shared fixtures: real git repositories in tmp_path, with an identity that needs no git config."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# CI has no git identity and the developer's global config must not leak into tests (a global
+# core.autocrlf or a hooksPath would change what git does to the fixtures).
+os.environ.update(
+    {
+        "GIT_AUTHOR_NAME": "cachelint tests",
+        "GIT_AUTHOR_EMAIL": "tests@cachelint.invalid",
+        "GIT_COMMITTER_NAME": "cachelint tests",
+        "GIT_COMMITTER_EMAIL": "tests@cachelint.invalid",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+)
+os.environ.pop("CACHELINT_NOW", None)
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def git(repo: Path, *args: str, input: bytes | None = None) -> str:
+    """Run git in `repo`, fail the test with git's stderr if it fails, return stdout."""
+    proc = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True)
+    if proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode()}")
+    return proc.stdout.decode()
+
+
+def commit_all(repo: Path, message: str = "commit") -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--no-gpg-sign", "--no-verify", "--allow-empty", "-m", message)
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Iterator[Path]:
+    """An empty git repository with a first commit, on branch main."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "core.autocrlf", "false")
+    git(repo, "commit", "-q", "--no-gpg-sign", "--allow-empty", "-m", "root")
+    yield repo
+
+
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One pre-commit cache for the whole session: each hook environment is built once."""
+    return tmp_path_factory.mktemp("pre-commit-home")
