@@ -1,0 +1,279 @@
+"""The live side of the runner: one chat-completions call over HTTP, with deterministic retries.
+
+Works with any server that speaks the OpenAI chat-completions API: OpenAI, Azure OpenAI's v1 API
+(`https://<resource>.openai.azure.com/openai/v1`, which accepts the OpenAI client's Bearer key and
+needs no api-version; we also send Azure's own `api-key` header to *.azure.com hosts), Ollama and
+vLLM (`.../v1`), LiteLLM and the scripted fake provider. The request body passes through as the
+caller built it and the response comes back as parsed JSON, tool calls included.
+
+Retries are deterministic so a recording session is reproducible and testable: 0.5 s, 1 s, 2 s,
+4 s, 8 s, then 10 s, no jitter; a `Retry-After` header (seconds or HTTP-date, capped at 60 s)
+replaces the scheduled delay. Only 408, 429, 5xx and connection errors/timeouts are retried; any
+other status is a mistake in the request or the credentials that retrying cannot fix.
+
+httpx is imported inside functions: `cachelint check` runs in pre-commit hooks and must not pay
+for it (the CLI imports every command module, and `run` imports this one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cachelint import __version__
+from cachelint.errors import CachelintError
+
+if TYPE_CHECKING:
+    import httpx
+
+FIRST_DELAY = 0.5
+MAX_DELAY = 10.0
+MAX_RETRY_AFTER = 60.0
+EXCERPT_CHARS = 200
+RETRYABLE_STATUS = frozenset({408, 429})
+
+_HINTS = {
+    400: "the provider rejected the request body; check model, messages and params",
+    403: "the key has no access to this model or resource",
+    404: "check the url (it should end in /v1) and the model or deployment name",
+    408: "the provider timed out; raise timeout or retry later",
+    413: "the request is too large for the provider",
+    422: "the provider rejected the request body; check model, messages and params",
+    429: "the provider is rate-limiting; lower concurrency, raise max-retries or retry later",
+}
+
+
+class TransportError(CachelintError):
+    """A live call failed; one line with the URL, status, a body excerpt and what to do."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    response: dict[str, Any]  # the parsed chat.completion JSON, as the provider sent it
+    latency_s: float  # of the attempt that succeeded (retry waits excluded)
+    attempts: int  # 1 when the first attempt succeeded
+
+
+def retry_delays(max_retries: int) -> list[float]:
+    """The sleep before each retry when the provider gives no Retry-After."""
+    return [min(FIRST_DELAY * 2**i, MAX_DELAY) for i in range(max(0, max_retries))]
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date), capped; else None."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None or when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
+    """The API key from the environment, else from `env_file` (relative to `repo`); never sets env.
+
+    python-dotenv's `dotenv_values` reads the file without touching os.environ, so a key loaded
+    for one target never leaks into subprocesses or other targets.
+    """
+    value = os.environ.get(env_var, "").strip()
+    if value:
+        return value
+    if not env_file:
+        return None
+    path = repo / env_file
+    if not path.is_file():
+        return None
+    from dotenv import dotenv_values
+
+    try:
+        found = dotenv_values(path).get(env_var)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CachelintError(f"{env_file}: cannot read env-file: {exc}") from None
+    return (found.strip() or None) if found else None
+
+
+def _is_azure(host: str) -> bool:
+    host = host.lower().rstrip(".")
+    return host == "azure.com" or host.endswith(".azure.com")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]+")
+
+
+class OpenAICompatibleTransport:
+    """POSTs chat-completions bodies to `<url>/chat/completions`; thread-safe (one httpx.Client)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None,
+        params: Mapping[str, Any],
+        timeout: float,
+        max_retries: int,
+        sleep: Callable[[float], None] = time.sleep,
+        client: httpx.Client | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        env_file: str | None = None,
+    ) -> None:
+        import httpx
+
+        try:
+            base = httpx.URL(url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise TransportError(f"target url {url!r} is not a URL: {exc}") from None
+        if base.scheme not in ("http", "https") or not base.host:
+            raise TransportError(
+                f"target url {url!r} must start with http:// or https:// and name a host, "
+                "e.g. https://api.openai.com/v1"
+            )
+        if api_key is not None and (
+            not api_key.isascii() or any(c.isspace() or not c.isprintable() for c in api_key)
+        ):
+            raise TransportError(
+                f"the API key from {self._key_source(api_key_env, env_file)} contains spaces or "
+                "non-ASCII characters; copy it again"
+            )
+        if max_retries < 0:
+            raise TransportError(f"max-retries must be >= 0, not {max_retries}")
+        # Keep any query (Azure preview features take ?api-version=) and add the path segment.
+        self.endpoint = base.copy_with(path=base.path.rstrip("/") + "/chat/completions")
+        self.url = url
+        self.params = dict(params)
+        self.max_retries = max_retries
+        self._api_key = api_key
+        self._api_key_env = api_key_env
+        self._env_file = env_file
+        self._sleep = sleep
+        self._headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"cachelint/{__version__}",
+        }
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+            if _is_azure(base.host):
+                self._headers["api-key"] = api_key
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.Client(timeout=timeout)
+        self._timeout = timeout
+
+    @staticmethod
+    def _key_source(api_key_env: str, env_file: str | None) -> str:
+        return f"{api_key_env} (environment or env-file {env_file})" if env_file else api_key_env
+
+    def close(self) -> None:
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> OpenAICompatibleTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def complete(self, body: Mapping[str, Any]) -> Completion:
+        """One chat completion; retries per the deterministic schedule, else `TransportError`."""
+        import httpx
+
+        merged = {**self.params, **body}
+        try:
+            payload = json.dumps(merged, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise TransportError(
+                f"the request body for {self._where()} is not JSON: {exc}"
+            ) from None
+        schedule = retry_delays(self.max_retries)
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            retry_after: str | None = None
+            try:
+                resp = self._client.post(
+                    self.endpoint, content=payload, headers=self._headers, timeout=self._timeout
+                )
+                latency = time.perf_counter() - started
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                failure = f"{type(exc).__name__}: {self._redact(str(exc)) or 'no detail'}"
+                hint = "check that the server is running and the url is right"
+                if isinstance(exc, httpx.TimeoutException):
+                    hint = f"no answer within {self._timeout:g} s; raise timeout or retry later"
+            except httpx.HTTPError as exc:
+                # Proxy errors, unsupported protocols: retrying cannot help.
+                raise TransportError(
+                    f"{self._where()}: {type(exc).__name__}: {self._redact(str(exc))}"
+                ) from None
+            else:
+                if resp.status_code < 300:
+                    return Completion(self._parse(resp), latency, attempt)
+                failure = f"HTTP {resp.status_code}: {self._excerpt(resp.text)}"
+                hint = self._hint(resp.status_code)
+                if not (resp.status_code in RETRYABLE_STATUS or resp.status_code >= 500):
+                    raise TransportError(f"{self._where()} failed with {failure} ({hint})")
+                retry_after = resp.headers.get("Retry-After")
+            if attempt > len(schedule):
+                tries = "1 attempt" if attempt == 1 else f"{attempt} attempts"
+                raise TransportError(f"{self._where()} failed after {tries}: {failure} ({hint})")
+            delay = parse_retry_after(retry_after)
+            self._sleep(schedule[attempt - 1] if delay is None else delay)
+
+    def _where(self) -> str:
+        return f"POST {self._redact(str(self.endpoint))}"
+
+    def _hint(self, status: int) -> str:
+        if status == 401:
+            source = self._key_source(self._api_key_env, self._env_file)
+            return f"check {source}" if self._api_key else f"no API key was sent; set {source}"
+        if status in _HINTS:
+            return _HINTS[status]
+        if 300 <= status < 400:
+            return "the url redirects; use the final url as target url"
+        if status >= 500:
+            return "the provider failed; retry later"
+        return "see the provider's documentation for this status"
+
+    def _redact(self, text: str) -> str:
+        if self._api_key:
+            text = text.replace(self._api_key, "***")
+        return text
+
+    def _excerpt(self, text: str) -> str:
+        # The body goes into a one-line terminal message: no control characters, no key, short.
+        flat = _CONTROL.sub(" ", self._redact(text)).strip()
+        flat = re.sub(r"\s+", " ", flat)
+        if not flat:
+            return "(empty body)"
+        return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "..."
+
+    def _parse(self, resp: httpx.Response) -> dict[str, Any]:
+        try:
+            data = resp.json()
+        except ValueError:
+            raise TransportError(
+                f"{self._where()} answered HTTP {resp.status_code} with a body that is not JSON: "
+                f"{self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 endpoint?)"
+            ) from None
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+            raise TransportError(
+                f"{self._where()} answered with JSON that is not a chat.completion (no choices "
+                f"list): {self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 endpoint?)"
+            )
+        return data
