@@ -1,0 +1,402 @@
+"""Eval datasets: one JSON file per scenario at `<datasets root>/<agent>/<tenant>/<scenario>.json`.
+
+The path without `.json` is the scenario's identity and part of the cache key, so two tenants'
+scenarios of the same name never share an answer. Every field is validated when the dataset loads:
+an unknown field is an error (a typo such as "asert" must not silently disable a check), and every
+error names the file and the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from cachelint.canonical import canonical_bytes
+from cachelint.errors import CachelintError
+from cachelint.runner.assertions import validate_assertion
+from cachelint.runner.judges import METRICS
+from cachelint.runner.request import normalise_text
+
+
+@dataclass(frozen=True)
+class Scenario:
+    identity: str  # "agent/tenant/scenario"
+    path: str  # repo-relative path of the JSON file
+    agent: str
+    tenant: str
+    name: str
+    messages: tuple[Mapping[str, Any], ...]  # chat messages, system prompt FIRST if any
+    system_source: str | None  # repo-relative system-file path, if used
+    options: Mapping[str, Any]
+    tools: tuple[Mapping[str, Any], ...]
+    assertions: tuple[Mapping[str, Any], ...]  # validated specs
+    judges: tuple[str, ...]
+    trials: int
+    tags: tuple[str, ...]
+    description: str | None
+
+
+FIELDS = frozenset(
+    {
+        "messages",
+        "input",
+        "system",
+        "system-file",
+        "options",
+        "tools",
+        "assert",
+        "judge",
+        "trials",
+        "tags",
+        "description",
+    }
+)
+MAX_TRIALS = 100
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+_MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+# These shape the request itself; letting options override them would make the key lie.
+_RESERVED_OPTIONS = {
+    "model": "the model comes from [tool.cachelint.target] model",
+    "messages": "use the scenario's 'messages' field",
+    "tools": "use the scenario's 'tools' field",
+    "stream": "the cache stores whole responses; streaming is not replayable",
+}
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+# Windows cannot check these out (git's compat/mingw.c is_valid_win32_path).
+_WIN_FORBIDDEN = set('<>:"|?*\\') | {chr(c) for c in range(32)}
+_WIN_RESERVED = frozenset(
+    {"AUX", "PRN", "NUL", "CON", "CONIN$", "CONOUT$"}
+    | {f"{dev}{n}" for dev in ("COM", "LPT") for n in [*"0123456789", "¹", "²", "³"]}
+)
+
+
+# ---- identity -----------------------------------------------------------------------------------
+
+
+def validate_identity(identity: str, where: str) -> None:
+    """Reject identities that are not exactly `agent/tenant/scenario`, that escape the datasets
+    root, or that Windows cannot check out (a committed cache must work on every OS)."""
+
+    def bad(why: str) -> CachelintError:
+        return CachelintError(
+            f"{where}: scenario identity {identity!r} {why}; datasets live at "
+            "<datasets root>/<agent>/<tenant>/<scenario>.json, rename the file or directory"
+        )
+
+    if not isinstance(identity, str) or not identity:
+        raise bad("is empty")
+    if "\\" in identity:
+        raise bad("contains a backslash")
+    if identity.startswith("/") or re.match(r"[A-Za-z]:", identity):
+        raise bad("is an absolute path")
+    parts = identity.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise bad("has an empty, '.' or '..' part")
+    if len(parts) != 3:
+        levels = "level" if len(parts) == 1 else "levels"
+        raise bad(f"has {len(parts)} {levels}, expected exactly 3 (agent/tenant/scenario)")
+    for part in parts:
+        forbidden = sorted(set(part) & _WIN_FORBIDDEN)
+        if forbidden:
+            raise bad(f"part {part!r} contains {forbidden[0]!r}, which Windows forbids")
+        if part.endswith((".", " ")):
+            raise bad(f"part {part!r} ends in a dot or space, which Windows drops")
+        if part.split(".")[0].rstrip(" ").upper() in _WIN_RESERVED:
+            raise bad(f"part {part!r} is a reserved Windows device name")
+
+
+# ---- field checks -------------------------------------------------------------------------------
+
+
+class _Fields:
+    """Error construction bound to one dataset file, so every message names it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def error(self, field: str, message: str) -> CachelintError:
+        return CachelintError(f"{self.path}: field {field!r}: {message}")
+
+    def string(self, value: Any, field: str) -> str:
+        if not isinstance(value, str):
+            raise self.error(field, f"expected a string, got {_kind(value)}")
+        return value
+
+    def obj(self, value: Any, field: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.error(field, f"expected an object, got {_kind(value)}")
+        return value
+
+    def array(self, value: Any, field: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.error(field, f"expected a list, got {_kind(value)}")
+        return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _content(value: Any, field: str, f: _Fields) -> Any:
+    if isinstance(value, str):
+        return normalise_text(value)
+    if isinstance(value, list):
+        parts = []
+        for i, part in enumerate(value):
+            part = dict(f.obj(part, f"{field}[{i}]"))
+            if isinstance(part.get("text"), str):
+                part["text"] = normalise_text(part["text"])
+            parts.append(part)
+        return parts
+    raise f.error(field, f"expected a string or a list of content parts, got {_kind(value)}")
+
+
+def _messages(value: Any, f: _Fields) -> list[dict[str, Any]]:
+    items = f.array(value, "messages")
+    if not items:
+        raise f.error("messages", "is empty; give at least one user message")
+    out = []
+    for i, item in enumerate(items):
+        field = f"messages[{i}]"
+        message = f.obj(item, field)
+        for key in sorted(set(message) - _MESSAGE_KEYS):
+            raise f.error(
+                f"{field}.{key}",
+                f"unknown message field; allowed: {', '.join(sorted(_MESSAGE_KEYS))}",
+            )
+        role = message.get("role")
+        if role not in _ROLES:
+            raise f.error(
+                f"{field}.role", f"expected one of {', '.join(sorted(_ROLES))}, got {role!r}"
+            )
+        clean = dict(message)
+        if message.get("content") is None:
+            # An assistant turn that only calls tools has null content (OpenAI's own shape).
+            if not (role == "assistant" and message.get("tool_calls")):
+                raise f.error(f"{field}.content", "missing; every message needs content")
+        else:
+            clean["content"] = _content(message["content"], f"{field}.content", f)
+        out.append(clean)
+    return out
+
+
+def _read_system_file(repo: Path, value: Any, f: _Fields) -> tuple[str, str]:
+    raw = f.string(value, "system-file").replace("\\", "/")
+    parts = PurePosixPath(raw).parts
+    if not raw or raw.startswith("/") or re.match(r"[A-Za-z]:", raw) or ".." in parts:
+        raise f.error(
+            "system-file", f"{value!r} must be a path relative to the repository root, without '..'"
+        )
+    relative = str(PurePosixPath(*parts))
+    target = repo / relative
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        raise f.error(
+            "system-file",
+            f"{relative!r} not found (paths are relative to the repository root {repo}); "
+            "fix the path or add the prompt file",
+        ) from None
+    except OSError as exc:
+        raise f.error("system-file", f"cannot read {relative!r}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8-sig")  # editors on Windows may add a BOM
+    except UnicodeDecodeError as exc:
+        raise f.error("system-file", f"{relative!r} is not UTF-8 ({exc.reason})") from None
+    return relative, normalise_text(text)
+
+
+def _tools(value: Any, f: _Fields) -> list[dict[str, Any]]:
+    out = []
+    seen: set[str] = set()
+    for i, item in enumerate(f.array(value, "tools")):
+        field = f"tools[{i}]"
+        tool = f.obj(item, field)
+        if tool.get("type") != "function":
+            raise f.error(f"{field}.type", f'expected "function", got {tool.get("type")!r}')
+        for key in sorted(set(tool) - {"type", "function"}):
+            raise f.error(f"{field}.{key}", "unknown tool field; allowed: type, function")
+        function = f.obj(tool.get("function"), f"{field}.function")
+        for key in sorted(set(function) - {"name", "description", "parameters", "strict"}):
+            raise f.error(
+                f"{field}.function.{key}",
+                "unknown function field; allowed: name, description, parameters, strict",
+            )
+        name = function.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise f.error(f"{field}.function.name", f"expected 1-64 of [A-Za-z0-9_-], got {name!r}")
+        if name in seen:
+            raise f.error(f"{field}.function.name", f"duplicate tool name {name!r}")
+        seen.add(name)
+        if "description" in function:
+            f.string(function["description"], f"{field}.function.description")
+        if "parameters" in function:
+            f.obj(function["parameters"], f"{field}.function.parameters")
+        out.append(tool)
+    return out
+
+
+def _strings(value: Any, field: str, f: _Fields) -> list[str]:
+    items = f.array(value, field)
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item:
+            raise f.error(f"{field}[{i}]", f"expected a non-empty string, got {_kind(item)}")
+    return items
+
+
+def parse_scenario(repo: Path, identity: str, path: str, data: Any) -> Scenario:
+    """Validate one parsed dataset file (`path` is repo-relative, used in messages)."""
+    f = _Fields(path)
+    if not isinstance(data, dict):
+        raise CachelintError(f"{path}: a scenario must be a JSON object, got {_kind(data)}")
+    for key in sorted(set(data) - FIELDS):
+        hint = difflib.get_close_matches(key, sorted(FIELDS), n=1)
+        did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise f.error(key, f"unknown field{did_you_mean}; allowed: {', '.join(sorted(FIELDS))}")
+    if ("messages" in data) == ("input" in data):
+        raise f.error(
+            "messages",
+            "give exactly one of 'messages' (a list of {role, content}) or 'input' (a string)",
+        )
+    if "input" in data:
+        messages = [{"role": "user", "content": normalise_text(f.string(data["input"], "input"))}]
+    else:
+        messages = _messages(data["messages"], f)
+    if "system" in data and "system-file" in data:
+        raise f.error("system-file", "give either 'system' or 'system-file', not both")
+    system_source: str | None = None
+    system: str | None = None
+    if "system" in data:
+        system = normalise_text(f.string(data["system"], "system"))
+    elif "system-file" in data:
+        system_source, system = _read_system_file(repo, data["system-file"], f)
+    if system is not None:
+        if messages[0].get("role") == "system":
+            field = "system" if system_source is None else "system-file"
+            raise f.error(field, "messages[0] is already a system message; keep one of the two")
+        messages.insert(0, {"role": "system", "content": system})
+
+    options = f.obj(data.get("options", {}), "options")
+    for key in sorted(set(options) & set(_RESERVED_OPTIONS)):
+        raise f.error(f"options.{key}", f"not allowed here: {_RESERVED_OPTIONS[key]}")
+    tools = _tools(data.get("tools", []), f)
+    for field, value in (("messages", messages), ("options", options), ("tools", tools)):
+        try:
+            canonical_bytes(value)
+        except ValueError as exc:  # e.g. an integer beyond 2**53, which RFC 8785 cannot encode
+            raise f.error(field, f"cannot be part of a cache key: {exc}") from None
+    assertions = [
+        validate_assertion(spec, f"{path}: assert[{i}]")
+        for i, spec in enumerate(f.array(data.get("assert", []), "assert"))
+    ]
+    judges = _strings(data.get("judge", []), "judge", f)
+    for i, metric in enumerate(judges):
+        if metric not in METRICS:
+            raise f.error(
+                f"judge[{i}]", f"unknown metric {metric!r}; allowed: {', '.join(sorted(METRICS))}"
+            )
+    trials = data.get("trials", 1)
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
+        raise f.error("trials", f"expected an integer from 1 to {MAX_TRIALS}, got {_kind(trials)}")
+    tags = _strings(data.get("tags", []), "tags", f)
+    description = data.get("description")
+    if description is not None:
+        f.string(description, "description")
+    agent, tenant, name = identity.split("/")
+    return Scenario(
+        identity=identity,
+        path=path,
+        agent=agent,
+        tenant=tenant,
+        name=name,
+        messages=tuple(messages),
+        system_source=system_source,
+        options=options,
+        tools=tuple(tools),
+        assertions=tuple(assertions),
+        judges=tuple(judges),
+        trials=trials,
+        tags=tuple(tags),
+        description=description,
+    )
+
+
+# ---- loading ------------------------------------------------------------------------------------
+
+
+def _dataset_files(base: Path) -> list[str]:
+    """Base-relative posix paths of every `*.json` under `base`, skipping dotfiles and dot-dirs."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        relative_dir = Path(dirpath).relative_to(base).as_posix()
+        for filename in sorted(filenames):
+            if filename.startswith(".") or not filename.endswith(".json"):
+                continue
+            found.append(filename if relative_dir == "." else f"{relative_dir}/{filename}")
+    return found
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
+    """Every scenario under `<repo>/<datasets_root>`, sorted by identity."""
+    base = repo / datasets_root
+    if not base.is_dir():
+        raise CachelintError(
+            f"datasets root {datasets_root!r} not found (looked in {base}); create "
+            f'{datasets_root}/<agent>/<tenant>/<scenario>.json or set datasets = "<dir>" '
+            "under [tool.cachelint] in pyproject.toml"
+        )
+    root = datasets_root.replace("\\", "/").rstrip("/")
+    scenarios: list[Scenario] = []
+    seen: dict[str, str] = {}
+    for relative in _dataset_files(base):
+        path = f"{root}/{relative}"
+        # macOS (HFS+) hands out NFD names; the key must not depend on where the tree was listed.
+        identity = unicodedata.normalize("NFC", relative[: -len(".json")])
+        validate_identity(identity, path)
+        # Two identities differing only in case are one directory on Windows and macOS.
+        folded = identity.casefold()
+        if folded in seen:
+            raise CachelintError(
+                f"{path}: scenario identity {identity!r} collides with {seen[folded]!r} on "
+                "case-insensitive file systems; rename one of them"
+            )
+        seen[folded] = identity
+        try:
+            text = (base / relative).read_bytes().decode("utf-8-sig")
+            data = json.loads(text, parse_constant=_reject_constant)
+        except UnicodeDecodeError as exc:
+            raise CachelintError(f"{path}: not UTF-8 ({exc.reason}); save it as UTF-8") from None
+        except json.JSONDecodeError as exc:
+            raise CachelintError(
+                f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from None
+        except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for JSON
+            raise CachelintError(f"{path}: invalid JSON: {exc}") from None
+        except OSError as exc:
+            raise CachelintError(f"{path}: cannot read: {exc.strerror}") from None
+        scenarios.append(parse_scenario(repo, identity, path, data))
+    scenarios.sort(key=lambda s: s.identity)
+    return scenarios
