@@ -1,0 +1,113 @@
+"""`cachelint stamp`: record, at each cache root, the package versions the tree was recorded under.
+
+Run it right after a re-record. It refuses (exit 2) on an empty tree, because a stamp over no
+entries would vouch for nothing, and when a family package has no single exact pin, because then
+there is no version to record. `cachelint stamp --check` runs only the stamp rules, like
+`cachelint check` restricted to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TextIO
+
+STAMP_GROUP = frozenset({"stamp"})
+
+
+def add_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    parser = subparsers.add_parser(
+        "stamp",
+        parents=parents,
+        help="write the version stamp at each cache root (after a re-record)",
+        description=(
+            "Write <cache root>/<stamp> recording the cache format, the exact versions of the "
+            "configured package family (from the pin files), the date of those pins and the TTL. "
+            "With --check, run only the stamp and TTL rules instead (exit codes as `cachelint "
+            "check`)."
+        ),
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="check the stamps and TTLs instead of writing"
+    )
+    parser.add_argument(
+        "--format", dest="fmt", default="text", help="with --check: the report format, as check"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="with --check: warnings fail too (exit 1)"
+    )
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(ns: argparse.Namespace) -> int:
+    from cachelint import clock
+
+    config_path = Path(ns.config) if ns.config else None
+    if ns.check:
+        from cachelint.commands.check import check
+
+        return check(
+            Path.cwd(),
+            config_path=config_path,
+            fmt=ns.fmt,
+            select=None,
+            ignore=(),
+            strict=ns.strict,
+            groups=STAMP_GROUP,
+            now=clock.now(),
+            out=sys.stdout,
+        )
+    return stamp(Path.cwd(), config_path=config_path, now=clock.now(), out=sys.stdout)
+
+
+def _entries(count: int) -> str:
+    return f"{count} entry" if count == 1 else f"{count} entries"
+
+
+def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) -> int:
+    """Write the stamp at every cache root that has entries; return the exit code."""
+    from cachelint import pins
+    from cachelint.config import load
+    from cachelint.errors import CachelintError
+    from cachelint.gitutil import repo_root
+    from cachelint.stamp import Stamp, entries_by_root, pinned_at, write_stamp
+    from cachelint.tree import collect
+
+    repo = repo_root(start)
+    config = load(repo, config_path)
+    facts = collect(config, now=now)
+    by_root = entries_by_root(facts.roots, facts.entries)
+    filled = [root for root, entries in by_root.items() if entries]
+    if not filled:
+        where = ", ".join(config.cache)
+        raise CachelintError(
+            f"{where}: no cache entries to stamp; record the tree first (`cachelint run "
+            "--refresh-cache`), then run `cachelint stamp`"
+        )
+    resolution = pins.current(config)
+    if resolution.problems:
+        raise CachelintError("cannot stamp: " + "; ".join(p.message for p in resolution.problems))
+    chosen = sorted(resolution.pinned.values(), key=lambda r: r.name.casefold())
+    new = Stamp(
+        pinned_at=pinned_at(repo, list(resolution.files), now),
+        ttl_days=config.ttl_days,
+        packages={r.name: r.version for r in chosen},
+        pin_files={r.name: r.source for r in chosen},
+    )
+    versions = ", ".join(f"{r.name} {r.version} ({r.source})" for r in chosen)
+    for root in filled:
+        rel = f"{root}/{config.stamp}"
+        changed = write_stamp(repo / rel, new)
+        verb = "wrote" if changed else "unchanged"
+        out.write(
+            f"{verb} {rel}: {_entries(len(by_root[root]))}, pinnedAt "
+            f"{new.pinned_at.isoformat()}, ttlDays {new.ttl_days}, {versions}\n"
+        )
+    for root in facts.missing_roots + tuple(r for r in by_root if r not in filled):
+        out.write(f"skipped {root}: no entries\n")
+    return 0

@@ -1,0 +1,303 @@
+"""Pinned package versions, read with a real parser per pin format.
+
+`read_pins(config)` finds the pin files (config `pins`, or auto-detected at the repository root),
+parses each with its format's module and returns every package it saw, exact or not. `resolve`
+then picks the configured family (`packages`: names or fnmatch globs) and decides, per package,
+whether it has exactly one exact version. Names are compared the way each ecosystem does: NuGet
+ignores case, PyPI normalises with PEP 503, npm names are case-sensitive.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from cachelint.config import Config
+from cachelint.errors import CachelintError, ConfigError
+
+
+class Ecosystem(str, Enum):
+    PYPI = "pypi"
+    NUGET = "nuget"
+    NPM = "npm"
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One package as a pin file names it; `version` is None when `spec` is not exact."""
+
+    name: str
+    spec: str  # as written: "10.9.0", "==1.2.3", ">=1.0", "[1.0,2.0)", "^1.2.0"
+    version: str | None
+    source: str  # repo-relative pin file, forward slashes
+    ecosystem: Ecosystem
+
+
+class PinFileError(CachelintError):
+    """A pin file cannot be parsed; the message names the file and what is wrong."""
+
+
+def normalise(name: str, ecosystem: Ecosystem) -> str:
+    if ecosystem is Ecosystem.PYPI:
+        return re.sub(r"[-_.]+", "-", name).lower()
+    if ecosystem is Ecosystem.NUGET:
+        return name.casefold()
+    return name
+
+
+def stamp_key(name: str) -> str:
+    """How a stamp's package names are matched to pins: the stamp does not record ecosystems, so
+    use the loosest of the three rules (PEP 503 + case-insensitive)."""
+    return re.sub(r"[-_.]+", "-", name).casefold()
+
+
+# ---- which files, which parser ------------------------------------------------------------------
+
+Parser = Callable[[Path, str], list[Pin]]
+
+
+def _parser_for(name: str) -> Parser | None:
+    from cachelint.pins import (
+        csproj,
+        directory_packages,
+        nuget_lock,
+        package_json,
+        package_lock,
+        pipfile_lock,
+        poetry_lock,
+        pyproject,
+        requirements,
+        uv_lock,
+    )
+
+    lower = name.lower()
+    exact: dict[str, Parser] = {
+        "pyproject.toml": pyproject.parse,
+        "uv.lock": uv_lock.parse,
+        "poetry.lock": poetry_lock.parse,
+        "pipfile.lock": pipfile_lock.parse,
+        "directory.packages.props": directory_packages.parse,
+        "packages.lock.json": nuget_lock.parse,
+        "package.json": package_json.parse,
+        "package-lock.json": package_lock.parse,
+    }
+    if lower in exact:
+        return exact[lower]
+    if lower.endswith((".csproj", ".fsproj", ".vbproj", ".props", ".targets")):
+        return csproj.parse
+    if lower.endswith((".txt", ".in")):
+        return requirements.parse
+    return None
+
+
+_ROOT_NAMES = (
+    "pyproject.toml",
+    "uv.lock",
+    "poetry.lock",
+    "Pipfile.lock",
+    "Directory.Packages.props",
+    "packages.lock.json",
+    "package.json",
+    "package-lock.json",
+)
+_SLN_PROJECT = re.compile(
+    r'^Project\("[^"]*"\)\s*=\s*"[^"]*"\s*,\s*"([^"]+\.(?:cs|fs|vb)proj)"', re.M
+)
+
+
+def _solution_projects(repo: Path) -> list[str]:
+    """Projects listed by the .sln/.slnx files at the root: a .NET solution keeps its csproj (and
+    their packages.lock.json) in subdirectories, and the solution file is the list of them."""
+    found: list[str] = []
+    for sln in sorted(repo.glob("*.sln")):
+        text = sln.read_text("utf-8-sig", errors="replace")
+        found.extend(m.group(1).replace("\\", "/") for m in _SLN_PROJECT.finditer(text))
+    for slnx in sorted(repo.glob("*.slnx")):
+        text = slnx.read_text("utf-8-sig", errors="replace")
+        found.extend(
+            m.group(1).replace("\\", "/") for m in re.finditer(r'<Project\s+Path="([^"]+)"', text)
+        )
+    return found
+
+
+def detect_pin_files(repo: Path) -> list[str]:
+    """Pin files at the repository root, plus the projects of a root solution and their locks."""
+    found: list[str] = [n for n in _ROOT_NAMES if (repo / n).is_file()]
+    found += sorted(p.name for p in repo.glob("requirements*.txt") if p.is_file())
+    found += sorted(
+        p.name for p in repo.iterdir() if p.suffix in (".csproj", ".fsproj") and p.is_file()
+    )
+    for project in _solution_projects(repo):
+        if (repo / project).is_file() and project not in found:
+            found.append(project)
+            lock = f"{project.rpartition('/')[0]}/packages.lock.json".lstrip("/")
+            if (repo / lock).is_file() and lock not in found:
+                found.append(lock)
+    return found
+
+
+@dataclass(frozen=True)
+class PinSet:
+    files: tuple[str, ...]  # every pin file read (includes followed), in reading order
+    pins: tuple[Pin, ...]
+
+
+def read_pins(config: Config) -> PinSet:
+    repo = config.repo
+    if config.pins:
+        names = list(config.pins)
+        for name in names:
+            if not (repo / name).is_file():
+                raise ConfigError(
+                    f"{config.source}: key 'pins' names {name!r}, which does not exist; "
+                    "fix the path or remove it"
+                )
+    else:
+        names = detect_pin_files(repo)
+    pins: list[Pin] = []
+    files: list[str] = []
+    for name in names:
+        parser = _parser_for(name.rpartition("/")[2])
+        if parser is None:
+            raise ConfigError(
+                f"{config.source}: key 'pins' names {name!r}, a format cachelint cannot read; "
+                "use pyproject.toml, requirements*.txt, uv.lock, poetry.lock, Pipfile.lock, "
+                "Directory.Packages.props, *.csproj, packages.lock.json, package.json or "
+                "package-lock.json"
+            )
+        found = parser(repo / name, name)
+        for source in dict.fromkeys([name, *(p.source for p in found)]):
+            if source not in files:
+                files.append(source)
+        pins.extend(found)
+    return PinSet(tuple(files), tuple(pins))
+
+
+# ---- the family and its versions ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resolved:
+    name: str
+    version: str
+    source: str
+
+
+@dataclass(frozen=True)
+class PinProblem:
+    name: str  # the package name or the family pattern
+    source: str | None  # the pin file to point a finding at, if any
+    message: str  # "<name>: ..." one line, with the fix
+
+
+@dataclass(frozen=True)
+class Resolution:
+    files: tuple[str, ...]
+    pinned: dict[str, Resolved] = field(default_factory=dict)  # stamp_key -> exact pin
+    problems: tuple[PinProblem, ...] = ()
+
+    @property
+    def troubled(self) -> set[str]:
+        return {stamp_key(p.name) for p in self.problems}
+
+
+def _matches(pattern: str, pin: Pin) -> bool:
+    return fnmatch.fnmatchcase(
+        normalise(pin.name, pin.ecosystem), normalise(pattern, pin.ecosystem)
+    )
+
+
+def _same_version(a: str, b: str, ecosystem: Ecosystem) -> bool:
+    if ecosystem is Ecosystem.PYPI:
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            return Version(a) == Version(b)
+        except InvalidVersion:
+            pass
+    return a.casefold() == b.casefold()
+
+
+def _where(files: Sequence[str]) -> str:
+    return ", ".join(files) if files else "no pin file (none detected at the repository root)"
+
+
+_REGENERATE = {
+    "packages.lock.json": "`dotnet restore --force-evaluate`",
+    "uv.lock": "`uv lock`",
+    "poetry.lock": "`poetry lock`",
+    "pipfile.lock": "`pipenv lock`",
+    "package-lock.json": "`npm install`",
+}
+
+
+def _agree_hint(disagreeing: Sequence[Pin]) -> str:
+    """A lock file that disagrees with its manifest is out of date, not a second opinion."""
+    for pin in disagreeing:
+        command = _REGENERATE.get(pin.source.rpartition("/")[2].lower())
+        if command:
+            return f"{pin.source} is out of date: regenerate it with {command}"
+    return "make the pin files agree on one version"
+
+
+def resolve(pin_set: PinSet, patterns: Iterable[str]) -> Resolution:
+    """Exact versions of every family package, and a problem per package without exactly one."""
+    groups: dict[tuple[Ecosystem, str], list[Pin]] = {}
+    unmatched: list[str] = []
+    for pattern in patterns:
+        hits = [p for p in pin_set.pins if _matches(pattern, p)]
+        if not hits:
+            unmatched.append(pattern)
+        for pin in hits:
+            groups.setdefault((pin.ecosystem, normalise(pin.name, pin.ecosystem)), []).append(pin)
+    pinned: dict[str, Resolved] = {}
+    problems: list[PinProblem] = []
+    for pattern in unmatched:
+        problems.append(
+            PinProblem(
+                pattern,
+                None,
+                f"{pattern}: not found in {_where(pin_set.files)}; pin it there "
+                "(or fix `packages` in the config)",
+            )
+        )
+    for (ecosystem, _key), group in sorted(groups.items(), key=lambda kv: kv[0][1]):
+        exact = [p for p in group if p.version is not None]
+        name = (exact or group)[0].name
+        if not exact:
+            ranges = "; ".join(f"{p.spec!r} in {p.source}" for p in group)
+            problems.append(
+                PinProblem(
+                    name,
+                    group[0].source,
+                    f"{name}: not pinned to an exact version: found {ranges}; pin one exact "
+                    "version (==X.Y.Z, NuGet X.Y.Z or [X.Y.Z], npm X.Y.Z) or commit a lock file",
+                )
+            )
+            continue
+        first = exact[0]
+        assert first.version is not None
+        others = [p for p in exact if not _same_version(p.version or "", first.version, ecosystem)]
+        if others:
+            seen = "; ".join(
+                f"{v} in {s}"
+                for v, s in dict.fromkeys((p.version, p.source) for p in [first, *others])
+            )
+            problems.append(
+                PinProblem(
+                    name,
+                    others[0].source,
+                    f"{name}: pinned differently: {seen}; {_agree_hint([first, *others])}",
+                )
+            )
+            continue
+        pinned[stamp_key(name)] = Resolved(name, first.version, first.source)
+    return Resolution(pin_set.files, pinned, tuple(problems))
+
+
+def current(config: Config) -> Resolution:
+    return resolve(read_pins(config), config.packages)

@@ -1,0 +1,28 @@
+"""eval-cache-no-stamp: a cache root with entries but no stamp of the versions it was recorded
+under, so nobody can tell when a package upgrade silently changed the cache keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cachelint.findings import Finding
+from cachelint.rules import Rule
+from cachelint.stamp import facts_stamps
+from cachelint.tree import TreeFacts
+
+CODE = "eval-cache-no-stamp"
+
+
+def check(facts: TreeFacts) -> Iterator[Finding]:
+    for state in facts_stamps(facts):
+        if state.entries and not state.present:
+            yield Finding(
+                state.path,
+                CODE,
+                f"missing: {len(state.entries)} entries under {state.root} but no record of the "
+                "package versions they were recorded under; re-record the tree, then run "
+                "`cachelint stamp`",
+            )
+
+
+RULE = Rule(CODE, "a cache root with entries has no version stamp", check, group="stamp")

@@ -1,0 +1,32 @@
+"""eval-cache-unpinned: a package of the configured family has no single exact pin, so nothing
+says which version the cache was recorded under (a range, a missing pin, or two different pins)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cachelint import pins
+from cachelint.errors import CachelintError
+from cachelint.findings import Finding
+from cachelint.rules import Rule
+from cachelint.stamp import recorded
+from cachelint.tree import TreeFacts
+
+CODE = "eval-cache-unpinned"
+
+
+def check(facts: TreeFacts) -> Iterator[Finding]:
+    if not recorded(facts):
+        return
+    try:
+        now = pins.current(facts.config)
+    except CachelintError as exc:  # an unreadable pin file: a finding, so other rules still run
+        path, _, reason = str(exc).partition(": ")
+        yield Finding(path, CODE, reason)
+        return
+    fallback = now.files[0] if now.files else (facts.roots[0] if facts.roots else ".")
+    for problem in now.problems:
+        yield Finding(problem.source or fallback, CODE, problem.message)
+
+
+RULE = Rule(CODE, "a family package is not pinned to one exact version", check, group="stamp")

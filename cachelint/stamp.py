@@ -1,0 +1,199 @@
+"""The version stamp at each cache root: under which package versions the tree was recorded.
+
+    {
+      "format": 1,                        # the cache format (store.FORMAT) the tree is written in
+      "packages": {"Microsoft.Extensions.AI.Evaluation": "10.9.0"},
+      "pinFiles": {"Microsoft.Extensions.AI.Evaluation": "Directory.Packages.props"},
+      "pinnedAt": "2026-01-31",           # date of the pins (see `pinned_at`)
+      "ttlDays": 365
+    }
+
+Written with dump_pretty (sorted keys, LF, final newline) and atomically, so re-stamping the same
+pins rewrites the same bytes. Reading validates every field and names the first bad one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cachelint.canonical import dump_pretty
+from cachelint.errors import CachelintError
+from cachelint.fsutil import atomic_write
+from cachelint.gitutil import run_git, split_z
+from cachelint.store import FORMAT, Entry
+from cachelint.tree import TreeFacts
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")
+
+
+class InvalidStamp(CachelintError):
+    """The stamp file is not valid JSON of the stamp format; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Stamp:
+    pinned_at: date
+    ttl_days: int
+    packages: Mapping[str, str]  # package name -> exact version the tree was recorded under
+    pin_files: Mapping[str, str] = field(default_factory=dict)  # package name -> pin file
+    format: int = FORMAT
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "packages": dict(sorted(self.packages.items())),
+            "pinFiles": dict(sorted(self.pin_files.items())),
+            "pinnedAt": self.pinned_at.isoformat(),
+            "ttlDays": self.ttl_days,
+        }
+
+
+def _str_map(data: Mapping[str, Any], name: str) -> dict[str, str]:
+    value = data.get(name)
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and k and isinstance(v, str) and v for k, v in value.items()
+    ):
+        raise InvalidStamp(f"field {name!r} must be an object of package name to version string")
+    return value
+
+
+def parse_stamp(data: Any) -> Stamp:
+    if not isinstance(data, dict):
+        raise InvalidStamp("not a JSON object")
+    for name in _FIELDS:
+        if name not in data:
+            raise InvalidStamp(f"field {name!r} is missing")
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise InvalidStamp(f"unknown field {unknown[0]!r}")
+    fmt = data["format"]
+    if fmt != FORMAT or isinstance(fmt, bool):
+        raise InvalidStamp(f"field 'format' is {fmt!r}, this cachelint reads format {FORMAT}")
+    ttl = data["ttlDays"]
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
+        raise InvalidStamp(f"field 'ttlDays' is {ttl!r}, expected a positive integer")
+    pinned = data["pinnedAt"]
+    try:
+        if not isinstance(pinned, str) or not _DATE.fullmatch(pinned):
+            raise ValueError
+        pinned_at = date.fromisoformat(pinned)
+    except ValueError:
+        raise InvalidStamp(f"field 'pinnedAt' is {pinned!r}, expected a date YYYY-MM-DD") from None
+    packages = _str_map(data, "packages")
+    pin_files = _str_map(data, "pinFiles")
+    stray = sorted(set(pin_files) - set(packages))
+    if stray:
+        raise InvalidStamp(f"field 'pinFiles' names {stray[0]!r}, which 'packages' does not")
+    return Stamp(pinned_at, ttl, packages, pin_files, fmt)
+
+
+def read_stamp(path: Path) -> Stamp | None:
+    """The stamp at `path`, None when there is none; InvalidStamp when it is unreadable."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InvalidStamp(f"cannot be read ({exc.strerror})") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidStamp(f"not valid JSON ({exc})") from None
+    return parse_stamp(data)
+
+
+def write_stamp(path: Path, stamp: Stamp) -> bool:
+    """Write `stamp` atomically; False when the file already holds exactly these bytes (so a
+    re-stamp under unchanged pins touches nothing)."""
+    data = dump_pretty(stamp.to_json())
+    try:
+        if path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    atomic_write(path, data)
+    return True
+
+
+def pinned_at(repo: Path, files: Sequence[str], now: datetime) -> date:
+    """The date of the pins: the committer date (UTC) of the newest commit touching the pin files,
+    or today (from `now`) when any of them has uncommitted changes or no commit has them, because
+    then the stamped pins are not those of any commit yet."""
+    today = now.astimezone(timezone.utc).date()
+    if not files:
+        return today
+    dirty = run_git(
+        ["status", "--porcelain", "-z", "--untracked-files=all", "--", *files], cwd=repo
+    )
+    if split_z(dirty.out):
+        return today
+    log = run_git(["log", "-1", "--format=%cI", "--", *files], cwd=repo, check=False)
+    text = log.out.decode().strip()
+    if log.rc != 0 or not text:  # no commit yet (git log fails on an unborn branch)
+        return today
+    return datetime.fromisoformat(text).astimezone(timezone.utc).date()
+
+
+# ---- shared by the stamp rules ------------------------------------------------------------------
+
+
+@dataclass
+class RootStamp:
+    root: str  # repo-relative cache root
+    path: str  # repo-relative stamp path
+    entries: list[Entry]
+    stamp: Stamp | None = None
+    error: str | None = None  # why the stamp is invalid
+
+    @property
+    def present(self) -> bool:
+        return self.stamp is not None or self.error is not None
+
+
+def entries_by_root(roots: Sequence[str], entries: Iterable[Entry]) -> dict[str, list[Entry]]:
+    """Assign each entry to the root its directory lies under (one pass). Entries named relative
+    to their root rather than the repository go to the only root when there is one."""
+    by_root: dict[str, list[Entry]] = {root: [] for root in roots}
+    prefixes = sorted(((r.rstrip("/") + "/", r) for r in roots), key=lambda p: -len(p[0]))
+    for entry in entries:
+        for prefix, root in prefixes:
+            if entry.directory.startswith(prefix):
+                by_root[root].append(entry)
+                break
+        else:
+            if len(roots) == 1:
+                by_root[roots[0]].append(entry)
+    return by_root
+
+
+def root_stamps(
+    repo: Path, roots: Sequence[str], stamp_name: str, entries: Iterable[Entry]
+) -> list[RootStamp]:
+    result: list[RootStamp] = []
+    for root, found in entries_by_root(roots, entries).items():
+        rel = f"{root}/{stamp_name}"
+        state = RootStamp(root, rel, found)
+        try:
+            state.stamp = read_stamp(repo / rel)
+        except InvalidStamp as exc:
+            state.error = str(exc)
+        result.append(state)
+    return result
+
+
+def facts_stamps(facts: TreeFacts) -> list[RootStamp]:
+    return root_stamps(facts.repo, facts.roots, facts.config.stamp, facts.entries)
+
+
+def recorded(facts: TreeFacts) -> bool:
+    """Whether any root holds entries or a stamp: pins only matter for a recorded tree."""
+    return bool(facts.entries) or any(
+        (facts.repo / r / facts.config.stamp).exists() for r in facts.roots
+    )

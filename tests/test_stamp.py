@@ -1,0 +1,419 @@
+"""`cachelint stamp`, the stamp format and the stamp/TTL rules, on real git repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from cachelint import stamp as stamp_mod
+from cachelint import tree
+from cachelint.config import load
+from cachelint.findings import Finding, Severity
+from cachelint.rules import all_rules
+from cachelint.store import Store, format_time
+from tests.conftest import PROJECT, commit_all
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+MEAI = "Microsoft.Extensions.AI.Evaluation"
+PROPS = (
+    "<Project>\n  <ItemGroup>\n"
+    '    <PackageVersion Include="Microsoft.Extensions.AI.Evaluation" Version="{version}" />\n'
+    "  </ItemGroup>\n</Project>\n"
+)
+STALE = (
+    "eval-cache/.eval-cache-stamp.json: eval-cache-stale-pin: "
+    "Microsoft.Extensions.AI.Evaluation: recorded 10.9.0 vs pin 10.11.0; the package changed, "
+    "so cache keys may have changed: re-record the tree, then run `cachelint stamp`"
+)
+
+
+def cli(repo: Path, *args: str, now: datetime = NOW) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, CACHELINT_NOW=format_time(now), PYTHONPATH=str(PROJECT))
+    return subprocess.run(
+        [sys.executable, "-m", "cachelint", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def setup_repo(
+    repo: Path,
+    *,
+    version: str = "10.9.0",
+    config: str = 'packages = ["Microsoft.Extensions.AI.Evaluation"]\n',
+) -> None:
+    (repo / "cachelint.toml").write_text(config)
+    (repo / "Directory.Packages.props").write_text(PROPS.format(version=version))
+    (repo / ".gitattributes").write_text("eval-cache/** -text\n")
+
+
+def record(
+    repo: Path, *, root: str = "eval-cache", n: int = 2, when: datetime = NOW, ttl_days: int = 365
+) -> None:
+    store = Store(repo / root, ttl_days=ttl_days, clock=lambda: when)
+    for i in range(n):
+        key = f"{i:02d}" * 32
+        store.put(
+            f"support/acme/refund-{i}",
+            key,
+            {"messages": [{"role": "user", "content": f"q{i}"}]},
+            {"choices": [{"message": {"content": f"a{i}"}}]},
+            provider="openai",
+            model="gpt-4o-mini",
+        )
+
+
+def meai_entry(
+    repo: Path, index: int, created: datetime, ttl: timedelta, root: str = "eval-cache"
+) -> None:
+    key = f"{index:02X}" * 48
+    entry = repo / root / "cache" / "Support.Refund" / "1" / key
+    entry.mkdir(parents=True)
+    created_text = created.strftime("%Y-%m-%dT%H:%M:%S.1234567Z")
+    expires_text = (created + ttl).strftime("%Y-%m-%dT%H:%M:%S.1234567Z")
+    (entry / "entry.json").write_text(
+        json.dumps(
+            {
+                "scenarioName": "Support.Refund",
+                "iterationName": "1",
+                "creation": created_text,
+                "expiration": expires_text,
+            },
+            indent=2,
+        )
+    )
+    (entry / "contents.data").write_text('{\n  "messages": []\n}')
+
+
+def run_rule(repo: Path, code: str, *, now: datetime = NOW) -> list[Finding]:
+    """The one-line rule harness: the findings of one rule on the real tree."""
+    (rule,) = [r for r in all_rules() if r.code == code]
+    assert rule.group == "stamp"
+    facts = tree.collect(load(repo), now=now)
+    return sorted(rule.check(facts))
+
+
+def write_stamp(
+    repo: Path, data: object, root: str = "eval-cache", name: str = ".eval-cache-stamp.json"
+) -> None:
+    (repo / root / name).write_text(json.dumps(data))
+
+
+def good_stamp(version: str = "10.9.0", ttl: int = 365) -> dict[str, object]:
+    return {
+        "format": 1,
+        "packages": {MEAI: version},
+        "pinFiles": {MEAI: "Directory.Packages.props"},
+        "pinnedAt": "2026-02-01",
+        "ttlDays": ttl,
+    }
+
+
+# ---- the CLI ------------------------------------------------------------------------------------
+
+
+def test_stamp_then_raised_pin_gives_exactly_the_stale_pin_line(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    record(git_repo)
+    commit_all(git_repo, "record")
+    result = cli(git_repo, "stamp")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("wrote eval-cache/.eval-cache-stamp.json: 2 entries")
+    written = (git_repo / "eval-cache/.eval-cache-stamp.json").read_bytes()
+    # the pins were committed just now; that commit's date is the pins' date
+    today = datetime.now(timezone.utc).date().isoformat()
+    assert json.loads(written) == {
+        "format": 1,
+        "packages": {MEAI: "10.9.0"},
+        "pinFiles": {MEAI: "Directory.Packages.props"},
+        "pinnedAt": today,
+        "ttlDays": 365,
+    }
+    assert written.endswith(b"}\n") and b"\r" not in written
+    commit_all(git_repo, "stamp")
+
+    again = cli(git_repo, "stamp")  # same pins: same bytes, file untouched
+    assert again.returncode == 0 and again.stdout.startswith("unchanged ")
+    clean = cli(git_repo, "check")
+    assert "eval-cache-stale-pin" not in clean.stdout
+    assert "eval-cache-no-stamp" not in clean.stdout
+
+    (git_repo / "Directory.Packages.props").write_text(PROPS.format(version="10.11.0"))
+    result = cli(git_repo, "check")
+    assert result.returncode == 1
+    assert STALE in result.stdout.splitlines()
+    only_stamp = cli(git_repo, "stamp", "--check")
+    assert only_stamp.returncode == 1
+    assert STALE in only_stamp.stdout.splitlines()
+    as_json = cli(git_repo, "stamp", "--check", "--format", "json")
+    assert as_json.returncode == 1
+    assert "eval-cache-stale-pin" in as_json.stdout and json.loads(as_json.stdout)
+
+
+def test_stamp_pinned_at_is_today_when_pins_are_uncommitted(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    record(git_repo)
+    result = cli(git_repo, "stamp")
+    assert result.returncode == 0, result.stderr
+    stamp = json.loads((git_repo / "eval-cache/.eval-cache-stamp.json").read_text())
+    assert stamp["pinnedAt"] == "2026-03-01"  # CACHELINT_NOW, not a commit date
+
+
+def test_stamp_pinned_at_is_the_date_of_the_newest_pin_commit(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    record(git_repo)
+    (git_repo / "eval-cache/.keep").write_text("")
+    env = dict(os.environ, GIT_COMMITTER_DATE="2025-12-24T23:30:00-03:00")
+    subprocess.run(["git", "add", "-A"], cwd=git_repo, check=True)
+    subprocess.run(
+        ["git", "commit", "-q", "--no-gpg-sign", "--no-verify", "-m", "pins"],
+        cwd=git_repo,
+        env=env,
+        check=True,
+    )
+    assert stamp_mod.pinned_at(git_repo, ["Directory.Packages.props"], NOW).isoformat() == (
+        "2025-12-25"  # committer date in UTC
+    )
+
+
+def test_stamp_refuses_an_empty_tree(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    (git_repo / "eval-cache").mkdir()
+    result = cli(git_repo, "stamp")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("cachelint: error: eval-cache: no cache entries to stamp;")
+    assert not (git_repo / "eval-cache/.eval-cache-stamp.json").exists()
+
+
+def test_stamp_refuses_an_unpinned_family_package(git_repo: Path) -> None:
+    setup_repo(git_repo, version="[10.0,11.0)")
+    record(git_repo)
+    result = cli(git_repo, "stamp")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(
+        "cachelint: error: cannot stamp: Microsoft.Extensions.AI.Evaluation: not pinned to an "
+        "exact version: found '[10.0,11.0)' in Directory.Packages.props;"
+    )
+    assert not (git_repo / "eval-cache/.eval-cache-stamp.json").exists()
+
+
+def test_stamp_refuses_when_the_package_is_nowhere(git_repo: Path) -> None:
+    setup_repo(git_repo, config='packages = ["Microsoft.Extensions.AI.Evaluation", "Polly"]\n')
+    record(git_repo)
+    result = cli(git_repo, "stamp")
+    assert result.returncode == 2
+    assert "Polly: not found in Directory.Packages.props;" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_custom_stamp_name_is_written_and_linted(git_repo: Path) -> None:
+    setup_repo(
+        git_repo,
+        config='stamp = ".morph-eval-cache.json"\npackages = ["Microsoft.Extensions.AI.*"]\n',
+    )
+    record(git_repo)
+    assert run_rule(git_repo, "eval-cache-no-stamp")[0].path == "eval-cache/.morph-eval-cache.json"
+    result = cli(git_repo, "stamp")
+    assert result.returncode == 0, result.stderr
+    assert (git_repo / "eval-cache/.morph-eval-cache.json").is_file()
+    assert not (git_repo / "eval-cache/.eval-cache-stamp.json").exists()
+    assert run_rule(git_repo, "eval-cache-no-stamp") == []
+    (git_repo / "Directory.Packages.props").write_text(PROPS.format(version="10.11.0"))
+    (finding,) = run_rule(git_repo, "eval-cache-stale-pin")
+    assert finding.path == "eval-cache/.morph-eval-cache.json"
+
+
+# ---- the rules ----------------------------------------------------------------------------------
+
+
+def test_missing_and_stale_stamps_have_different_codes_and_advice(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    record(git_repo)
+    (missing,) = run_rule(git_repo, "eval-cache-no-stamp")
+    assert missing.path == "eval-cache/.eval-cache-stamp.json"
+    assert missing.message.startswith("missing: 2 entries under eval-cache but no record")
+    assert missing.message.endswith("re-record the tree, then run `cachelint stamp`")
+    assert run_rule(git_repo, "eval-cache-stale-pin") == []
+
+    write_stamp(git_repo, good_stamp("10.8.0"))
+    assert run_rule(git_repo, "eval-cache-no-stamp") == []
+    (stale,) = run_rule(git_repo, "eval-cache-stale-pin")
+    assert stale.message.startswith(f"{MEAI}: recorded 10.8.0 vs pin 10.9.0; the package changed")
+
+
+def test_no_stamp_needed_for_a_root_without_entries(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    (git_repo / "eval-cache").mkdir()
+    assert run_rule(git_repo, "eval-cache-no-stamp") == []
+    assert run_rule(git_repo, "eval-cache-unpinned") == []
+
+
+def test_package_added_to_or_dropped_from_the_family_is_stale(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    record(git_repo)
+    data = good_stamp()
+    data["packages"] = {MEAI: "10.9.0", "Polly": "8.4.2"}
+    data["pinFiles"] = {MEAI: "Directory.Packages.props", "Polly": "Directory.Packages.props"}
+    write_stamp(git_repo, data)
+    (gone,) = run_rule(git_repo, "eval-cache-stale-pin")
+    assert gone.message.startswith("Polly: recorded 8.4.2 vs pin (none);")
+
+    write_stamp(git_repo, {**good_stamp(), "packages": {}, "pinFiles": {}})
+    (new,) = run_rule(git_repo, "eval-cache-stale-pin")
+    assert new.message.startswith(f"{MEAI}: recorded (none) vs pin 10.9.0;")
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[]", "not a JSON object"),
+        (json.dumps({**good_stamp(), "format": 2}), "field 'format' is 2, this cachelint reads"),
+        (
+            json.dumps({k: v for k, v in good_stamp().items() if k != "packages"}),
+            "field 'packages' is missing",
+        ),
+        (json.dumps({**good_stamp(), "packages": {MEAI: 10}}), "field 'packages' must be"),
+        (json.dumps({**good_stamp(), "pinnedAt": "yesterday"}), "field 'pinnedAt' is 'yesterday'"),
+        (json.dumps({**good_stamp(), "ttlDays": "365"}), "field 'ttlDays' is '365'"),
+        (json.dumps({**good_stamp(), "extra": 1}), "unknown field 'extra'"),
+    ],
+)
+def test_invalid_stamp_names_the_field(git_repo: Path, content: str, why: str) -> None:
+    setup_repo(git_repo)
+    record(git_repo)
+    (git_repo / "eval-cache/.eval-cache-stamp.json").write_text(content)
+    (finding,) = run_rule(git_repo, "eval-cache-stamp-invalid")
+    assert finding.path == "eval-cache/.eval-cache-stamp.json"
+    assert finding.message.startswith(f"invalid stamp: {why}")
+    # an invalid stamp is neither missing nor comparable
+    assert run_rule(git_repo, "eval-cache-no-stamp") == []
+    assert run_rule(git_repo, "eval-cache-stale-pin") == []
+
+
+def test_unpinned_rule_shows_the_range_and_where(git_repo: Path) -> None:
+    setup_repo(git_repo, version="10.*")
+    record(git_repo)
+    write_stamp(git_repo, good_stamp())
+    (finding,) = run_rule(git_repo, "eval-cache-unpinned")
+    assert finding.path == "Directory.Packages.props"
+    assert finding.message.startswith(
+        f"{MEAI}: not pinned to an exact version: found '10.*' in Directory.Packages.props;"
+    )
+    # reported once, as unpinned, not a second time as "pin (none)"
+    assert run_rule(git_repo, "eval-cache-stale-pin") == []
+
+
+def test_unpinned_rule_on_an_unreadable_pin_file_is_a_finding(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    (git_repo / "Directory.Packages.props").write_text("<Project>")
+    record(git_repo)
+    (finding,) = run_rule(git_repo, "eval-cache-unpinned")
+    assert finding.path == "Directory.Packages.props"
+    assert finding.message.startswith("invalid XML")
+
+
+def test_meai_entries_with_14_day_and_2_year_ttls(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    created = NOW - timedelta(days=3)
+    for i in range(3):
+        meai_entry(git_repo, i, created, timedelta(days=14))
+    # a writer whose two clock reads differ by a second still has one 14-day TTL, not two
+    meai_entry(git_repo, 5, created, timedelta(days=14, seconds=1))
+    meai_entry(git_repo, 9, created, timedelta(days=730))
+    (finding,) = run_rule(git_repo, "eval-cache-short-ttl")
+    assert finding.path.startswith("eval-cache/cache/Support.Refund/1/000000")
+    assert finding.path.endswith("/entry.json")
+    assert finding.message.startswith(
+        "TTL (expiration - creation) is 14 days on this entry (and 3 more under eval-cache), "
+        "under min-ttl-days 365: DiskBasedResponseCacheProvider deletes an entry on the first "
+        "read after its expiration"
+    )
+    assert "`timeToLiveForCacheEntries` to at least 365 days" in finding.message
+
+
+def test_native_short_ttl_from_entries_and_stamp(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    record(git_repo, ttl_days=30)
+    write_stamp(git_repo, good_stamp(ttl=30))
+    findings = run_rule(git_repo, "eval-cache-short-ttl")
+    assert [f.path.rpartition("/")[2] for f in findings] == [".eval-cache-stamp.json", "entry.json"]
+    assert findings[0].message.startswith("ttlDays 30 is under min-ttl-days 365")
+    assert findings[1].message.startswith(
+        "TTL (expires - created) is 30 days on this entry (and 1 more under eval-cache)"
+    )
+
+
+def test_two_year_ttl_is_fine(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    record(git_repo, ttl_days=730)
+    write_stamp(git_repo, good_stamp(ttl=730))
+    assert run_rule(git_repo, "eval-cache-short-ttl") == []
+    assert run_rule(git_repo, "eval-cache-expiring") == []
+
+
+def test_entry_expiring_tomorrow_warns_and_fails_only_with_strict(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    record(git_repo, n=1, when=NOW - timedelta(days=364))
+    commit_all(git_repo, "record")
+    assert cli(git_repo, "stamp").returncode == 0
+    (finding,) = run_rule(git_repo, "eval-cache-expiring")
+    assert finding.severity is Severity.WARNING
+    assert finding.message.startswith(
+        "1 entry expiring within 30 days, earliest 2026-03-02T12:00:00Z (this one);"
+    )
+    assert cli(git_repo, "stamp", "--check").returncode == 0
+    strict = cli(git_repo, "stamp", "--check", "--strict")
+    assert strict.returncode == 1
+    assert "eval-cache-expiring: warning: 1 entry expiring within 30 days" in strict.stdout
+
+
+def test_expired_entries_are_errors_with_the_earliest_date_and_count(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    created = NOW - timedelta(days=400)
+    meai_entry(git_repo, 1, created, timedelta(days=380))
+    meai_entry(git_repo, 2, created, timedelta(days=370))
+    meai_entry(git_repo, 3, created, timedelta(days=800))
+    (finding,) = run_rule(git_repo, "eval-cache-expiring")
+    assert finding.severity is Severity.ERROR
+    assert finding.path.startswith("eval-cache/cache/Support.Refund/1/020202")
+    assert finding.message.startswith(
+        "2 entries expired, earliest 2026-01-30T12:00:00Z (this one and 1 more under eval-cache); "
+        "a MEAI run deletes an expired entry on read and calls the model"
+    )
+
+
+def test_stamp_rules_are_registered_in_the_stamp_group() -> None:
+    codes = {r.code for r in all_rules() if r.group == "stamp"}
+    assert codes >= {
+        "eval-cache-no-stamp",
+        "eval-cache-stale-pin",
+        "eval-cache-unpinned",
+        "eval-cache-stamp-invalid",
+        "eval-cache-short-ttl",
+        "eval-cache-expiring",
+    }
+
+
+def test_stamp_round_trips_deterministically(tmp_path: Path) -> None:
+    from datetime import date
+
+    stamp = stamp_mod.Stamp(date(2026, 2, 1), 365, {"b": "2", "a": "1"}, {"b": "x", "a": "y"})
+    path = tmp_path / "s.json"
+    assert stamp_mod.write_stamp(path, stamp) is True
+    first = path.read_bytes()
+    assert stamp_mod.write_stamp(path, stamp) is False
+    assert stamp_mod.read_stamp(path) == stamp
+    assert first.index(b'"a"') < first.index(b'"b"')
+    assert stamp_mod.read_stamp(tmp_path / "absent.json") is None
