@@ -1,0 +1,248 @@
+"""The caching chat client: every model call of a scenario goes through the committed cache.
+
+A target (the plain chat call, or a team's own agent code) receives a `CachingClient` and calls
+`chat(messages, options=..., tools=...)` as it would call a provider SDK. Each call becomes one
+canonical request (`build_request`), one key (`cache_key`) and one entry directory
+`<cache root>/cache/<scenario identity>/<key prefix>/`. The mode decides what a miss does:
+
+- replay (default): the transport is an `OfflineRefuser`, so no socket can be opened; a miss raises
+  `CacheMiss` whose message names the scenario, the key, the entry path looked for, the closest
+  recorded request and what differs, the re-record command and the credentials it will read
+  (modelled on vcrpy's closest-match listing, the one miss message users call helpful).
+- auto: hits replay, misses are called live and recorded.
+- live: every call is made live and recorded (re-record).
+- off: every call is made live and nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from cachelint.canonical import cache_key
+from cachelint.errors import CachelintError
+from cachelint.runner.request import build_request, closeness, request_diff
+from cachelint.store import ENTRY_FILE, Store, format_time
+
+
+class Mode(str, Enum):
+    REPLAY = "replay"
+    AUTO = "auto"
+    LIVE = "live"
+    OFF = "off"
+
+    @property
+    def records(self) -> bool:
+        return self in (Mode.AUTO, Mode.LIVE)
+
+    @property
+    def calls_live(self) -> bool:
+        return self is not Mode.REPLAY
+
+
+def parse_mode(value: str) -> Mode:
+    """The mode named on the command line; a typo is a usage error, never another mode."""
+    try:
+        return Mode(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in Mode)
+        raise CachelintError(
+            f"--cache {value!r} is not a cache mode; use one of {allowed}"
+        ) from None
+
+
+class CompletionLike(Protocol):
+    @property
+    def response(self) -> Any: ...
+
+    @property
+    def latency_s(self) -> float: ...
+
+
+class Transport(Protocol):
+    def complete(self, body: Mapping[str, Any]) -> CompletionLike: ...
+
+
+class LiveCallRefused(CachelintError):
+    """Raised by the offline refuser: a replay run tried to reach a provider."""
+
+
+class OfflineRefuser:
+    """Stands in for the real transport in replay mode, so a bug can never open a socket."""
+
+    def complete(self, body: Mapping[str, Any]) -> CompletionLike:
+        raise LiveCallRefused(
+            "replay mode refuses live model calls; rerun with --cache auto or --refresh-cache "
+            "to record"
+        )
+
+
+class CacheMiss(CachelintError):
+    """A request with no recorded answer in replay mode: the scenario fails, it is never skipped."""
+
+
+@dataclass(frozen=True)
+class Recorder:
+    """What a re-record will use, so a miss message can tell the person exactly what to run."""
+
+    command: str  # e.g. "cachelint run --scenario support/acme/refund --refresh-cache"
+    url: str
+    api_key_env: str
+    env_file: str | None
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    purpose: str  # "target" or "judge:<metric>"
+    key: str
+    entry: str  # repo-relative entry directory
+    hit: bool
+    latency_s: float  # recorded provider latency for a live call, lookup time for a hit
+    usage: Mapping[str, Any] | None
+    messages: tuple[Mapping[str, Any], ...]
+    response: Any
+
+
+@dataclass
+class CachingClient:
+    store: Store
+    scenario: str  # identity, e.g. "support/acme/refund"
+    trial: int
+    mode: Mode
+    transport: Transport
+    provider: str
+    model: str
+    recorder: Recorder
+    repo_prefix: str = ""  # the cache root relative to the repo, for messages ("eval-cache")
+    purpose: str = "target"
+    calls: list[CallRecord] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+    # One client serves one scenario trial; the lock only matters if a target fans out threads.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        options: Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """One chat completion (an OpenAI `chat.completion` object), from the cache or live."""
+        sent: list[dict[str, Any]] = [dict(m) for m in messages]
+        request = build_request(
+            provider=self.provider,
+            model=self.model,
+            scenario=self.scenario,
+            messages=sent,
+            options=options,
+            tools=tools,
+            trial=self.trial,
+        )
+        key = cache_key(request)
+        entry_dir = self.store.entry_dir(self.scenario, key)
+        entry = self._rel(entry_dir)
+        if self.mode in (Mode.REPLAY, Mode.AUTO):
+            started = time.perf_counter()
+            hit = self.store.get(self.scenario, key)
+            if hit is not None:
+                if not isinstance(hit.response, dict):
+                    raise CachelintError(
+                        f"{entry}/contents.data: recorded response is not a chat.completion "
+                        f"object; re-record with `{self.recorder.command}`"
+                    )
+                self._record(key, entry, True, time.perf_counter() - started, sent, hit.response)
+                return hit.response
+            if self.mode is Mode.REPLAY:
+                message = self.miss_message(key, request)
+                with self._lock:
+                    self.misses.append(message)
+                raise CacheMiss(message)
+        body = _body(self.model, sent, options, tools)
+        completion = self.transport.complete(body)
+        response = completion.response
+        if not isinstance(response, dict):
+            raise CachelintError(f"{self.recorder.url}: response is not a JSON object")
+        if self.mode.records:
+            self.store.put(
+                self.scenario, key, request, response, provider=self.provider, model=self.model
+            )
+        self._record(key, entry, False, completion.latency_s, sent, response)
+        return response
+
+    def _record(
+        self,
+        key: str,
+        entry: str,
+        hit: bool,
+        latency: float,
+        messages: list[dict[str, Any]],
+        response: dict[str, Any],
+    ) -> None:
+        usage = response.get("usage")
+        record = CallRecord(
+            purpose=self.purpose,
+            key=key,
+            entry=entry,
+            hit=hit,
+            latency_s=latency,
+            usage=usage if isinstance(usage, dict) else None,
+            messages=tuple(messages),
+            response=response,
+        )
+        with self._lock:
+            self.calls.append(record)
+
+    def _rel(self, directory: Any) -> str:
+        inside = directory.relative_to(self.store.root).as_posix()
+        return f"{self.repo_prefix}/{inside}" if self.repo_prefix else inside
+
+    def miss_message(self, key: str, request: Mapping[str, Any]) -> str:
+        """The replay miss, in the words a person needs to fix it (tests check it word by word)."""
+        looked = f"{self._rel(self.store.entry_dir(self.scenario, key))}/{ENTRY_FILE}"
+        lines = [
+            f"cache miss in replay mode: scenario {self.scenario} has no recorded answer for "
+            f"key {key}",
+            f"  looked for: {looked}",
+        ]
+        recorded = [e for e in self.store.entries(self.scenario) if e.request is not None]
+        if recorded:
+            best = max(recorded, key=lambda e: closeness(e.request or {}, request))
+            when = f", recorded {format_time(best.created)}" if best.created else ""
+            where = f"{self.repo_prefix}/{best.directory}" if self.repo_prefix else best.directory
+            lines.append(
+                f"  closest recorded request ({len(recorded)} recorded for this scenario): "
+                f"{where}/{ENTRY_FILE}{when}"
+            )
+            changes = request_diff(best.request or {}, request)
+            lines.append("  what changed (recorded -> now):")
+            lines.extend(f"    {change}" for change in changes or ["(no visible difference)"])
+        else:
+            lines.append("  closest recorded request: none, nothing is recorded for this scenario")
+        credentials = f"${self.recorder.api_key_env}"
+        if self.recorder.env_file:
+            credentials += f" (else the credential file {self.recorder.env_file})"
+        lines.append(f"  to re-record: {self.recorder.command}")
+        lines.append(
+            f"  it calls {self.recorder.url} as provider {self.provider!r}, model "
+            f"{self.model!r}, reading the API key from {credentials}"
+        )
+        return "\n".join(lines)
+
+
+def _body(
+    model: str,
+    messages: list[dict[str, Any]],
+    options: Mapping[str, Any] | None,
+    tools: Sequence[Mapping[str, Any]] | None,
+) -> dict[str, Any]:
+    """The chat-completions request body; options sit beside model/messages as the API wants."""
+    body: dict[str, Any] = dict(options or {})
+    body["model"] = model
+    body["messages"] = messages
+    if tools:
+        body["tools"] = [dict(t) for t in tools]
+    return body

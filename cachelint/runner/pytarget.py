@@ -1,0 +1,75 @@
+"""The python target: `target.function = "module:function"`, called with (scenario, client).
+
+A team's real agent code (several model calls, tool round trips) runs unchanged under record and
+replay: it receives a `CachingClient` where it would hold a provider SDK, and every model call it
+makes is its own cache entry. Its return value becomes an `Output` via `output_from_value`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cachelint.errors import ConfigError
+from cachelint.runner.client import CachingClient
+from cachelint.runner.dataset import Scenario
+from cachelint.runner.output import Output, output_from_completion, output_from_value
+
+Target = Callable[[Scenario, CachingClient], Output]
+
+
+def chat_target(scenario: Scenario, client: CachingClient) -> Output:
+    """The default target: one chat call with the scenario's messages, options and tools."""
+    completion = client.chat(
+        scenario.messages, options=scenario.options or None, tools=scenario.tools or None
+    )
+    return output_from_completion(completion)
+
+
+def load_target(repo: Path, spec: str, source: str = "config") -> Target:
+    """Import `module:function` from the repository root and wrap it as a target."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(
+            f'{source} [target]: function = {spec!r}: expected "module:function", '
+            'e.g. "agents.support:answer"'
+        )
+    root = str(repo)
+    if root not in sys.path:
+        # The module lives in the repository, not in site-packages: import it from the root,
+        # as `python -m` would from there.
+        sys.path.insert(0, root)
+    stale = sys.modules.get(module_name)
+    if stale is not None and not _inside(getattr(stale, "__file__", None), root):
+        # Another repository's module of the same name was imported earlier in this process.
+        del sys.modules[module_name]
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(
+            f"{source} [target]: function = {spec!r}: cannot import module {module_name!r} "
+            f"from {repo} ({type(exc).__name__}: {exc}); the module path is relative to the "
+            "repository root"
+        ) from None
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise ConfigError(
+            f"{source} [target]: function = {spec!r}: module {module_name!r} has no callable "
+            f"{attr!r}"
+        )
+
+    def target(scenario: Scenario, client: CachingClient) -> Output:
+        value: Any = function(scenario, client)
+        return output_from_value(value)
+
+    return target
+
+
+def _inside(path: str | None, root: str) -> bool:
+    if not path:
+        return True  # namespace packages have no file; nothing to compare
+    return os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)

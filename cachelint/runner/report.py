@@ -1,0 +1,393 @@
+"""Run reports: text, JSON, JUnit XML and HTML, as pure functions of the results.
+
+No I/O, no clock, no environment: identical runs render byte-identical reports. Timings of cache
+hits (lookup times) are left out for that reason; live latency and tokens live in the per-scenario
+results files. Text for a terminal is neutralised (ANSI escapes, C0/C1 controls and bidi overrides
+become visible `\\x..` escapes) because model output and dataset text are untrusted.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from cachelint.errors import CachelintError
+from cachelint.findings import Finding
+from cachelint.runner.engine import ScenarioResult, TrialResult, summary_counts
+
+REPORT_FORMAT = 1
+
+
+class Format(str, Enum):
+    TEXT = "text"
+    JSON = "json"
+    JUNIT = "junit"
+
+
+def parse_format(value: str) -> Format:
+    try:
+        return Format(value)
+    except ValueError:
+        allowed = ", ".join(f.value for f in Format)
+        raise CachelintError(
+            f"--format {value!r} is not a report format; use one of {allowed}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class RunReport:
+    execution: str
+    mode: str
+    results: Sequence[ScenarioResult]
+    mutations: Sequence[Finding] = ()
+    results_dir: str | None = None  # repo-relative, where the per-scenario files went
+    notes: Sequence[str] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> bool:
+        return not self.mutations and all(r.passed for r in self.results)
+
+
+# ---- text ---------------------------------------------------------------------------------------
+
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def neutralise(text: str) -> str:
+    """Make untrusted text safe for a terminal: controls become visible escapes (LF kept)."""
+    return _UNSAFE.sub(
+        lambda m: (
+            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
+        ),
+        text,
+    )
+
+
+def _group_counts(results: Sequence[ScenarioResult], by_tenant: bool) -> list[tuple[str, int, int]]:
+    groups: dict[str, list[int]] = {}
+    for r in results:
+        name = f"{r.scenario.agent}/{r.scenario.tenant}" if by_tenant else r.scenario.agent
+        counts = groups.setdefault(name, [0, 0])
+        counts[0] += 1 if r.passed else 0
+        counts[1] += 1
+    return [(name, p, t) for name, (p, t) in sorted(groups.items())]
+
+
+def _trial_label(r: ScenarioResult) -> str:
+    total = len(r.trials)
+    if total == 1:
+        return ""
+    return f"  {r.passed_trials}/{total} trials ({r.pass_rate:.0%})"
+
+
+def _cache_label(r: ScenarioResult) -> str:
+    calls = [c for t in r.trials for c in t.calls]
+    if not calls:
+        return ""
+    hits = sum(1 for c in calls if c.hit)
+    if hits == len(calls):
+        return "  [cache hit]" if len(calls) == 1 else f"  [{hits} cache hits]"
+    return f"  [{len(calls) - hits} live, {hits} cache hits]"
+
+
+def _indent(text: str, prefix: str) -> list[str]:
+    return [prefix + neutralise(line) for line in text.splitlines() or [""]]
+
+
+def _trial_lines(t: TrialResult, multi: bool) -> list[str]:
+    lines: list[str] = []
+    head = f"    trial {t.trial}: " if multi else "    "
+    if t.error is not None:
+        first, *rest = t.error.splitlines() or [""]
+        lines.append(head + neutralise(first))
+        lines.extend(_indent("\n".join(rest), "    ") if rest else [])
+    for a in t.assertions:
+        if not a.passed:
+            lines.append(f"{head}{neutralise(a.type)}: {neutralise(a.reason)}")
+    return lines
+
+
+def _judge_lines(r: ScenarioResult) -> list[str]:
+    lines: list[str] = []
+    for t in r.trials:
+        for j in t.judges:
+            score = f"{j.score}/5" if j.score is not None else "no score"
+            trial = f" (trial {t.trial})" if len(r.trials) > 1 else ""
+            lines.append(
+                f"    judge {neutralise(j.metric)}{trial}: {score}  "
+                f"{neutralise(_one_line(j.reason))}"
+            )
+    return lines
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def render_text(report: RunReport) -> str:
+    out: list[str] = [
+        f"cachelint run: execution {neutralise(report.execution)}, mode {report.mode}, "
+        f"{len(report.results)} scenario{'s' if len(report.results) != 1 else ''}"
+    ]
+    for r in report.results:
+        verdict = "PASS" if r.passed else "FAIL"
+        out.append(
+            f"{verdict}  {neutralise(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}"
+        )
+        if not r.passed:
+            multi = len(r.trials) > 1
+            for t in r.trials:
+                if not t.passed:
+                    out.extend(_trial_lines(t, multi))
+        out.extend(_judge_lines(r))
+    for f in report.mutations:
+        out.append(f"FAIL  {f.code}: {neutralise(f.path)}: {neutralise(f.message)}")
+    out.append("summary by agent:")
+    out.extend(
+        f"  {neutralise(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, False)
+    )
+    out.append("summary by tenant:")
+    out.extend(
+        f"  {neutralise(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, True)
+    )
+    c = summary_counts(report.results)
+    out.append(
+        f"{c['scenarios']} scenarios: {c['passed']} passed, {c['failed']} failed; "
+        f"{c['calls']} model calls, {c['cache_hits']} cache hits"
+        + (f"; cache tree mutated ({len(report.mutations)} files)" if report.mutations else "")
+    )
+    if report.results_dir:
+        out.append(f"results: {neutralise(report.results_dir)}/")
+    out.extend(neutralise(n) for n in report.notes)
+    return "\n".join(out) + "\n"
+
+
+# ---- json ---------------------------------------------------------------------------------------
+
+
+def _trial_dict(t: TrialResult) -> dict[str, Any]:
+    return {
+        "trial": t.trial,
+        "passed": t.passed,
+        "error": t.error,
+        "assertions": [
+            {"type": a.type, "passed": a.passed, "reason": a.reason} for a in t.assertions
+        ],
+        "judges": [{"metric": j.metric, "score": j.score, "reason": j.reason} for j in t.judges],
+        "cache_hit": t.cache_hit,
+        "keys": [c.key for c in t.calls],
+        "usage": t.usage,
+    }
+
+
+def report_dict(report: RunReport) -> dict[str, Any]:
+    return {
+        "format": REPORT_FORMAT,
+        "execution": report.execution,
+        "mode": report.mode,
+        "passed": report.passed,
+        "summary": dict(summary_counts(report.results)),
+        "by_agent": {
+            n: {"passed": p, "total": t} for n, p, t in _group_counts(report.results, False)
+        },
+        "by_tenant": {
+            n: {"passed": p, "total": t} for n, p, t in _group_counts(report.results, True)
+        },
+        "scenarios": [
+            {
+                "scenario": r.scenario.identity,
+                "agent": r.scenario.agent,
+                "tenant": r.scenario.tenant,
+                "path": r.scenario.path,
+                "passed": r.passed,
+                "pass_rate": r.pass_rate,
+                "trials": [_trial_dict(t) for t in r.trials],
+            }
+            for r in report.results
+        ],
+        "mutations": [
+            {"code": f.code, "path": f.path, "message": f.message} for f in report.mutations
+        ],
+        "results_dir": report.results_dir,
+    }
+
+
+def render_json(report: RunReport) -> str:
+    return json.dumps(report_dict(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# ---- junit --------------------------------------------------------------------------------------
+
+_XML_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    # XML 1.0 cannot carry most C0 controls even escaped; ElementTree would write them raw.
+    return _XML_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _failure_text(r: ScenarioResult) -> tuple[str, str]:
+    lines: list[str] = []
+    for t in r.trials:
+        if t.passed:
+            continue
+        prefix = f"trial {t.trial}: " if len(r.trials) > 1 else ""
+        if t.error is not None:
+            lines.append(prefix + t.error)
+        lines.extend(f"{prefix}{a.type}: {a.reason}" for a in t.assertions if not a.passed)
+    first = lines[0].splitlines()[0] if lines else "failed"
+    return first, "\n".join(lines)
+
+
+def _live_seconds(r: ScenarioResult) -> float:
+    return sum(c.latency_s for t in r.trials for c in t.calls if not c.hit)
+
+
+def render_junit(report: RunReport) -> str:
+    root = ET.Element("testsuites", name="cachelint")
+    groups: dict[str, list[ScenarioResult]] = {}
+    for r in report.results:
+        groups.setdefault(f"{r.scenario.agent}/{r.scenario.tenant}", []).append(r)
+    total = failures = 0
+    for name, members in groups.items():
+        failed = sum(1 for r in members if not r.passed)
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=_xml_text(name),
+            tests=str(len(members)),
+            failures=str(failed),
+            errors="0",
+            skipped="0",
+        )
+        total += len(members)
+        failures += failed
+        for r in members:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=_xml_text(f"{r.scenario.agent}.{r.scenario.tenant}"),
+                name=_xml_text(r.scenario.name),
+                file=_xml_text(r.scenario.path),
+                time=f"{_live_seconds(r):.3f}",
+            )
+            if not r.passed:
+                message, body = _failure_text(r)
+                failure = ET.SubElement(case, "failure", message=_xml_text(message), type="failed")
+                failure.text = _xml_text(body)
+            judges = [
+                f"judge {j.metric}: {j.score if j.score is not None else 'no score'} - {j.reason}"
+                for t in r.trials
+                for j in t.judges
+            ]
+            rate = f"pass rate {r.passed_trials}/{len(r.trials)}"
+            ET.SubElement(case, "system-out").text = _xml_text("\n".join([rate, *judges]))
+    if report.mutations:
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name="eval-cache-mutated",
+            tests=str(len(report.mutations)),
+            failures=str(len(report.mutations)),
+            errors="0",
+            skipped="0",
+        )
+        for f in report.mutations:
+            case = ET.SubElement(
+                suite, "testcase", classname="eval-cache-mutated", name=_xml_text(f.path)
+            )
+            ET.SubElement(case, "failure", message=_xml_text(f.message), type=f.code)
+        total += len(report.mutations)
+        failures += len(report.mutations)
+    root.set("tests", str(total))
+    root.set("failures", str(failures))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+# ---- html ---------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem}
+td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;vertical-align:top}
+.pass{color:#176b2c;font-weight:bold}.fail{color:#a4161a;font-weight:bold}
+pre{white-space:pre-wrap;margin:0;font-size:.9em}h2{font-size:1.1rem;margin-top:2rem}
+""".strip()
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _verdict(passed: bool) -> str:
+    return '<span class="pass">PASS</span>' if passed else '<span class="fail">FAIL</span>'
+
+
+def render_html(report: RunReport) -> str:
+    c = summary_counts(report.results)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>cachelint run {_e(report.execution)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>cachelint run {_e(report.execution)} ({_e(report.mode)}): "
+        f"{_verdict(report.passed)}</h1>",
+        f"<p>{c['scenarios']} scenarios: {c['passed']} passed, {c['failed']} failed; "
+        f"{c['calls']} model calls, {c['cache_hits']} cache hits.</p>",
+        "<table><tr><th>agent / tenant</th><th>passed</th></tr>",
+    ]
+    for name, p, n in _group_counts(report.results, True):
+        parts.append(f"<tr><td>{_e(name)}</td><td>{p}/{n}</td></tr>")
+    parts.append("</table>")
+    if report.mutations:
+        parts.append("<h2>eval-cache-mutated</h2><table>")
+        for f in report.mutations:
+            parts.append(f"<tr><td>{_e(f.path)}</td><td>{_e(f.message)}</td></tr>")
+        parts.append("</table>")
+    for r in report.results:
+        parts.append(
+            f'<h2 id="{_e(r.scenario.identity)}">{_verdict(r.passed)} {_e(r.scenario.identity)} '
+            f"({r.passed_trials}/{len(r.trials)} trials)</h2>"
+        )
+        parts.append("<table><tr><th>trial</th><th>check</th><th>verdict</th><th>detail</th></tr>")
+        for t in r.trials:
+            if t.error is not None:
+                parts.append(
+                    f"<tr><td>{t.trial}</td><td>run</td><td>{_verdict(False)}</td>"
+                    f"<td><pre>{_e(t.error)}</pre></td></tr>"
+                )
+            for a in t.assertions:
+                parts.append(
+                    f"<tr><td>{t.trial}</td><td>{_e(a.type)}</td><td>{_verdict(a.passed)}</td>"
+                    f"<td>{_e(a.reason)}</td></tr>"
+                )
+            for j in t.judges:
+                score = f"{j.score}/5" if j.score is not None else "no score"
+                parts.append(
+                    f"<tr><td>{t.trial}</td><td>judge {_e(j.metric)}</td><td>{_e(score)}</td>"
+                    f"<td>{_e(j.reason)} (reported, not gating)</td></tr>"
+                )
+            if t.output is not None:
+                parts.append(
+                    f"<tr><td>{t.trial}</td><td>output</td><td></td>"
+                    f"<td><pre>{_e(t.output.text)}</pre></td></tr>"
+                )
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def render(report: RunReport, fmt: Format) -> str:
+    if fmt is Format.JSON:
+        return render_json(report)
+    if fmt is Format.JUNIT:
+        return render_junit(report)
+    return render_text(report)
