@@ -95,12 +95,14 @@ def _relpath(value: Any) -> str:
     return str(PurePosixPath(*parts))
 
 
-def _str_list(item: Check) -> Check:
+def _str_list(item: Check, *, nonempty: bool = False) -> Check:
     def check(value: Any) -> tuple[Any, ...]:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list):
             raise ValueError("a string or a list of strings")
+        if nonempty and not value:
+            raise ValueError("at least one entry: an empty list would check nothing")
         return tuple(item(v) for v in value)
 
     return check
@@ -155,7 +157,7 @@ _TTL_WHY = (
 )
 
 _KEYS: dict[str, tuple[str, Check]] = {
-    "cache": ("cache", _str_list(_relpath)),
+    "cache": ("cache", _str_list(_relpath, nonempty=True)),
     "layout": ("layout", _layout),
     "max-path": ("max_path", _int(20, 259)),
     "key-prefix": ("key_prefix", _int(8, 128)),
@@ -211,6 +213,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax and retry") from None
+    except UnicodeDecodeError as exc:  # tomllib decodes before parsing and lets this escape
+        raise ConfigError(
+            f"{path}: invalid TOML: not UTF-8 (byte {exc.start}); save the file as UTF-8"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
 
@@ -227,9 +233,11 @@ def from_table(repo: Path, table: Mapping[str, Any], source: str) -> Config:
                 f"{source} [target]: key 'type' = {kind!r}: expected one of "
                 + ", ".join(repr(t) for t in _TARGET_TYPES)
             )
-        if kind == "python" and "function" not in target_values:
+        function = target_values.get("function")
+        if kind == "python" and (function is None or function.count(":") != 1):
             raise ConfigError(
                 f"{source} [target]: type 'python' needs function = \"module:function\""
+                + ("" if function is None else f", got {function!r}")
             )
         values["target"] = TargetConfig(**target_values)
     config = Config(repo=repo, source=source, **values)
@@ -249,13 +257,22 @@ def _check_consistency(config: Config) -> None:
                     f"{config.source}: key {name!r} = {value!r} lies inside cache root {cache!r}; "
                     "an offline run must write no byte into the committed cache, move it outside"
                 )
+        if _inside(cache, config.results):
+            raise ConfigError(
+                f"{config.source}: key 'cache' = {cache!r} lies inside results directory "
+                f"{config.results!r}; cleaning results would delete the cache, move one of them"
+            )
     if config.watch:
         import pathspec
 
         spec = pathspec.GitIgnoreSpec.from_lines(config.watch)
         protected = [
             *(f"{c}/{config.stamp}" for c in config.cache),
-            *(f"{c}/cache/x/entry.json" for c in config.cache),
+            *(
+                f"{c}/cache/x/{name}"
+                for c in config.cache
+                for name in ("entry.json", "contents.data")
+            ),
             f"{config.results}/x.json",
             config.green_record,
         ]
@@ -272,8 +289,16 @@ def load(repo: Path, config_path: Path | None = None) -> Config:
     pyproject.toml's [tool.cachelint], then the defaults)."""
     if config_path is not None:
         data = _read_toml(config_path)
-        table = data.get("tool", {}).get("cachelint", data) if config_path.name == "pyproject.toml" else data
-        return from_table(repo, table, str(config_path))
+        if config_path.name != "pyproject.toml":
+            return from_table(repo, data, str(config_path))
+        # An explicit pyproject.toml holds the project's metadata too: read only its table.
+        tool = data.get("tool")
+        table = tool.get("cachelint") if isinstance(tool, dict) else None
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"{config_path}: no [tool.cachelint] table; add one or pass a cachelint.toml"
+            )
+        return from_table(repo, table, f"{config_path} [tool.cachelint]")
     own = repo / "cachelint.toml"
     if own.is_file():
         return from_table(repo, _read_toml(own), "cachelint.toml")

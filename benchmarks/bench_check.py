@@ -1,0 +1,335 @@
+"""How much slower than git's own plumbing is `cachelint check`?
+
+Builds a synthetic committed cache (native layout, 2 files per entry, entries that
+store.read_entry accepts), then times, best of N:
+
+- the plumbing floor: the three listings any integrity check of the tree needs, back to back
+  (`ls-files --stage`, `ls-files --others --exclude-standard`, `ls-files | check-attr text`);
+- `cachelint check` as a subprocess, with its peak RSS (wait4 rusage of that process tree).
+
+    python benchmarks/bench_check.py [--entries 10000 100000] [--repeat 3] [--keep DIR]
+
+Goal: check/floor <= 2.0 at 100k entries, peak RSS < 300 MB. Temporary trees are removed unless
+--keep is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import blake3
+
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
+
+from cachelint.canonical import cache_key, dump_pretty  # noqa: E402
+from cachelint.stamp import Stamp  # noqa: E402
+from cachelint.store import CONTENTS_FILE, ENTRY_FILE, FORMAT, format_time  # noqa: E402
+
+ROOT = "eval-cache"
+AGENTS = ("support", "billing", "triage", "search")
+TENANTS = ("acme", "globex", "initech", "umbrella", "hooli")
+PER_SCENARIO = 25
+CREATED = datetime(2025, 6, 1, tzinfo=timezone.utc)
+TTL_DAYS = 730
+# A fixed "now" inside every entry's lifetime, so the run measures a clean tree, not expiry noise.
+NOW = "2025-07-01T00:00:00Z"
+GOAL_RATIO = 2.0
+GOAL_MB = 300.0
+TIMEOUT_S = 1800.0
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "cachelint bench",
+    "GIT_AUTHOR_EMAIL": "bench@cachelint.invalid",
+    "GIT_COMMITTER_NAME": "cachelint bench",
+    "GIT_COMMITTER_EMAIL": "bench@cachelint.invalid",
+    "GIT_AUTHOR_DATE": "2025-06-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2025-06-01T00:00:00Z",
+    # The developer's own git config (autocrlf, hooks, fsmonitor) must not change the figures.
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+# After a 200k-object commit git starts `gc --auto` detached: it would repack during the timed
+# runs and race the final rmtree, so the fixture turns it off.
+GIT = ("git", "-c", "core.autocrlf=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
+
+
+class BenchError(Exception):
+    """Something the benchmark needs failed; the message is the one line to show."""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, **GIT_ENV, "CACHELINT_NOW": NOW}
+
+
+def _git(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    proc = subprocess.run(
+        [*GIT, *args],
+        cwd=repo,
+        input=stdin,
+        capture_output=True,
+        env=_env(),
+    )
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise BenchError(f"git {' '.join(args)} exited {proc.returncode}: {' / '.join(err[-3:])}")
+    return proc.stdout
+
+
+# ---- the fixture --------------------------------------------------------------------------------
+
+
+def _entry(index: int) -> tuple[str, str, bytes, bytes]:
+    """(scenario, key, entry.json bytes, contents.data bytes) of the index-th synthetic entry."""
+    scenario_no, turn = divmod(index, PER_SCENARIO)
+    agent = AGENTS[scenario_no % len(AGENTS)]
+    tenant = TENANTS[(scenario_no // len(AGENTS)) % len(TENANTS)]
+    scenario = f"{agent}/{tenant}/case-{scenario_no:05d}"
+    request = {
+        "model": "gpt-4o-mini",
+        "temperature": 0,
+        "messages": [
+            {"role": "system", "content": f"You are the {agent} assistant for {tenant}."},
+            {
+                "role": "user",
+                "content": f"Case {scenario_no}, turn {turn}: where is order {index}?",
+            },
+        ],
+    }
+    response = {
+        "id": f"chatcmpl-{index:08d}",
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": f"Order {index} shipped on day {index % 28 + 1}; tracking follows.",
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 31 + turn, "completion_tokens": 14, "total_tokens": 45 + turn},
+    }
+    contents = dump_pretty(response)
+    key = cache_key(request)
+    entry = {
+        "format": FORMAT,
+        "key": key,
+        "scenario": scenario,
+        "provider": "openai",
+        "model": "gpt-4o-mini",
+        "created": format_time(CREATED),
+        "expires": format_time(CREATED + timedelta(days=TTL_DAYS)),
+        "contents": blake3.blake3(contents).hexdigest(),
+        "request": request,
+    }
+    return scenario, key, dump_pretty(entry), contents
+
+
+def build(repo: Path, entries: int) -> int:
+    """Write and commit `entries` entries under repo/eval-cache; return the number of files."""
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / ".gitattributes").write_bytes(f"{ROOT}/** -text\n".encode())
+    cache = repo / ROOT / "cache"
+    files = 0
+    for index in range(entries):
+        scenario, key, entry, contents = _entry(index)
+        directory = cache / scenario / key[:16]
+        directory.mkdir(parents=True, exist_ok=True)
+        # Direct writes, not Store.put: a fixture needs no atomic rename per file.
+        (directory / CONTENTS_FILE).write_bytes(contents)
+        (directory / ENTRY_FILE).write_bytes(entry)
+        files += 2
+    # A pin file and a matching stamp, so the tree is clean and check does its full work.
+    (repo / "requirements.txt").write_bytes(b"cachelint==0.1.0\n")
+    stamp = Stamp(
+        pinned_at=CREATED.date(),
+        ttl_days=TTL_DAYS,
+        packages={"cachelint": "0.1.0"},
+        pin_files={"cachelint": "requirements.txt"},
+    ).to_json()
+    (repo / ROOT / ".eval-cache-stamp.json").write_bytes(dump_pretty(stamp))
+    files += 1
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "--no-gpg-sign", "--no-verify", "-m", f"{entries} entries")
+    return files
+
+
+# ---- measurements -------------------------------------------------------------------------------
+
+
+def floor(repo: Path) -> None:
+    """The three listings, back to back: what no tree check can avoid."""
+    _git(repo, "ls-files", "-z", "--stage", "--", ROOT)
+    _git(repo, "ls-files", "-z", "--others", "--exclude-standard", "--", ROOT)
+    listing = subprocess.Popen(
+        ["git", "ls-files", "-z", "--", ROOT], cwd=repo, stdout=subprocess.PIPE, env=_env()
+    )
+    attrs = subprocess.run(
+        ["git", "check-attr", "-z", "--stdin", "text"],
+        cwd=repo,
+        stdin=listing.stdout,
+        capture_output=True,
+        env=_env(),
+    )
+    assert listing.stdout is not None
+    listing.stdout.close()
+    if listing.wait() != 0 or attrs.returncode != 0:
+        raise BenchError("git ls-files | git check-attr failed")
+
+
+def _check_command() -> list[str]:
+    script = Path(sys.executable).parent / "cachelint"
+    if script.is_file():
+        return [str(script), "check"]
+    return [sys.executable, "-m", "cachelint", "check"]
+
+
+@dataclass
+class CheckRun:
+    seconds: float
+    peak_mb: float
+    exit_code: int
+    last_line: str
+
+
+def run_check(repo: Path) -> CheckRun:
+    """One `cachelint check`; its peak RSS comes from wait4, which covers only this process tree
+    (RUSAGE_CHILDREN would also count the git processes of the floor)."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            _check_command(), cwd=repo, stdout=out, stderr=subprocess.STDOUT, env=_env()
+        )
+        timer = threading.Timer(TIMEOUT_S, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        lines = out.read().decode(errors="replace").strip().splitlines()
+    last = lines[-1] if lines else ""
+    if proc.returncode not in (0, 1):
+        raise BenchError(f"cachelint check exited {proc.returncode}: {last}")
+    # Linux reports ru_maxrss in KiB.
+    return CheckRun(seconds, usage.ru_maxrss / 1024, proc.returncode, last)
+
+
+def best_of(repeat: int, action: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+@dataclass
+class Row:
+    entries: int
+    files: int
+    build_s: float
+    floor_s: float
+    check_s: float
+    peak_mb: float
+    exit_code: int
+    last_line: str
+
+    @property
+    def ratio(self) -> float:
+        return self.check_s / self.floor_s if self.floor_s else float("inf")
+
+
+def measure(base: Path, entries: int, repeat: int) -> Row:
+    repo = base / f"entries-{entries}"
+    if repo.exists():
+        raise BenchError(f"{repo} exists; remove it or pick another --keep directory")
+    start = time.perf_counter()
+    files = build(repo, entries)
+    build_s = time.perf_counter() - start
+    floor(repo)  # warm the page cache and git's index for both sides alike
+    first = run_check(repo)
+    floor_s = best_of(repeat, lambda: floor(repo))
+    runs = [run_check(repo) for _ in range(repeat)]
+    fastest = min(runs, key=lambda r: r.seconds)
+    peak = max(r.peak_mb for r in [first, *runs])
+    return Row(
+        entries,
+        files,
+        build_s,
+        floor_s,
+        fastest.seconds,
+        peak,
+        fastest.exit_code,
+        fastest.last_line,
+    )
+
+
+def table(rows: Sequence[Row]) -> str:
+    head = (
+        f"{'entries':>8} {'files':>8} {'floor s':>8} {'check s':>8} {'ratio':>6} "
+        f"{'peak MB':>8} {'us/entry':>9}  goal (ratio <= {GOAL_RATIO}, peak < {GOAL_MB:.0f} MB)"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        ok = r.ratio <= GOAL_RATIO and r.peak_mb < GOAL_MB
+        lines.append(
+            f"{r.entries:>8,} {r.files:>8,} {r.floor_s:>8.3f} {r.check_s:>8.3f} {r.ratio:>6.2f} "
+            f"{r.peak_mb:>8.1f} {r.check_s / r.entries * 1e6:>9.1f}  {'met' if ok else 'MISSED'}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--entries", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--repeat", type=int, default=3, help="best of N (default 3)")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="build trees here and keep them")
+    args = parser.parse_args(argv)
+    if any(n < 1 for n in args.entries) or args.repeat < 1:
+        parser.error("--entries and --repeat must be positive")
+    base = args.keep or Path(tempfile.mkdtemp(prefix="cachelint-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
+    try:
+        for entries in args.entries:
+            row = measure(base, entries, args.repeat)
+            rows.append(row)
+            print(
+                f"built {row.entries:,} entries ({row.files:,} files) in {row.build_s:.1f} s; "
+                f"check exit {row.exit_code}: {row.last_line}",
+                flush=True,
+            )
+    except BenchError as exc:
+        print(f"bench_check: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+            if base.exists():
+                print(f"bench_check: could not remove {base}", file=sys.stderr)
+    print(f"cachelint check vs git plumbing floor, best of {args.repeat} ({_check_command()[0]})")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

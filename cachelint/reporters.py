@@ -1,0 +1,289 @@
+"""Reporters: findings and a summary in, text out.
+
+Every reporter is a pure function of its arguments (no I/O, no clock, no environment), so the same
+check prints byte-identical output and the formats can be snapshot-tested. Paths come from the
+user's tree and may carry escape sequences or bidi controls; every format neutralises them so a
+crafted file name cannot rewrite the terminal or a CI log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from enum import Enum
+from typing import Any
+from urllib.parse import quote
+
+from cachelint import __version__
+from cachelint.findings import CheckSummary, Finding, Severity, sort_findings
+from cachelint.rules import Rule
+
+
+class Format(str, Enum):
+    TEXT = "text"
+    JSON = "json"
+    GITHUB = "github"
+    SARIF = "sarif"
+
+
+JSON_FORMAT_VERSION = 1
+INFORMATION_URI = "https://github.com/cachelint/cachelint"
+# The OASIS URL is the schema's own `$id`; GitHub code scanning accepts it.
+SARIF_SCHEMA_URI = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+SARIF_SRCROOT = "SRCROOT"
+
+# C0 controls (includes TAB, LF, CR, ESC), DEL, C1 controls (U+0085 NEL and the 8-bit CSI U+009B
+# start escape sequences on some terminals), Unicode line/paragraph separators, and the bidi
+# embedding/override/isolate marks used for "Trojan Source" reordering, and lone surrogates:
+# gitutil.split_z decodes non-UTF-8 file names with surrogateescape, and printing those raises.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a surrogate-escaped byte: show the byte the name holds
+        code -= 0xDC00
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def sanitize(text: str) -> str:
+    """Make `text` safe for a terminal: each unsafe character becomes a visible escape (`\\x1b`)."""
+    return _UNSAFE.sub(_visible, text)
+
+
+# json.dumps escapes C0 controls itself; what it leaves raw with ensure_ascii=False is matched here.
+_JSON_UNSAFE = re.compile(
+    "[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _json(document: Any) -> str:
+    # DEL, C1 and bidi marks become JSON \u escapes, which decode to the exact same string: the
+    # output stays readable UTF-8, consumers still get the true path, and a terminal is safe.
+    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(_json_escape, text) + "\n"
+
+
+def _plural(count: int, word: str, plural: str = "") -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {plural or word + 's'}"
+
+
+def summary_line(findings: Sequence[Finding], summary: CheckSummary) -> str:
+    """One line saying what was found and what was looked at, so an empty tree never looks green."""
+    errors = sum(1 for f in findings if f.severity is Severity.ERROR)
+    warnings = len(findings) - errors
+    roots = ", ".join(sanitize(r) for r in summary.roots) if summary.roots else "no cache root"
+    line = (
+        f"cachelint: {_plural(len(findings), 'finding')} "
+        f"({_plural(errors, 'error')}, {_plural(warnings, 'warning')}) "
+        f"in {_plural(summary.files, 'file')}, {_plural(summary.entries, 'entry', 'entries')} "
+        f"under {roots}"
+    )
+    if summary.worst_path is not None:
+        line += (
+            f"; worst path {summary.worst_length}/{summary.max_path}: "
+            f"{sanitize(summary.worst_path)}"
+        )
+    return line
+
+
+def _notes(summary: CheckSummary) -> list[str]:
+    return [f"cachelint: note: {sanitize(note)}" for note in summary.notes]
+
+
+# ---- text ---------------------------------------------------------------------------------------
+
+
+def _text_line(finding: Finding) -> str:
+    where = sanitize(finding.path)
+    if finding.line is not None:
+        where += f":{finding.line}"
+    kind = "warning: " if finding.severity is Severity.WARNING else ""
+    return f"{where}: {sanitize(finding.code)}: {kind}{sanitize(finding.message)}"
+
+
+def render_text(findings: list[Finding], summary: CheckSummary) -> str:
+    ordered = sort_findings(findings)
+    lines = [_text_line(f) for f in ordered]
+    lines += _notes(summary)
+    lines.append(summary_line(ordered, summary))
+    return "\n".join(lines) + "\n"
+
+
+# ---- json ---------------------------------------------------------------------------------------
+
+
+def render_json(findings: list[Finding], summary: CheckSummary) -> str:
+    ordered = sort_findings(findings)
+    errors = sum(1 for f in ordered if f.severity is Severity.ERROR)
+    document = {
+        "version": JSON_FORMAT_VERSION,
+        "summary": {
+            "roots": list(summary.roots),
+            "files": summary.files,
+            "entries": summary.entries,
+            "worst_path": summary.worst_path,
+            "worst_length": summary.worst_length,
+            "max_path": summary.max_path,
+            "notes": list(summary.notes),
+            "findings": len(ordered),
+            "errors": errors,
+            "warnings": len(ordered) - errors,
+        },
+        "findings": [
+            {
+                "path": f.path,
+                "code": f.code,
+                "message": f.message,
+                "severity": f.severity.value,
+                "line": f.line,
+            }
+            for f in ordered
+        ],
+    }
+    return _json(document)
+
+
+# ---- GitHub workflow commands -------------------------------------------------------------------
+
+
+def _gh_data(text: str) -> str:
+    # The runner's own escaping (actions/toolkit command.ts escapeData); the remaining controls are
+    # made visible so an ESC in a file name cannot colour or hide log lines.
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return sanitize(text)
+
+
+def _gh_property(text: str) -> str:
+    # command.ts escapeProperty: ':' and ',' separate properties, so they are escaped too.
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(findings: list[Finding], summary: CheckSummary) -> str:
+    ordered = sort_findings(findings)
+    lines = []
+    for f in ordered:
+        props = f"file={_gh_property(f.path)}"
+        if f.line is not None:
+            props += f",line={f.line}"
+        props += f",title={_gh_property(f.code)}"
+        lines.append(f"::{f.severity.value} {props}::{_gh_data(f.message)}")
+    lines += _notes(summary)
+    lines.append(summary_line(ordered, summary))
+    return "\n".join(lines) + "\n"
+
+
+# ---- SARIF 2.1.0 --------------------------------------------------------------------------------
+
+
+def _sarif_name(code: str) -> str:
+    # reportingDescriptor.name is meant to be an identifier-like word ("EvalCacheUntracked").
+    return "".join(part.capitalize() for part in re.split(r"[^0-9A-Za-z]+", code) if part)
+
+
+def _raw_bytes(text: str) -> bytes:
+    """The bytes a path stands for: surrogate-escaped bytes of a non-UTF-8 name come back as the
+    original byte; any other lone surrogate is kept as its (invalid) UTF-8 form."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def _fingerprint(finding: Finding) -> str:
+    # Stable across runs and line shifts: the same problem at the same path is the same alert.
+    return hashlib.sha256(_raw_bytes(f"{finding.code}\0{finding.path}")).hexdigest()
+
+
+def _sarif_rule(code: str, summary: str) -> dict[str, Any]:
+    return {
+        "id": code,
+        "name": _sarif_name(code),
+        "shortDescription": {"text": summary},
+        # Rule carries no severity; each result states its own level, which wins over this.
+        "defaultConfiguration": {"level": "error"},
+    }
+
+
+def render_sarif(findings: list[Finding], summary: CheckSummary, rules: Sequence[Rule]) -> str:
+    ordered = sort_findings(findings)
+    described = {rule.code: rule.summary for rule in rules}
+    # A finding whose code has no registered rule (e.g. eval-cache-mutated from the hash guard)
+    # still needs a descriptor: ruleIndex must point into driver.rules.
+    for f in ordered:
+        described.setdefault(f.code, f.code)
+    codes = sorted(described)
+    index = {code: i for i, code in enumerate(codes)}
+    results = []
+    for f in ordered:
+        results.append(
+            {
+                "ruleId": f.code,
+                "ruleIndex": index[f.code],
+                "level": "warning" if f.severity is Severity.WARNING else "error",
+                "message": {"text": f.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {
+                                # a non-UTF-8 name keeps its raw byte as %XX
+                                "uri": quote(_raw_bytes(f.path.replace("\\", "/")), safe="/"),
+                                "uriBaseId": SARIF_SRCROOT,
+                            },
+                            # GitHub code scanning rejects a result without a region.
+                            "region": {"startLine": f.line if f.line is not None else 1},
+                        }
+                    }
+                ],
+                "partialFingerprints": {"cachelint/v1": _fingerprint(f)},
+            }
+        )
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "cachelint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": [_sarif_rule(code, described[code]) for code in codes],
+            }
+        },
+        # The reporter does no I/O, so it cannot know the checkout's absolute path; SARIF allows
+        # a base id described but left without a uri (SARIF 2.1.0 section 3.14.14).
+        "originalUriBaseIds": {
+            SARIF_SRCROOT: {"description": {"text": "The root of the checked git repository."}}
+        },
+        "results": results,
+        "properties": {
+            "roots": list(summary.roots),
+            "files": summary.files,
+            "entries": summary.entries,
+        },
+    }
+    document = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    return _json(document)
+
+
+def render(
+    fmt: Format, findings: list[Finding], summary: CheckSummary, rules: Sequence[Rule]
+) -> str:
+    """Render `findings` in `fmt`; identical input gives byte-identical output."""
+    if fmt is Format.TEXT:
+        return render_text(findings, summary)
+    if fmt is Format.JSON:
+        return render_json(findings, summary)
+    if fmt is Format.GITHUB:
+        return render_github(findings, summary)
+    if fmt is Format.SARIF:
+        return render_sarif(findings, summary, rules)
+    raise ValueError(f"unknown format {fmt!r}")  # unreachable: Format is validated at the boundary
