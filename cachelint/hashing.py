@@ -18,40 +18,71 @@ import blake3
 from cachelint.findings import Finding
 
 _MMAP_THRESHOLD = 4 * 1024 * 1024
+_FIRST_READ = 64 * 1024
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
 Snapshot = dict[str, str]  # repo-relative path -> blake3 hex digest ("symlink:<target>" for links)
 
 
 def hash_file(path: str | os.PathLike[str]) -> str:
-    size = os.path.getsize(path)
-    if size >= _MMAP_THRESHOLD:
+    """blake3 hex digest of a file's bytes."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        return _hash_fd(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _hash_fd(fd: int, path: str | os.PathLike[str]) -> str:
+    # One read usually gets the whole (small) file; only a full buffer costs an fstat, which
+    # saves the getsize syscall per file that dominated on trees of many small entries.
+    data = os.read(fd, _FIRST_READ)
+    if len(data) < _FIRST_READ:
+        return blake3.blake3(data).hexdigest()
+    if os.fstat(fd).st_size >= _MMAP_THRESHOLD:
         hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
         hasher.update_mmap(path)
         return hasher.hexdigest()
-    with open(path, "rb") as fh:
-        return blake3.blake3(fh.read()).hexdigest()
+    hasher = blake3.blake3(data)
+    while chunk := os.read(fd, _MMAP_THRESHOLD):
+        hasher.update(chunk)
+    return hasher.hexdigest()
 
 
 def snapshot(repo: Path, roots: Iterable[str]) -> Snapshot:
     """Hash every file under each root (relative to `repo`); missing roots contribute nothing."""
     result: Snapshot = {}
     for root in roots:
-        top = os.path.join(repo, root)
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames.sort()
-            rel_dir = os.path.relpath(dirpath, repo).replace(os.sep, "/")
-            for name in filenames:
-                full = os.path.join(dirpath, name)
-                rel = f"{rel_dir}/{name}"
-                if os.path.islink(full):
-                    result[rel] = "symlink:" + os.readlink(full)
-                else:
-                    result[rel] = hash_file(full)
-            for name in dirnames:
-                full = os.path.join(dirpath, name)
-                if os.path.islink(full):
-                    result[f"{rel_dir}/{name}"] = "symlink:" + os.readlink(full)
+        rel = root.replace(os.sep, "/").strip("/")
+        _scan(os.path.join(repo, root), rel, result)
     return result
+
+
+def _scan(directory: str, rel: str, out: Snapshot) -> None:
+    # os.scandir's d_type answers "symlink? directory?" without a stat per file, and building the
+    # relative path by concatenation avoids os.walk's relpath per directory.
+    try:
+        with os.scandir(directory) as it:
+            entries = list(it)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        path = f"{rel}/{entry.name}"
+        if entry.is_symlink():
+            out[path] = "symlink:" + os.readlink(entry.path)
+        elif entry.is_dir(follow_symlinks=False):
+            _scan(entry.path, path, out)
+        elif entry.is_file(follow_symlinks=False):
+            try:
+                fd = os.open(entry.path, _OPEN_FLAGS)
+            except FileNotFoundError:
+                continue  # removed while we looked: absent from this snapshot
+            try:
+                out[path] = _hash_fd(fd, entry.path)
+            finally:
+                os.close(fd)
+        else:  # a FIFO or socket: opening it could block forever, and git cannot commit it
+            out[path] = "special"
 
 
 @dataclass(frozen=True)
@@ -74,9 +105,16 @@ def diff(before: Snapshot, after: Snapshot) -> SnapshotDiff:
 
 def mutation_findings(change: SnapshotDiff, *, during: str) -> list[Finding]:
     """One `eval-cache-mutated` finding per changed, added or removed file."""
-    fix = "an offline run must write no byte into the committed cache; restore it with `git checkout -- <path>` (or `git clean` for added files) and find the writer"
+    fix = (
+        "an offline run must write no byte into the committed cache; restore it with "
+        "`git checkout -- <path>` (or `git clean` for added files) and find the writer"
+    )
     out: list[Finding] = []
-    for verb, paths in (("changed", change.changed), ("added", change.added), ("removed", change.removed)):
+    for verb, paths in (
+        ("changed", change.changed),
+        ("added", change.added),
+        ("removed", change.removed),
+    ):
         for path in paths:
             out.append(Finding(path, "eval-cache-mutated", f"{verb} by {during}; {fix}"))
     return out

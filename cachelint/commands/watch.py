@@ -1,0 +1,272 @@
+"""`cachelint watch`: refuse a prompt, model or dataset change that no green eval run has seen.
+
+`--staged` (the pre-commit hook) compares the staged content of every watched path and dataset
+file with the green record as staged; `--base REF` (CI) compares the working tree with the
+committed record when anything watched changed since the merge base with REF; without either it
+compares the working tree with the record unconditionally.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from cachelint import green
+from cachelint.config import Config, load
+from cachelint.errors import CachelintError, ExitCode
+from cachelint.findings import Finding, sort_findings
+from cachelint.gitutil import describe_failure, repo_root, run_git, split_z
+
+_CODE_STALE = "eval-green-stale"
+_CODE_MISSING = "eval-green-missing"
+_CODE_INVALID = "eval-green-invalid"
+
+
+def add_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    parser = subparsers.add_parser(
+        "watch",
+        parents=parents,
+        help="fail when watched prompt/model/dataset files changed since the last green eval run",
+        description=(
+            "Compare watched files (the `watch` globs) and dataset files with the green record "
+            "written by the last fully passing `cachelint run`."
+        ),
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--staged",
+        action="store_true",
+        help="check what is staged (the pre-commit hook); fast when nothing watched is staged",
+    )
+    mode.add_argument(
+        "--base",
+        metavar="REF",
+        help="CI: check when anything watched changed since the merge base with REF",
+    )
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(ns: argparse.Namespace) -> int:
+    return watch(
+        Path.cwd(),
+        config_path=Path(ns.config) if ns.config else None,
+        staged=bool(ns.staged),
+        base=ns.base,
+        out=sys.stdout,
+    )
+
+
+def watch(
+    start: Path, *, config_path: Path | None, staged: bool, base: str | None, out: TextIO
+) -> int:
+    if staged and base is not None:
+        raise CachelintError("watch: --staged and --base exclude each other; pick one")
+    repo = repo_root(start)
+    config = load(repo, config_path)
+    if not config.watch:
+        out.write(
+            "cachelint watch: no `watch` globs configured, nothing to gate; name the prompt and "
+            'model files in [tool.cachelint] watch = ["prompts/**"]\n'
+        )
+        return int(ExitCode.OK)
+    if staged:
+        names = run_git(["diff", "--cached", "--name-only", "-z"], cwd=repo).out
+        return watch_staged(config, split_z(names), out=out)
+    if base is not None:
+        return _watch_base(config, base, out=out)
+    return _watch_worktree(config, out=out, why="working tree")
+
+
+# ---- staged: the commit about to be made --------------------------------------------------------
+
+
+def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) -> int:
+    """The hook's gate, given the already-listed staged paths (so the hook lists them once)."""
+    if not green.relevant(config, staged_paths):
+        return int(ExitCode.OK)
+    selector = green.Selector(config)
+    index = run_git(["ls-files", "-s", "-z"], cwd=config.repo).out
+    blobs: dict[str, str] = {}  # path -> blob id
+    record_blob: str | None = None
+    for item in index.split(b"\0"):
+        if not item:
+            continue
+        meta, _, raw_path = item.partition(b"\t")
+        mode, blob, _stage = meta.decode().split(" ")
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if mode == "160000":  # a submodule has no content here to hash
+            continue
+        if path == config.green_record:
+            record_blob = blob
+        elif selector.relevant(path):
+            blobs[path] = blob
+    wanted = sorted({*blobs.values(), *([record_blob] if record_blob else [])})
+    contents = _cat_blobs(config.repo, wanted)
+    state = green.GreenState()
+    for path, blob in blobs.items():
+        digest = green.content_hash(contents[blob])
+        if selector.dataset(path):
+            state.datasets[path] = digest
+        if selector.watched(path):
+            state.watched[path] = digest
+    record_name = config.green_record
+    worktree_hint = _worktree_hint(config, state)
+    if record_blob is None:
+        finding = Finding(
+            record_name,
+            _CODE_MISSING,
+            "no green record is staged, but watched files are; run the evals until they pass "
+            f"(`cachelint run`), then `git add {record_name}`" + worktree_hint,
+        )
+        out.write(render([finding], None))
+        return int(ExitCode.FINDINGS)
+    try:
+        record = green.parse_record(contents[record_blob], f"{record_name} (staged)")
+    except ValueError as exc:
+        finding = Finding(
+            record_name,
+            _CODE_INVALID,
+            f"{exc}; rerun `cachelint run` to rewrite it, then `git add {record_name}`",
+        )
+        out.write(render([finding], None))
+        return int(ExitCode.FINDINGS)
+    mismatches = green.compare_state(record, state, with_cache=False)
+    if not mismatches:
+        return int(ExitCode.OK)
+    findings = _stale_findings(config, mismatches, record.recorded)
+    fix = f"`cachelint run`, then `git add {record_name}`" + worktree_hint
+    out.write(render(findings, fix))
+    return int(ExitCode.FINDINGS)
+
+
+def _worktree_hint(config: Config, state: green.GreenState) -> str:
+    """If the working-tree record already matches the staged files, only `git add` is missing."""
+    path = config.repo / config.green_record
+    try:
+        record = green.parse_record(path.read_bytes(), config.green_record)
+    except (OSError, ValueError):
+        return ""
+    if green.compare_state(record, state, with_cache=False):
+        return ""
+    return f" (the working-tree {config.green_record} already matches: only `git add` it)"
+
+
+def _cat_blobs(repo: Path, blobs: Sequence[str]) -> dict[str, bytes]:
+    """Read many blobs with one `git cat-file --batch` (one process, not one per file)."""
+    if not blobs:
+        return {}
+    result = run_git(
+        ["cat-file", "--batch"], cwd=repo, stdin="".join(b + "\n" for b in blobs).encode()
+    )
+    data = result.out
+    out: dict[str, bytes] = {}
+    pos = 0
+    for blob in blobs:
+        end = data.index(b"\n", pos)
+        header = data[pos:end].decode().split(" ")
+        if len(header) != 3:
+            raise CachelintError(
+                f"git cat-file: object {blob} is missing from the repository; run `git fsck`"
+            )
+        size = int(header[2])
+        out[blob] = data[end + 1 : end + 1 + size]
+        pos = end + 1 + size + 1  # content is followed by one LF
+    return out
+
+
+# ---- CI: since a base ref, and the plain working-tree comparison --------------------------------
+
+
+def _watch_base(config: Config, ref: str, *, out: TextIO) -> int:
+    merge = run_git(["merge-base", ref, "HEAD"], cwd=config.repo, check=False)
+    if merge.rc != 0:
+        reason = describe_failure(["git", "merge-base", ref, "HEAD"], merge)
+        raise CachelintError(
+            f"watch --base {ref}: no merge base with HEAD ({reason}); fetch the base branch "
+            f"(e.g. `git fetch origin {ref}`, or use fetch-depth: 0 in CI) or check the name"
+        )
+    base = merge.out.decode().strip()
+    changed = split_z(run_git(["diff", "--name-only", "-z", base, "--"], cwd=config.repo).out)
+    untracked = split_z(
+        run_git(["ls-files", "-z", "--others", "--exclude-standard"], cwd=config.repo).out
+    )
+    if not green.relevant(config, [*changed, *untracked]):
+        out.write(f"cachelint watch: nothing watched changed since {ref} ({base[:12]})\n")
+        return int(ExitCode.OK)
+    return _watch_worktree(config, out=out, why=f"changes since {ref}")
+
+
+def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
+    name = config.green_record
+    path = config.repo / name
+    fix = f"`cachelint run`, then commit {name}"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        finding = Finding(
+            name,
+            _CODE_MISSING,
+            f"no green record, but files are watched ({why}); run the evals until they pass "
+            f"({fix})",
+        )
+        out.write(render([finding], None))
+        return int(ExitCode.FINDINGS)
+    except OSError as exc:
+        raise CachelintError(f"{name}: cannot read the green record ({exc.strerror})") from None
+    try:
+        record = green.parse_record(raw, name)
+    except ValueError as exc:
+        out.write(render([Finding(name, _CODE_INVALID, f"{exc}; rewrite it with {fix}")], None))
+        return int(ExitCode.FINDINGS)
+    state = green.worktree_state(config)
+    mismatches = green.compare_state(record, state, with_cache=True)
+    if not mismatches:
+        out.write(f"cachelint watch: {name} matches the watched files, datasets and cache\n")
+        return int(ExitCode.OK)
+    out.write(render(_stale_findings(config, mismatches, record.recorded), fix))
+    return int(ExitCode.FINDINGS)
+
+
+# ---- findings and their text --------------------------------------------------------------------
+
+
+def _stale_findings(
+    config: Config, mismatches: Sequence[green.Mismatch], recorded: str
+) -> list[Finding]:
+    selector = green.Selector(config)
+    findings: list[Finding] = []
+    for m in mismatches:
+        if m.path in config.cache:
+            kind = "cache tree"
+        elif selector.watched(m.path):
+            kind = "watched file"
+        else:
+            kind = "dataset file"
+        verb = {
+            "changed": "changed since",
+            "added": "new since",
+            "removed": "removed since",
+        }[m.what]
+        findings.append(
+            Finding(m.path, _CODE_STALE, f"{kind} {verb} the last green run (recorded {recorded})")
+        )
+    return findings
+
+
+def render(findings: list[Finding], fix: str | None) -> str:
+    """Pure text reporter: one `path: code: message` line per finding, then the fix."""
+    lines = [f"{f.path}: {f.code}: {f.message}" for f in sort_findings(findings)]
+    if fix is not None:
+        count = len(findings)
+        noun = "path differs" if count == 1 else "paths differ"
+        lines.append(
+            f"cachelint watch: {count} {noun} from the green record; run the evals until they "
+            f"pass: {fix}"
+        )
+    return "".join(line + "\n" for line in lines)

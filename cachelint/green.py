@@ -1,0 +1,227 @@
+"""The green record: proof that the evals passed against these prompts, datasets and this cache.
+
+After a run where every selected scenario passed, `cachelint run` calls `record_green_run`, which
+writes `config.green_record` (default `.eval-green.json`, committed, outside the cache tree) with
+the content hash of every watched file, every dataset file and a digest per cache root. `cachelint
+watch` compares that record with what is about to be committed; a red run never writes it.
+
+Content hashes ignore CRLF versus LF, as the cache key does: a prompt checked out with CRLF on
+Windows (core.autocrlf) and stored with LF in the index is the same prompt, and the gate must not
+fail on a line-ending conversion git does by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import blake3
+
+from cachelint import __version__
+from cachelint.canonical import dump_pretty
+from cachelint.config import Config
+from cachelint.errors import CachelintError
+from cachelint.fsutil import atomic_write
+from cachelint.gitutil import run_git, split_z
+from cachelint.hashing import Snapshot, snapshot
+
+FORMAT = 1
+
+
+def content_hash(data: bytes) -> str:
+    """blake3 of the bytes with CRLF read as LF (see the module docstring for why)."""
+    return blake3.blake3(data.replace(b"\r\n", b"\n")).hexdigest()
+
+
+def under(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip("/") + "/")
+
+
+class Selector:
+    """Which repo-relative paths the gate watches: the `watch` globs plus the dataset tree."""
+
+    def __init__(self, config: Config) -> None:
+        self.datasets = config.datasets
+        self.globs = config.watch
+        self._spec: Any = None
+        if config.watch:
+            import pathspec  # cachelint's own globs; git's ignore rules never go through it
+
+            self._spec = pathspec.GitIgnoreSpec.from_lines(config.watch)
+
+    def watched(self, path: str) -> bool:
+        return self._spec is not None and bool(self._spec.match_file(path))
+
+    def dataset(self, path: str) -> bool:
+        return under(path, self.datasets)
+
+    def relevant(self, path: str) -> bool:
+        return self.dataset(path) or self.watched(path)
+
+
+@dataclass
+class GreenState:
+    """What a green record pins: path -> content hash, and cache root -> tree digest."""
+
+    watched: dict[str, str] = field(default_factory=dict)
+    datasets: dict[str, str] = field(default_factory=dict)
+    cache: dict[str, str] = field(default_factory=dict)
+
+
+def cache_digest(snap: Snapshot) -> str:
+    """One digest over the sorted (path, hash) pairs of a cache root's snapshot."""
+    hasher = blake3.blake3()
+    for path in sorted(snap):
+        hasher.update(path.encode("utf-8", "surrogateescape") + b"\0" + snap[path].encode() + b"\n")
+    return hasher.hexdigest()
+
+
+def cache_digests(config: Config) -> dict[str, str]:
+    return {root: cache_digest(snapshot(config.repo, [root])) for root in config.cache}
+
+
+def worktree_files(repo: Path) -> list[str]:
+    """Tracked plus untracked-not-ignored paths, as git lists them (the truth for ignore rules)."""
+    out = run_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo).out
+    return sorted(set(split_z(out)))
+
+
+def _hash_worktree(repo: Path, path: str) -> str | None:
+    full = repo / path
+    try:
+        if full.is_symlink():
+            # git stores a symlink as a blob holding its target; hash the same bytes.
+            return content_hash(os.fsencode(os.readlink(full)))
+        if not full.is_file():
+            return None  # deleted but still in the index, or a submodule directory
+        return content_hash(full.read_bytes())
+    except OSError as exc:
+        raise CachelintError(f"{path}: cannot read watched file ({exc.strerror})") from None
+
+
+def worktree_state(config: Config, *, with_cache: bool = True) -> GreenState:
+    """The state of the working tree as the green record would pin it."""
+    selector = Selector(config)
+    state = GreenState()
+    for path in worktree_files(config.repo):
+        if not selector.relevant(path):
+            continue
+        digest = _hash_worktree(config.repo, path)
+        if digest is None:
+            continue
+        if selector.dataset(path):
+            state.datasets[path] = digest
+        if selector.watched(path):
+            state.watched[path] = digest
+    if with_cache:
+        state.cache = cache_digests(config)
+    return state
+
+
+def record_green_run(
+    config: Config,
+    *,
+    execution: str,
+    mode: str,
+    scenarios: Sequence[str],
+    now: datetime,
+) -> Path:
+    """Write the green record after a run where every selected scenario passed; return its path."""
+    from cachelint.store import format_time
+
+    state = worktree_state(config)
+    record = {
+        "format": FORMAT,
+        "cachelint": __version__,
+        "recorded": format_time(now),
+        "run": {
+            "execution": execution,
+            "mode": mode,
+            "scenarios": sorted(scenarios),
+            "count": len(scenarios),
+        },
+        "watch": list(config.watch),
+        "watched": state.watched,
+        "datasets": state.datasets,
+        "cache": state.cache,
+    }
+    path = config.repo / config.green_record
+    atomic_write(path, dump_pretty(record))
+    return path
+
+
+@dataclass(frozen=True)
+class GreenRecord:
+    recorded: str
+    watched: Mapping[str, str]
+    datasets: Mapping[str, str]
+    cache: Mapping[str, str]
+
+
+def _hash_map(data: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
+    value = data.get(key, {})
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"{where}: field {key!r} is not an object of path -> hash")
+    return dict(value)
+
+
+def parse_record(raw: bytes, where: str) -> GreenRecord:
+    """Parse a green record; a damaged one is a ValueError naming `where` and what is wrong."""
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: not a JSON object")
+    if data.get("format") != FORMAT:
+        raise ValueError(f"{where}: 'format' is {data.get('format')!r}, expected {FORMAT}")
+    recorded = data.get("recorded")
+    return GreenRecord(
+        recorded=recorded if isinstance(recorded, str) else "?",
+        watched=_hash_map(data, "watched", where),
+        datasets=_hash_map(data, "datasets", where),
+        cache=_hash_map(data, "cache", where),
+    )
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    path: str
+    what: str  # "changed", "added", "removed"
+
+
+def compare(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[Mismatch]:
+    out: list[Mismatch] = []
+    for path in sorted(recorded.keys() | current.keys()):
+        if path not in current:
+            out.append(Mismatch(path, "removed"))
+        elif path not in recorded:
+            out.append(Mismatch(path, "added"))
+        elif recorded[path] != current[path]:
+            out.append(Mismatch(path, "changed"))
+    return out
+
+
+def compare_state(record: GreenRecord, state: GreenState, *, with_cache: bool) -> list[Mismatch]:
+    """Every watched path, dataset file and (optionally) cache root that differs from the record."""
+    seen: set[str] = set()
+    out: list[Mismatch] = []
+    for m in [*compare(record.watched, state.watched), *compare(record.datasets, state.datasets)]:
+        if m.path not in seen:
+            seen.add(m.path)
+            out.append(m)
+    if with_cache:
+        out.extend(compare(record.cache, state.cache))
+    return sorted(out, key=lambda m: m.path)
+
+
+def relevant(config: Config, paths: Iterable[str]) -> list[str]:
+    selector = Selector(config)
+    return [p for p in paths if selector.relevant(p)]

@@ -1,0 +1,241 @@
+"""The lean entry point behind the plain git hook: `python -m cachelint.hook pre-commit`.
+
+Most commits touch neither the cache nor a watched prompt, so this path must cost little more than
+starting Python. It imports only the standard library (no cachelint.cli, no command modules, no
+pathspec, rich, httpx or GitPython), reads the config table once, asks git for the staged names
+once (`git diff --cached --name-only -z`), and only when something relevant is staged imports and
+runs `cachelint check` and/or the watch gate in-process.
+
+The watch globs are gitignore-style and only pathspec evaluates them exactly, but importing it
+costs more than the whole fast path. So a conservative pre-filter runs first: every literal run of
+characters in a pattern must occur in the path for the pattern to match it, so a path failing
+that test for every pattern is certainly not watched; a path passing it goes to pathspec.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+USAGE = "usage: python -m cachelint.hook pre-commit"
+
+# Paths whose change can break the cache's integrity even outside the cache roots: attributes
+# decide line-ending conversion, ignore rules decide what git sees, the config decides the roots.
+_CHECK_NAMES = (".gitattributes", ".gitignore")
+_CHECK_ROOT_FILES = ("pyproject.toml", "cachelint.toml")
+_WILDCARDS = "*?"
+
+
+def _git(args: list[str], cwd: str) -> tuple[int, bytes]:
+    """Run git, return (rc, stdout); stderr goes straight to the user."""
+    if not hasattr(os, "posix_spawnp"):  # Windows: no posix_spawn, pay for subprocess
+        import subprocess
+
+        proc = subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE)
+        return proc.returncode, proc.stdout
+    # posix_spawn + a pipe avoids importing subprocess (and its threading/selectors imports).
+    read_end, write_end = os.pipe()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        pid = os.posix_spawnp(
+            "git",
+            ["git", *args],
+            os.environ,
+            file_actions=[(os.POSIX_SPAWN_DUP2, write_end, 1)],
+        )
+    finally:
+        os.chdir(old)
+        os.close(write_end)
+    chunks = []
+    while True:
+        chunk = os.read(read_end, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks)
+
+
+def _top_level() -> str | None:
+    # git runs hooks from the top of the work tree; only a manual run elsewhere needs rev-parse.
+    cwd = os.getcwd()
+    if os.path.exists(os.path.join(cwd, ".git")):
+        return cwd
+    rc, out = _git(["rev-parse", "--show-toplevel"], cwd)
+    return out.decode("utf-8", "surrogateescape").strip() if rc == 0 else None
+
+
+def _read_table(repo: str) -> dict[str, object] | None:
+    """The raw cachelint table (cachelint.toml wins over pyproject.toml), or None for defaults."""
+    own = os.path.join(repo, "cachelint.toml")
+    pyproject = os.path.join(repo, "pyproject.toml")
+    path = own if os.path.isfile(own) else pyproject
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if path == pyproject and b"cachelint" not in data:
+        return None  # no [tool.cachelint]: skip importing the TOML parser altogether
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - 3.10
+        import tomli as tomllib
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {"__invalid__": True}  # let the full loader produce the one-line error
+    if path == own:
+        return parsed
+    tool = parsed.get("tool", {})
+    table = tool.get("cachelint") if isinstance(tool, dict) else None
+    return table if isinstance(table, dict) or table is None else {"__invalid__": True}
+
+
+def _str_list(value: object, default: list[str]) -> list[str] | None:
+    if value is None:
+        return default
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def _root(text: str) -> str:
+    return os.path.normpath(text.replace("\\", "/")).replace(os.sep, "/").strip("/")
+
+
+def _literal_runs(pattern: str) -> list[str]:
+    """Runs of characters a gitignore pattern must match literally (bracket classes, escapes,
+    `*` and `?` split them)."""
+    runs: list[str] = []
+    current = ""
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch in _WILDCARDS or ch == "\\":
+            runs.append(current)
+            current = ""
+            i += 2 if ch == "\\" else 1
+        elif ch == "[":
+            runs.append(current)
+            current = ""
+            close = pattern.find("]", i + 2)
+            i = len(pattern) if close < 0 else close + 1
+        else:
+            current += ch
+            i += 1
+    runs.append(current)
+    return [r for r in runs if r]
+
+
+class _Gate:
+    """What the hook needs to decide relevance without the full config loader."""
+
+    def __init__(self, table: dict[str, object] | None) -> None:
+        table = table or {}
+        self.invalid = "__invalid__" in table
+        cache = _str_list(table.get("cache"), ["eval-cache"])
+        watch = _str_list(table.get("watch"), [])
+        datasets = table.get("datasets", "eval-datasets")
+        if cache is None or watch is None or not isinstance(datasets, str):
+            self.invalid = True
+            cache, watch, datasets = [], [], ""
+        self.cache_prefixes = tuple(_root(c) + "/" for c in cache)
+        self.dataset_prefix = _root(datasets) + "/" if datasets else None
+        self.watch = watch
+        self._prefilter = []
+        for line in watch:
+            pattern = line.rstrip()
+            if not pattern or pattern.startswith(("#", "!")):
+                continue  # negations only remove matches; comments match nothing
+            self._prefilter.append(_literal_runs(pattern.rstrip("/")))
+
+    def wants_check(self, path: str) -> bool:
+        if path in _CHECK_ROOT_FILES or path.startswith(self.cache_prefixes):
+            return True
+        return path.rpartition("/")[2] in _CHECK_NAMES
+
+    def maybe_watched(self, path: str) -> bool:
+        if self.dataset_prefix is not None and path.startswith(self.dataset_prefix):
+            return True
+        slashed = "/" + path  # lets "/x" runs (from "/x" or "**/x") match at the top level
+        return any(all(run in slashed for run in runs) for runs in self._prefilter)
+
+
+def pre_commit() -> int:
+    repo = _top_level()
+    if repo is None:
+        print("cachelint hook: not inside a git work tree; run it from a clone", file=sys.stderr)
+        return 2
+    rc, out = _git(["diff", "--cached", "--name-only", "-z"], repo)
+    if rc != 0:
+        print(f"cachelint hook: `git diff --cached` failed with exit code {rc}", file=sys.stderr)
+        return 2
+    if not out:
+        return 0
+    staged = out.rstrip(b"\0").decode("utf-8", "surrogateescape").split("\0")
+    gate = _Gate(_read_table(repo))
+    run_check = gate.invalid or any(gate.wants_check(p) for p in staged)
+    maybe_watch = bool(gate.watch) and any(gate.maybe_watched(p) for p in staged)
+    if not (run_check or maybe_watch):
+        return 0
+    return _slow_path(repo, staged, run_check=run_check, maybe_watch=maybe_watch)
+
+
+def _slow_path(repo: str, staged: list[str], *, run_check: bool, maybe_watch: bool) -> int:
+    """Something relevant is staged: now pay for the real loader, the check and the gate."""
+    from pathlib import Path
+
+    from cachelint.errors import CachelintError, ExitCode
+
+    try:
+        check_rc = 0
+        if run_check:
+            from cachelint import clock
+            from cachelint.commands.check import check
+
+            check_rc = check(
+                Path(repo),
+                config_path=None,
+                fmt="text",
+                select=None,
+                ignore=(),
+                strict=False,
+                now=clock.now(),
+                out=sys.stdout,
+            )
+        watch_rc = 0
+        if maybe_watch:
+            from cachelint.commands.watch import watch_staged
+            from cachelint.config import load
+
+            watch_rc = watch_staged(load(Path(repo)), staged, out=sys.stdout)
+    except CachelintError as exc:
+        print(f"cachelint: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except Exception as exc:  # a bug in cachelint: one line, and the commit is blocked
+        print(
+            f"cachelint: internal error: {type(exc).__name__}: {exc} (run `cachelint check` or "
+            "`cachelint watch --staged` with --verbose for a traceback, and report it)",
+            file=sys.stderr,
+        )
+        return int(ExitCode.INTERNAL)
+    return max(check_rc, watch_rc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args != ["pre-commit"]:
+        print(USAGE, file=sys.stderr)
+        return 2
+    return pre_commit()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

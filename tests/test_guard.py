@@ -1,0 +1,190 @@
+"""`cachelint guard -- CMD`: a real command, a real cache tree, content-based comparison."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cachelint.commands.guard import guard
+from cachelint.errors import CachelintError
+from tests.conftest import PROJECT
+
+PY = sys.executable
+
+
+def make_cache(repo: Path) -> Path:
+    entry = repo / "eval-cache" / "cache" / "scenario" / "0123456789abcdef"
+    entry.mkdir(parents=True)
+    (entry / "entry.json").write_text("{}\n")
+    (entry / "contents.data").write_text('"answer"\n')
+    (repo / "eval-cache" / "keep.json").write_text("[]\n")
+    return entry
+
+
+def run_guard(repo: Path, code: str) -> tuple[int, str]:
+    out = io.StringIO()
+    rc = guard(repo, config_path=None, command=[PY, "-c", code], out=out)
+    return rc, out.getvalue()
+
+
+def test_untouched_tree_passes_the_commands_exit_code_through(git_repo: Path) -> None:
+    make_cache(git_repo)
+    assert run_guard(git_repo, "pass") == (0, "")
+    assert run_guard(git_repo, "raise SystemExit(3)") == (3, "")
+
+
+def test_write_delete_and_new_file_are_each_named(git_repo: Path) -> None:
+    entry = make_cache(git_repo)
+    code = (
+        "import pathlib, os\n"
+        f"e = pathlib.Path({str(entry)!r})\n"
+        "(e / 'contents.data').write_text('\"rewritten\"\\n')\n"
+        "os.remove(e.parent.parent.parent / 'keep.json')\n"
+        "(e / 'stray.tmp').write_text('x')\n"
+    )
+    rc, out = run_guard(git_repo, code)
+    assert rc == 1
+    lines = out.splitlines()
+    prefix = "eval-cache/cache/scenario/0123456789abcdef"
+    assert lines[0].startswith(f"{prefix}/contents.data: eval-cache-mutated: changed by ")
+    assert lines[1].startswith(f"{prefix}/stray.tmp: eval-cache-mutated: added by ")
+    assert lines[2].startswith("eval-cache/keep.json: eval-cache-mutated: removed by ")
+    assert lines[3] == "cachelint guard: 3 file(s) under the cache roots changed"
+
+
+def test_a_failing_command_that_mutates_keeps_its_own_exit_code(git_repo: Path) -> None:
+    entry = make_cache(git_repo)
+    rc, out = run_guard(
+        git_repo,
+        f"import pathlib; pathlib.Path({str(entry / 'entry.json')!r}).write_text('x'); "
+        "raise SystemExit(5)",
+    )
+    assert rc == 5
+    assert "entry.json: eval-cache-mutated" in out
+
+
+def test_same_bytes_and_a_new_mtime_is_no_change(git_repo: Path) -> None:
+    entry = make_cache(git_repo)
+    target = entry / "contents.data"
+    code = (
+        "import pathlib, os\n"
+        f"p = pathlib.Path({str(target)!r})\n"
+        "p.write_bytes(p.read_bytes())\n"
+        "os.utime(p, (1, 1))\n"
+    )
+    assert run_guard(git_repo, code) == (0, "")
+
+
+def test_unknown_command_is_a_one_line_usage_error(git_repo: Path) -> None:
+    make_cache(git_repo)
+    with pytest.raises(CachelintError) as info:
+        guard(git_repo, config_path=None, command=["no-such-cmd-xyz", "--flag"], out=io.StringIO())
+    assert info.value.exit_code == 2
+    assert str(info.value).startswith("guard: no-such-cmd-xyz: command not found (exit 127")
+    assert "\n" not in str(info.value)
+
+
+def test_no_command_is_a_usage_error(git_repo: Path) -> None:
+    with pytest.raises(CachelintError, match="no command given"):
+        guard(git_repo, config_path=None, command=[], out=io.StringIO())
+
+
+def test_missing_cache_root_still_runs_the_command(git_repo: Path) -> None:
+    rc, out = run_guard(git_repo, "raise SystemExit(4)")
+    assert rc == 4
+    assert "no cache root exists (eval-cache)" in out
+
+
+def _start_guard(repo: Path, child: Path) -> subprocess.Popen[bytes]:
+    script = (
+        "import sys; from pathlib import Path; from cachelint.commands.guard import guard\n"
+        f"raise SystemExit(guard(Path({str(repo)!r}), config_path=None, "
+        f"command=[{PY!r}, {str(child)!r}], out=sys.stderr))\n"
+    )
+    # A new session stands in for the terminal: killpg reaches guard and child like Ctrl-C does.
+    return subprocess.Popen(
+        [PY, "-c", script],
+        cwd=repo,
+        start_new_session=True,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+    )
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 20
+    while not path.exists():
+        assert time.monotonic() < deadline, "child never started"
+        time.sleep(0.05)
+
+
+CHILD = """
+import os, signal, sys, time
+from pathlib import Path
+log = Path(sys.argv[0]).with_suffix(".log")
+def on_signal(signum, frame):
+    with log.open("a") as fh:
+        fh.write(f"{signum}\\n")
+    os._exit(128 + signum)
+signal.signal(signal.SIGINT, on_signal)
+signal.signal(signal.SIGTERM, on_signal)
+Path(sys.argv[0]).with_suffix(".ready").write_text("")
+time.sleep(30)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_ctrl_c_reaches_the_command_once_and_exits_130(git_repo: Path, tmp_path: Path) -> None:
+    make_cache(git_repo)
+    child = tmp_path / "child.py"
+    child.write_text(CHILD)
+    proc = _start_guard(git_repo, child)
+    _wait_for(child.with_suffix(".ready"))
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err.decode()
+    assert child.with_suffix(".log").read_text() == f"{int(signal.SIGINT)}\n"
+    assert b"Traceback" not in err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_sigterm_to_guard_is_forwarded(git_repo: Path, tmp_path: Path) -> None:
+    make_cache(git_repo)
+    child = tmp_path / "child.py"
+    child.write_text(CHILD)
+    proc = _start_guard(git_repo, child)
+    _wait_for(child.with_suffix(".ready"))
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 128 + int(signal.SIGTERM), err.decode()
+    assert child.with_suffix(".log").read_text() == f"{int(signal.SIGTERM)}\n"
+
+
+def test_snapshot_hashes_small_large_and_huge_files_and_links(tmp_path: Path) -> None:
+    import blake3
+
+    from cachelint.hashing import snapshot
+
+    root = tmp_path / "eval-cache"
+    (root / "d").mkdir(parents=True)
+    blobs = {
+        "eval-cache/small.json": b"{}\n",
+        "eval-cache/empty": b"",
+        "eval-cache/d/exact-64k": b"a" * 65536,
+        "eval-cache/d/over-64k": bytes(range(256)) * 300,
+        "eval-cache/d/huge": b"z" * (5 * 1024 * 1024),  # the mmap path
+    }
+    for rel, data in blobs.items():
+        (tmp_path / rel).write_bytes(data)
+    os.symlink("small.json", root / "link")
+    snap = snapshot(tmp_path, ["eval-cache", "missing-root"])
+    expected = {rel: blake3.blake3(data).hexdigest() for rel, data in blobs.items()}
+    expected["eval-cache/link"] = "symlink:small.json"
+    assert snap == expected

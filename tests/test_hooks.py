@@ -1,0 +1,237 @@
+"""The plain git hook (hooks/pre-commit -> cachelint.hook) through real `git commit`s."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pathspec
+import pytest
+
+from cachelint.hook import _Gate
+from tests.conftest import PROJECT, commit_all, git
+from tests.test_watch import make_gated_repo, record_green
+
+HOOKS = PROJECT / "hooks"
+VENV_BIN = Path(sys.executable).parent
+
+
+def hook_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("CACHELINT_PYTHON", None)
+    env.update(extra)
+    return env
+
+
+def commit(
+    repo: Path, message: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A real commit with the plain hook enabled the way a team would (core.hooksPath)."""
+    return subprocess.run(
+        ["git", "-c", f"core.hooksPath={HOOKS}", "commit", "-q", "--no-gpg-sign", "-m", message],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env or hook_env(),
+    )
+
+
+def head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_watch_gate_blocks_a_prompt_change_until_the_green_record_is_staged(
+    git_repo: Path,
+) -> None:
+    repo = make_gated_repo(git_repo)
+    before = head(repo)
+    (repo / "prompts" / "system.txt").write_text("You are verbose.\n")
+    git(repo, "add", "prompts")
+    blocked = commit(repo, "new prompt")
+    assert blocked.returncode == 1, blocked.stderr
+    assert (
+        "prompts/system.txt: eval-green-stale: watched file changed" in blocked.stderr
+    )  # git sends hook output to stderr
+    assert head(repo) == before
+
+    record_green(repo)  # what `cachelint run` does after a fully green run
+    git(repo, "add", ".eval-green.json")
+    done = commit(repo, "new prompt, evals green")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert head(repo) != before
+
+
+def test_a_change_outside_watch_and_cache_commits_silently(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "README.md").write_text("new docs\n")
+    (repo / "src.py").write_text("print('hi')\n")
+    git(repo, "add", "-A")
+    result = commit(repo, "docs")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_the_interpreter_comes_from_cachelint_python(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "models.json").write_text('{"model": "other"}\n')
+    git(repo, "add", "-A")
+    env = hook_env(CACHELINT_PYTHON=sys.executable)
+    env["PATH"] = os.environ["PATH"].replace(f"{VENV_BIN}{os.pathsep}", "")
+    result = commit(repo, "swap", env)
+    assert result.returncode == 1
+    assert "models.json: eval-green-stale" in result.stderr
+
+
+def test_an_interpreter_without_cachelint_blocks_instead_of_passing(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "README.md").write_text("x\n")
+    git(repo, "add", "-A")
+    result = commit(repo, "x", hook_env(CACHELINT_PYTHON="/nonexistent/python"))
+    assert result.returncode != 0
+
+
+def test_fast_path_imports_nothing_heavy(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "README.md").write_text("x\n")
+    git(repo, "add", "-A")
+    probe = (
+        "import sys; from cachelint import hook; rc = hook.main(['pre-commit']); "
+        "heavy = ('pathspec', 'cachelint.cli', 'cachelint.config', 'cachelint.commands', "
+        "'blake3', 'subprocess', 'httpx', 'rich', 'git'); "
+        "print(rc, [m for m in heavy if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "0 []"
+
+
+def test_hook_runs_the_gate_from_a_subdirectory_too(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "prompts" / "system.txt").write_text("changed\n")
+    git(repo, "add", "-A")
+    result = subprocess.run(
+        [sys.executable, "-m", "cachelint.hook", "pre-commit"],
+        cwd=repo / "prompts",
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert "prompts/system.txt: eval-green-stale" in result.stdout
+
+
+def test_bad_usage_of_the_hook_module(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "cachelint.hook", "commit-msg"], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == "usage: python -m cachelint.hook pre-commit"
+
+
+PATTERNS = [
+    "prompts/**",
+    "/models.json",
+    "models.json",
+    "*.prompty",
+    "**/system*.txt",
+    "src/**/prompt_[ab].md",
+    "config/model?.yaml",
+    "agents/",
+    "docs/*/prompt.md",
+    "\\#literal.txt",
+    "trailing.txt   ",
+]
+PATHS = [
+    "prompts/a.txt",
+    "prompts/deep/b.txt",
+    "x/prompts/a.txt",
+    "models.json",
+    "sub/models.json",
+    "a.prompty",
+    "deep/er/b.prompty",
+    "system.txt",
+    "a/system-v2.txt",
+    "src/prompt_a.md",
+    "src/x/y/prompt_b.md",
+    "src/x/prompt_c.md",
+    "config/model1.yaml",
+    "config/model12.yaml",
+    "agents/x.json",
+    "lib/agents/y.json",
+    "docs/a/prompt.md",
+    "docs/a/b/prompt.md",
+    "#literal.txt",
+    "trailing.txt",
+    "README.md",
+    "src/main.py",
+]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_prefilter_never_misses_what_pathspec_matches(pattern: str) -> None:
+    spec = pathspec.GitIgnoreSpec.from_lines([pattern])
+    gate = _Gate({"watch": [pattern], "datasets": "eval-datasets"})
+    matched = [p for p in PATHS if spec.match_file(p)]
+    assert matched, f"fixture paths should exercise {pattern!r}"
+    for path in matched:
+        assert gate.maybe_watched(path), f"{pattern!r} matches {path!r} but the prefilter said no"
+    # ...and it still rules out the unrelated files, which is what makes the fast path fast.
+    assert not gate.maybe_watched("README.md") or pattern.startswith("*")
+    assert not gate.maybe_watched("src/main.py") or pattern.startswith("*")
+
+
+def test_check_relevance_covers_cache_roots_attributes_ignores_and_config() -> None:
+    gate = _Gate({"cache": ["evals/cache-a", "b/"]})
+    for path in (
+        "evals/cache-a/x/entry.json",
+        "b/stamp.json",
+        ".gitattributes",
+        "deep/dir/.gitattributes",
+        "x/.gitignore",
+        "pyproject.toml",
+        "cachelint.toml",
+    ):
+        assert gate.wants_check(path), path
+    for path in ("eval-cache/x", "sub/pyproject.toml", "evals/cache-ab/x", "README.md"):
+        assert not gate.wants_check(path), path
+
+
+def test_a_broken_config_table_sends_the_hook_to_the_real_loader(git_repo: Path) -> None:
+    (git_repo / "pyproject.toml").write_text("[tool.cachelint]\nwatch = 3\n")
+    commit_all(git_repo)
+    (git_repo / "a.txt").write_text("x\n")
+    git(git_repo, "add", "-A")
+    gate = _Gate({"watch": 3})
+    assert gate.invalid
+
+
+def make_checked_repo(repo: Path, *, attributes: bool) -> Path:
+    """A valid recorded cache with a stamp and a pin, optionally missing `-text`."""
+    from cachelint.store import Store
+
+    store = Store(repo / "eval-cache")
+    store.put("agent/t/s1", "ab" * 32, {"messages": []}, {"text": "hi"}, provider="p", model="m")
+    (repo / "requirements.txt").write_text("cachelint==0.1.0\n")
+    if attributes:
+        (repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    subprocess.run(
+        [sys.executable, "-m", "cachelint", "stamp"], cwd=repo, check=True, capture_output=True
+    )
+    git(repo, "add", "-A")
+    return repo
+
+
+def test_check_blocks_a_cache_without_minus_text_then_lets_the_fix_through(git_repo: Path) -> None:
+    repo = make_checked_repo(git_repo, attributes=False)
+    before = head(repo)
+    blocked = commit(repo, "record")
+    assert blocked.returncode == 1, blocked.stderr
+    assert "eval-cache: eval-cache-text-attr:" in blocked.stderr
+    assert head(repo) == before
+
+    (repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    git(repo, "add", ".gitattributes")
+    done = commit(repo, "record, byte-exact")
+    assert done.returncode == 0, done.stderr
+    assert head(repo) != before

@@ -1,0 +1,134 @@
+"""Both hooks through the real pre-commit framework: `pre-commit install` + real `git commit`s,
+and one `pre-commit try-repo`. Each framework run costs seconds (the first builds the hook's
+virtualenv with pip, which needs registry access), so there are few of them; select or deselect
+them with `-k precommit`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT, commit_all, git
+from tests.test_hooks import make_checked_repo
+from tests.test_watch import record_green
+
+CONFIG = '[tool.cachelint]\nwatch = ["prompts/**"]\n'
+
+
+@pytest.fixture(scope="session")
+def hook_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The project as the framework sees a hook repository: a git repo with a commit.
+
+    A copy of the working tree, because try-repo and `rev:` only see committed (or staged)
+    files, and the lead commits this project, not us."""
+    src = tmp_path_factory.mktemp("hook-source") / "cachelint"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(PROJECT / "cachelint", src / "cachelint", ignore=ignore)
+    shutil.copytree(PROJECT / "hooks", src / "hooks", ignore=ignore)
+    for name in ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md"):
+        if (PROJECT / name).exists():
+            shutil.copy2(PROJECT / name, src / name)
+    if not (src / "README.md").exists():  # pyproject names it; the lead writes the real one
+        (src / "README.md").write_text("# cachelint\n")
+    git(src, "init", "-q", "-b", "main")
+    commit_all(src, "hook source")
+    return src, git(src, "rev-parse", "HEAD").strip()
+
+
+def framework_env(pre_commit_home: Path) -> dict[str, str]:
+    return {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
+
+
+def pre_commit(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def commit(repo: Path, env: dict[str, str], message: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "commit", "-q", "--no-gpg-sign", "-m", message],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_hooks_precommit_install_blocks_then_lets_through(
+    git_repo: Path, hook_source: tuple[Path, str], pre_commit_home: Path
+) -> None:
+    src, rev = hook_source
+    repo = git_repo
+    env = framework_env(pre_commit_home)
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {src}\n  rev: {rev}\n  hooks:\n"
+        "  - id: cachelint-check\n  - id: cachelint-watch\n"
+    )
+    (repo / "pyproject.toml").write_text(CONFIG)
+    (repo / "prompts").mkdir()
+    (repo / "prompts" / "system.txt").write_text("You are terse.\n")
+    commit_all(repo, "setup")
+    installed = pre_commit(repo, env, "install")
+    assert installed.returncode == 0, installed.stderr
+
+    # The check hook: a recorded cache without `-text` is refused, the fix goes through.
+    make_checked_repo(repo, attributes=False)
+    blocked = commit(repo, env, "record")
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    assert "eval-cache: eval-cache-text-attr:" in blocked.stdout + blocked.stderr
+    (repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    git(repo, "add", "-A")
+    record_green(repo)  # the recorded cache went green: keep the watch gate out of this step
+    git(repo, "add", "-A")
+    done = commit(repo, env, "record, byte-exact")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    # The watch hook: a prompt change without a green run is refused, naming the prompt.
+    (repo / "prompts" / "system.txt").write_text("You are verbose.\n")
+    git(repo, "add", "prompts")
+    blocked = commit(repo, env, "prompt")
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    assert (
+        "prompts/system.txt: eval-green-stale: watched file changed"
+        in blocked.stdout + blocked.stderr
+    )
+    record_green(repo)
+    git(repo, "add", ".eval-green.json")
+    done = commit(repo, env, "prompt, evals green")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    # A change outside the globs and the cache: check is skipped, watch passes.
+    (repo / "notes.md").write_text("notes\n")
+    git(repo, "add", "notes.md")
+    done = commit(repo, env, "notes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_hooks_precommit_try_repo_check_all_files(
+    git_repo: Path, hook_source: tuple[Path, str], pre_commit_home: Path
+) -> None:
+    src, rev = hook_source
+    repo = make_checked_repo(git_repo, attributes=False)
+    env = framework_env(pre_commit_home)
+    failed = pre_commit(
+        repo, env, "try-repo", str(src), "cachelint-check", "--ref", rev, "--all-files"
+    )
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "eval-cache: eval-cache-text-attr:" in failed.stdout
+    (repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    git(repo, "add", "-A")
+    passed = pre_commit(
+        repo, env, "try-repo", str(src), "cachelint-check", "--ref", rev, "--all-files"
+    )
+    assert passed.returncode == 0, passed.stdout + passed.stderr

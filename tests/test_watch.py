@@ -1,0 +1,227 @@
+"""The green record and `cachelint watch`, against real git repositories."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from cachelint.commands.watch import watch
+from cachelint.config import load
+from cachelint.errors import CachelintError
+from cachelint.green import content_hash, record_green_run
+from tests.conftest import commit_all, git
+
+NOW = datetime(2026, 1, 31, 12, 0, tzinfo=timezone.utc)
+CONFIG = '[tool.cachelint]\nwatch = ["prompts/**", "models.json"]\n'
+
+
+def make_gated_repo(repo: Path) -> Path:
+    """A repository with watched prompts, a dataset, a cache entry and a committed green record."""
+    (repo / "pyproject.toml").write_text(CONFIG)
+    (repo / "prompts").mkdir()
+    (repo / "prompts" / "system.txt").write_text("You are terse.\n")
+    (repo / "models.json").write_text('{"model": "gpt-4o-mini"}\n')
+    (repo / "README.md").write_text("docs\n")
+    dataset = repo / "eval-datasets" / "agent" / "tenant"
+    dataset.mkdir(parents=True)
+    (dataset / "s1.json").write_text('{"input": "hi"}\n')
+    entry = repo / "eval-cache" / "cache" / "agent" / "tenant" / "s1" / "0123456789abcdef"
+    entry.mkdir(parents=True)
+    (entry / "entry.json").write_text("{}\n")
+    (entry / "contents.data").write_text('"hello"\n')
+    (repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    commit_all(repo, "evals")
+    record_green(repo)
+    commit_all(repo, "green")
+    return repo
+
+
+def record_green(repo: Path) -> Path:
+    return record_green_run(
+        load(repo), execution="e1", mode="replay", scenarios=["agent/tenant/s1"], now=NOW
+    )
+
+
+def run_watch(repo: Path, *, staged: bool = False, base: str | None = None) -> tuple[int, str]:
+    out = io.StringIO()
+    rc = watch(repo, config_path=None, staged=staged, base=base, out=out)
+    return rc, out.getvalue()
+
+
+def test_record_pins_watched_files_datasets_cache_and_the_run(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    data = json.loads((repo / ".eval-green.json").read_text())
+    assert data["format"] == 1
+    assert data["recorded"] == "2026-01-31T12:00:00Z"
+    assert data["run"] == {
+        "execution": "e1",
+        "mode": "replay",
+        "scenarios": ["agent/tenant/s1"],
+        "count": 1,
+    }
+    assert data["watched"] == {
+        "models.json": content_hash(b'{"model": "gpt-4o-mini"}\n'),
+        "prompts/system.txt": content_hash(b"You are terse.\n"),
+    }
+    assert list(data["datasets"]) == ["eval-datasets/agent/tenant/s1.json"]
+    assert set(data["cache"]) == {"eval-cache"}
+    # Deterministic: the same tree and clock give the same bytes.
+    before = (repo / ".eval-green.json").read_bytes()
+    record_green(repo)
+    assert (repo / ".eval-green.json").read_bytes() == before
+
+
+def test_record_skips_ignored_files_and_follows_cache_content(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / ".gitignore").write_text("prompts/*.bak\n")
+    (repo / "prompts" / "system.txt.bak").write_text("old\n")
+    record_green(repo)
+    data = json.loads((repo / ".eval-green.json").read_text())
+    assert "prompts/system.txt.bak" not in data["watched"]
+    digest = data["cache"]["eval-cache"]
+    entry = next((repo / "eval-cache").rglob("contents.data"))
+    entry.write_text('"changed"\n')
+    record_green(repo)
+    assert json.loads((repo / ".eval-green.json").read_text())["cache"]["eval-cache"] != digest
+
+
+def test_crlf_and_lf_hash_alike() -> None:
+    assert content_hash(b"a\r\nb\r\n") == content_hash(b"a\nb\n")
+    assert content_hash(b"a\nb\n") != content_hash(b"a\nc\n")
+
+
+def test_staged_prompt_change_without_green_run_fails_naming_the_path(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "prompts" / "system.txt").write_text("You are verbose.\n")
+    (repo / "prompts" / "new.txt").write_text("extra\n")
+    git(repo, "add", "prompts")
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1
+    assert (
+        "prompts/system.txt: eval-green-stale: watched file changed since the last green run" in out
+    )
+    assert "prompts/new.txt: eval-green-stale: watched file new since the last green run" in out
+    assert "`cachelint run`, then `git add .eval-green.json`" in out
+
+
+def test_staged_compares_the_index_not_the_working_tree(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "prompts" / "system.txt").write_text("You are verbose.\n")
+    git(repo, "add", "prompts")
+    # The green run happened, but its record is not staged yet: still blocked, with a hint.
+    record_green(repo)
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1
+    assert "already matches: only `git add` it" in out
+    git(repo, "add", ".eval-green.json")
+    assert run_watch(repo, staged=True) == (0, "")
+    # An unstaged edit after staging does not count: the commit holds the staged bytes.
+    (repo / "prompts" / "system.txt").write_text("unstaged edit\n")
+    assert run_watch(repo, staged=True) == (0, "")
+
+
+def test_staged_removed_watched_file_and_dataset_change_fail(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    git(repo, "rm", "-q", "models.json")
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1
+    assert "models.json: eval-green-stale: watched file removed since" in out
+    git(repo, "reset", "-q", "--hard")
+    dataset = repo / "eval-datasets" / "agent" / "tenant" / "s1.json"
+    dataset.write_text('{"input": "hello"}\n')
+    git(repo, "add", "eval-datasets")
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1
+    assert "eval-datasets/agent/tenant/s1.json: eval-green-stale: dataset file changed" in out
+
+
+def test_staged_change_outside_the_globs_passes(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "README.md").write_text("more docs\n")
+    (repo / "prompts" / "system.txt").write_text("unstaged, not part of the commit\n")
+    git(repo, "add", "README.md")
+    assert run_watch(repo, staged=True) == (0, "")
+
+
+def test_staged_without_a_record_in_the_index(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    git(repo, "rm", "-q", "--cached", ".eval-green.json")
+    (repo / "prompts" / "system.txt").write_text("new\n")
+    git(repo, "add", "prompts")
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1
+    assert out.startswith(".eval-green.json: eval-green-missing: no green record is staged")
+
+
+def test_damaged_record_is_one_finding(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / ".eval-green.json").write_text("{not json")
+    (repo / "prompts" / "system.txt").write_text("new\n")
+    git(repo, "add", "-A")
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1
+    assert out.startswith(
+        ".eval-green.json: eval-green-invalid: .eval-green.json (staged): not valid"
+    )
+    assert out.count("\n") == 1
+
+
+def test_no_watch_globs_is_a_note(git_repo: Path) -> None:
+    (git_repo / "prompts").mkdir()
+    (git_repo / "prompts" / "a.txt").write_text("x\n")
+    git(git_repo, "add", "-A")
+    rc, out = run_watch(git_repo, staged=True)
+    assert rc == 0
+    assert "no `watch` globs configured" in out
+
+
+def test_base_reports_changes_since_the_merge_base(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "README.md").write_text("unrelated\n")
+    commit_all(repo, "docs")
+    rc, out = run_watch(repo, base="main")
+    assert rc == 0 and "nothing watched changed since main" in out
+
+    (repo / "models.json").write_text('{"model": "gpt-5"}\n')
+    commit_all(repo, "swap model")
+    rc, out = run_watch(repo, base="main")
+    assert rc == 1
+    assert "models.json: eval-green-stale: watched file changed since" in out
+    assert "then commit .eval-green.json" in out
+
+    record_green(repo)
+    commit_all(repo, "green again")
+    rc, out = run_watch(repo, base="main")
+    assert rc == 0 and "matches" in out
+
+
+def test_base_sees_untracked_new_watched_files(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "prompts" / "extra.txt").write_text("new prompt\n")
+    rc, out = run_watch(repo, base="HEAD")
+    assert rc == 1
+    assert "prompts/extra.txt: eval-green-stale: watched file new since" in out
+
+
+def test_base_catches_a_cache_changed_after_the_green_run(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    next((repo / "eval-cache").rglob("contents.data")).write_text('"edited by hand"\n')
+    (repo / "prompts" / "system.txt").write_text("changed\n")
+    rc, out = run_watch(repo, base="HEAD")
+    assert rc == 1
+    assert "eval-cache: eval-green-stale: cache tree changed since the last green run" in out
+
+
+def test_base_with_an_unknown_ref_is_one_line_usage_error(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    with pytest.raises(CachelintError) as info:
+        run_watch(repo, base="origin/nope")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "watch --base origin/nope: no merge base" in message and "git fetch" in message
+    assert info.value.exit_code == 2
