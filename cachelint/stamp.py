@@ -25,7 +25,6 @@ from typing import Any
 from cachelint.canonical import dump_pretty
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.gitutil import run_git, split_z
 from cachelint.store import FORMAT, Entry
 from cachelint.tree import TreeFacts
 
@@ -129,16 +128,21 @@ def pinned_at(repo: Path, files: Sequence[str], now: datetime) -> date:
     today = now.astimezone(timezone.utc).date()
     if not files:
         return today
-    dirty = run_git(
-        ["status", "--porcelain", "-z", "--untracked-files=all", "--", *files], cwd=repo
-    )
-    if split_z(dirty.out):
+    # GitPython, not the plumbing wrapper: `stamp` runs once after a re-record, never in a hook,
+    # so its import cost (80-135 ms) is irrelevant here, and history and dirtiness come back as
+    # objects instead of text to parse.
+    import git
+
+    handle = git.Repo(repo)
+    try:
+        if any(handle.is_dirty(untracked_files=True, path=name) for name in files):
+            return today
+        newest = next(handle.iter_commits(paths=list(files), max_count=1), None)
+    except (ValueError, git.GitCommandError):  # an unborn branch: nothing is committed yet
         return today
-    log = run_git(["log", "-1", "--format=%cI", "--", *files], cwd=repo, check=False)
-    text = log.out.decode().strip()
-    if log.rc != 0 or not text:  # no commit yet (git log fails on an unborn branch)
+    if newest is None:
         return today
-    return datetime.fromisoformat(text).astimezone(timezone.utc).date()
+    return newest.committed_datetime.astimezone(timezone.utc).date()
 
 
 # ---- shared by the stamp rules ------------------------------------------------------------------

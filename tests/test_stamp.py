@@ -417,3 +417,18 @@ def test_stamp_round_trips_deterministically(tmp_path: Path) -> None:
     assert stamp_mod.read_stamp(path) == stamp
     assert first.index(b'"a"') < first.index(b'"b"')
     assert stamp_mod.read_stamp(tmp_path / "absent.json") is None
+
+
+def test_stamp_pinned_at_is_today_while_a_pin_file_has_uncommitted_changes(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    commit_all(git_repo, "pins")
+    assert stamp_mod.pinned_at(git_repo, ["Directory.Packages.props"], NOW) != NOW.date()
+    props = git_repo / "Directory.Packages.props"
+    props.write_text(props.read_text().replace("10.9.0", "10.11.0"))
+    assert stamp_mod.pinned_at(git_repo, ["Directory.Packages.props"], NOW) == NOW.date()
+
+
+def test_stamp_pinned_at_is_today_on_an_unborn_branch(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "requirements.txt").write_text("cachelint==0.1.0\n")
+    assert stamp_mod.pinned_at(tmp_path, ["requirements.txt"], NOW) == NOW.date()
