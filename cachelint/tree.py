@@ -2,22 +2,54 @@
 
 Rules never call git or walk the disk themselves: `collect` lists the tree with a few bulk git
 plumbing calls (always -z), walks each cache root once, and reads every entry once.
+
+The plumbing runs one call after another on a background thread, queued before the Python walk,
+so git uses the second core while Python scans the disk and parses entry.json files; per-file git
+calls or GitPython would make a 100,000-entry tree take minutes instead of seconds.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from cachelint.config import Config
-from cachelint.store import Entry
+from cachelint.errors import CorruptEntry
+from cachelint.fsutil import TEMP_PREFIX
+from cachelint.gitutil import GitResult, run_git, split_z, start_git
+from cachelint.store import CONTENTS_FILE, ENTRY_FILE, Entry, group_entry_dirs, parse_entry
+
+GITLINK = "160000"
+SYMLINK = "120000"
+ATTRIBUTES = ".gitattributes"
+INFO_ATTRIBUTES = ".git/info/attributes"
+
+_Matcher = Callable[[str], bool]
+
+
+class IndexEntry(NamedTuple):
+    # Immutable and shared: a tree has a handful of distinct (mode, stage) pairs, so 200,000
+    # index paths point at a few instances instead of 200,000 objects.
+    mode: str  # "100644", "100755", "120000" (symlink), "160000" (gitlink)
+    stage: int
 
 
 @dataclass(frozen=True)
-class IndexEntry:
-    mode: str  # "100644", "100755", "120000" (symlink), "160000" (gitlink)
-    stage: int
+class IgnoreSource:
+    """Where git found the rule that ignores a path (`git check-ignore -v`)."""
+
+    source: str  # ".gitignore", "sub/.gitignore", ".git/info/exclude", a core.excludesFile path
+    line: int
+    pattern: str
 
 
 @dataclass
@@ -33,7 +65,418 @@ class TreeFacts:
     index: dict[str, IndexEntry] = field(default_factory=dict)  # index entries under roots
     untracked: set[str] = field(default_factory=set)  # --others --exclude-standard
     ignored: set[str] = field(default_factory=set)  # --others --ignored --exclude-standard
-    text_attr: dict[str, str] = field(default_factory=dict)  # path -> set|unset|unspecified|auto|<value>
-    entries: list[Entry] = field(default_factory=list)  # readable entries
+    # path -> "set", "unset", "unspecified", "auto" or a text=<value> string (git check-attr)
+    text_attr: dict[str, str] = field(default_factory=dict)
+    # Readable entries. Their `request` is always empty: the linter never needs it and 100,000
+    # request bodies would triple its memory; `Store.get` reads a request when it is needed.
+    entries: list[Entry] = field(default_factory=list)
     corrupt: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     excluded: int = 0  # files skipped by `exclude`
+    # Directories git shows as a whole ("sub/" in ls-files --others) or as a gitlink: nested
+    # repositories, whose files git never tracks one by one.
+    nested_repos: set[str] = field(default_factory=set)
+    git_dirs: list[str] = field(default_factory=list)  # directories named .git under the roots
+    modified: set[str] = field(default_factory=set)  # tracked, content differs from the index
+    ignore_sources: dict[str, IgnoreSource] = field(default_factory=dict)
+    entry_dirs: dict[str, frozenset[str]] = field(default_factory=dict)  # entry dir -> file names
+    # Lines of every attributes file that can apply to a file under a root, keyed by its
+    # repo-relative path: ".gitattributes", "eval-cache/sub/.gitattributes", ".git/info/attributes".
+    attributes: dict[str, list[str]] = field(default_factory=dict)
+
+    @cached_property
+    def on_disk(self) -> frozenset[str]:
+        return frozenset(self.disk_files)
+
+    @cached_property
+    def files(self) -> list[str]:
+        """Every file path git could commit or already has: on disk or in the index, sorted."""
+        return sorted(self.on_disk.union(self.index))
+
+    @cached_property
+    def nodes(self) -> set[str]:
+        """`files` plus every directory above them (up to the repository top): what a checkout
+        creates, so what Windows and case-insensitive file systems must accept."""
+        out: set[str] = set()
+        for path in self.files:
+            out.add(path)
+            parent = path.rpartition("/")[0]
+            while parent and parent not in out:
+                out.add(parent)
+                parent = parent.rpartition("/")[0]
+        return out
+
+    @cached_property
+    def worst_path(self) -> tuple[str | None, int]:
+        """The longest file path in UTF-16 code units (what Windows counts), and its length."""
+        worst: str | None = None
+        length = 0
+        for path in self.files:
+            n = utf16_len(path)
+            if n > length:
+                worst, length = path, n
+        return worst, length
+
+
+def utf16_len(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    # surrogatepass: undecodable bytes from git arrive as lone surrogates (surrogateescape).
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + "/")
+
+
+def collect(config: Config, *, now: datetime) -> TreeFacts:
+    """Gather every fact the rules need with one walk, one read per entry and bulk git calls."""
+    repo = config.repo
+    roots = [r for r in config.cache if os.path.isdir(repo / r) and not os.path.islink(repo / r)]
+    facts = TreeFacts(
+        repo=repo,
+        config=config,
+        now=now,
+        roots=tuple(roots),
+        missing_roots=tuple(r for r in config.cache if r not in roots),
+    )
+    # `:(literal)` so a root named like a glob is never expanded by git.
+    spec = ["--", *(f":(literal){r}" for r in config.cache)]
+    git = _Plumbing(repo)
+    try:
+        git.submit("stage", ["ls-files", "-z", "--stage", *spec])
+        git.submit("others", ["ls-files", "-z", "--others", "--exclude-standard", *spec])
+        git.submit(
+            "ignored", ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *spec]
+        )
+        git.submit("changed", ["diff-files", "-z", "--name-only", *spec])
+        _collect(facts, git)
+    finally:
+        git.close()
+    if facts.ignored:
+        facts.ignore_sources = _ignore_sources(repo, facts.ignored)
+    return facts
+
+
+def _collect(facts: TreeFacts, git: _Plumbing) -> None:
+    repo, config, roots = facts.repo, facts.config, facts.roots
+
+    for root in config.cache:
+        if os.path.islink(repo / root):
+            facts.symlinks.add(root)
+            facts.disk_files.append(root)
+    for root in roots:
+        _walk(str(repo), root, facts)
+    drop = _exclusions(config)
+    if drop is not None:
+        before = len(facts.disk_files)
+        facts.disk_files = [p for p in facts.disk_files if not drop(p)]
+        facts.excluded = before - len(facts.disk_files)
+        facts.symlinks = {p for p in facts.symlinks if not drop(p)}
+
+    plain = [p for p in facts.disk_files if p not in facts.symlinks]
+    if plain:
+        git.submit("attrs", ["check-attr", "-z", "--stdin", "text"], stdin=_nul_joined(plain))
+
+    _read_entries(facts, plain)
+    _read_attributes(facts)
+
+    facts.index = _parse_stage(git.result("stage").out)
+    facts.untracked = set(split_z(git.result("others").out))
+    facts.ignored = set(split_z(git.result("ignored").out))
+    for listing in (facts.untracked, facts.ignored):
+        dirs = {p for p in listing if p.endswith("/")}
+        listing -= dirs
+        facts.nested_repos.update(d.rstrip("/") for d in dirs)
+    facts.nested_repos.update(p for p, e in facts.index.items() if e.mode == GITLINK)
+    if plain:
+        facts.text_attr = _parse_text_attr(git.result("attrs").out, plain)
+    candidates = set(split_z(git.result("changed").out))
+
+    if drop is not None:
+        before_index = len(facts.index)
+        facts.index = {p: e for p, e in facts.index.items() if not drop(p)}
+        facts.excluded += before_index - len(facts.index)
+        facts.untracked = {p for p in facts.untracked if not drop(p)}
+        facts.ignored = {p for p in facts.ignored if not drop(p)}
+        candidates = {p for p in candidates if not drop(p)}
+
+    facts.modified = _really_modified(facts, candidates)
+
+
+class _Plumbing:
+    """Runs the bulk git calls one after another on a background thread.
+
+    Started all at once, four git processes and the Python walk (the critical path) fought over
+    two cores and the walk got a fraction of one. Queued, git runs back to back on the other core
+    while Python keeps its own; the thread only waits in `communicate`, which releases the GIL.
+    """
+
+    def __init__(self, repo: Path) -> None:
+        self._repo = repo
+        self._jobs: queue.Queue[tuple[str, list[str], bytes | None] | None] = queue.Queue()
+        self._done: dict[str, threading.Event] = {}
+        self._results: dict[str, GitResult | BaseException] = {}
+        self._thread = threading.Thread(target=self._run, name="cachelint-git", daemon=True)
+        self._thread.start()
+
+    def submit(self, name: str, args: list[str], *, stdin: bytes | None = None) -> None:
+        self._done[name] = threading.Event()
+        self._jobs.put((name, args, stdin))
+
+    def result(self, name: str) -> GitResult:
+        self._done[name].wait()
+        outcome = self._results.pop(name)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def close(self) -> None:
+        self._jobs.put(None)
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            name, args, stdin = job
+            try:
+                self._results[name] = start_git(args, cwd=self._repo, stdin=stdin).result()
+            except BaseException as exc:  # handed to the main thread by result()
+                self._results[name] = exc
+            self._done[name].set()
+
+
+def _nul_joined(paths: list[str]) -> bytes:
+    return ("\0".join(paths) + "\0").encode("utf-8", "surrogateescape")
+
+
+def _walk(repo: str, root: str, facts: TreeFacts) -> None:
+    """One scandir pass: symlinks are recorded, never followed (a link can point out of the
+    tree or loop); `.git` directories are noted because git silently skips them."""
+    files, dirs, links, git_dirs = facts.disk_files, facts.disk_dirs, facts.symlinks, facts.git_dirs
+    stack = [root]
+    while stack:
+        rel = stack.pop()
+        try:
+            it = os.scandir(f"{repo}/{rel}")
+        except OSError:
+            continue
+        with it:
+            prefix = rel + "/"
+            for de in it:
+                # DirEntry answers both from d_type, without a stat; links are sorted out
+                # first so is_dir() (which follows links) only sees real directories.
+                if de.is_symlink():
+                    path = prefix + de.name
+                    links.add(path)
+                    files.append(path)
+                elif de.is_dir():
+                    path = prefix + de.name
+                    dirs.append(path)
+                    stack.append(path)
+                    if de.name == ".git":
+                        git_dirs.append(path)
+                else:
+                    files.append(prefix + de.name)
+
+
+def _exclusions(config: Config) -> _Matcher | None:
+    if not config.exclude:
+        return None
+    import pathspec
+
+    spec = pathspec.GitIgnoreSpec.from_lines(config.exclude)
+
+    def drop(path: str) -> bool:
+        return bool(spec.match_file(path))
+
+    return drop
+
+
+def _parse_stage(out: bytes) -> dict[str, IndexEntry]:
+    """`ls-files --stage` records are "<mode> <object> <stage>\t<path>"; the object id is left
+    out (only the few dirty candidates need it, see `_really_modified`)."""
+    index: dict[str, IndexEntry] = {}
+    if not out:
+        return index
+    shared: dict[str, IndexEntry] = {}
+    # Decode once and split as str: per-record bytes decoding doubled the cost at 200,000 files.
+    for record in out.decode("utf-8", "surrogateescape").rstrip("\0").split("\0"):
+        meta, _, path = record.partition("\t")
+        kind = meta[:6] + meta[-1]
+        entry = shared.get(kind)
+        if entry is None:
+            entry = shared[kind] = IndexEntry(meta[:6], int(meta[-1]))
+        index[path] = entry
+    return index
+
+
+def _parse_text_attr(out: bytes, paths: list[str]) -> dict[str, str]:
+    """check-attr answers "<path>\0text\0<value>\0" in input order. The usual answer is "unset"
+    for every file: counting that triple avoids building 600,000 strings for 200,000 files."""
+    if out.count(b"\0text\0unset\0") == len(paths):
+        return dict.fromkeys(paths, "unset")
+    fields = split_z(out)
+    values: dict[str, str] = {}
+    result: dict[str, str] = {}
+    for i in range(0, len(fields) - 2, 3):
+        value = fields[i + 2]
+        result[fields[i]] = values.setdefault(value, value)
+    return result
+
+
+def _index_objects(repo: Path, roots: tuple[str, ...], wanted: set[str]) -> dict[str, str]:
+    """Object ids of the `wanted` index paths (a second `ls-files --stage`, run only when
+    diff-files reported candidates: cheaper than keeping 200,000 ids for the common clean case)."""
+    result = run_git(
+        ["ls-files", "-z", "--stage", "--", *(f":(literal){r}" for r in roots)], cwd=repo
+    )
+    out: dict[str, str] = {}
+    for record in split_z(result.out):
+        meta, _, path = record.partition("\t")
+        if path in wanted:
+            out[path] = meta.split(" ")[1]
+    return out
+
+
+def _read_entries(facts: TreeFacts, files: list[str]) -> None:
+    """Read every entry once; anything unreadable becomes a (path, reason) in `facts.corrupt`."""
+    repo = facts.repo
+    layout = facts.config.layout
+    for path in files:
+        if TEMP_PREFIX in path and path.rpartition("/")[2].startswith(TEMP_PREFIX):
+            facts.corrupt.append(
+                (path, "leftover temp file from an interrupted write; delete it and re-record")
+            )
+    # Nearly every entry directory holds the same two names: share one frozenset between them
+    # (a set per directory was 20 MB at 100,000 entries).
+    shared: dict[frozenset[str], frozenset[str]] = {}
+    for root in facts.roots:
+        for directory, found in sorted(group_entry_dirs(files, root).items()):
+            key = frozenset(found)
+            names = shared.get(key)
+            if names is None:
+                names = shared[key] = frozenset(n for n in key if not n.startswith(TEMP_PREFIX))
+            if not names:
+                continue
+            facts.entry_dirs[directory] = names
+            if ENTRY_FILE not in names:
+                facts.corrupt.append(
+                    (
+                        directory,
+                        f"{CONTENTS_FILE} without {ENTRY_FILE} (an interrupted write); delete the "
+                        "directory and re-record the entry",
+                    )
+                )
+                continue
+            try:
+                data = _load_entry_json(f"{repo}/{directory}/{ENTRY_FILE}")
+                entry = parse_entry(data, directory, layout)
+                if CONTENTS_FILE not in names:
+                    raise CorruptEntry(f"{CONTENTS_FILE} is missing")
+                facts.entries.append(entry)
+            except CorruptEntry as exc:
+                facts.corrupt.append(
+                    (directory, f"{exc}; delete the directory and re-record the entry")
+                )
+
+
+_DECODER = json.JSONDecoder()
+_READ_SIZE = 1 << 16
+_BOM = b"\xef\xbb\xbf"
+_NO_REQUEST: dict[str, object] = {}
+_SHARED_FIELDS = ("scenario", "provider", "model", "scenarioName", "iterationName")
+
+
+def _load_entry_json(path: str) -> object:
+    # store.read_entry does the same through pathlib, io.open and a stat per entry; at 100,000
+    # entries that overhead was half of the whole check, and the walk already knows what exists.
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            raw = os.read(fd, _READ_SIZE)
+            if len(raw) == _READ_SIZE:  # rare: a huge entry.json; one read covers the rest
+                raw += os.read(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        if raw.startswith(_BOM):  # .NET writers may prefix one; the codec "utf-8-sig" is slower
+            raw = raw[3:]
+        data = _DECODER.decode(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptEntry(f"{ENTRY_FILE} is not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise CorruptEntry(f"{ENTRY_FILE} cannot be read ({exc.strerror})") from None
+    # No rule looks at the recorded request, and keeping 100,000 request bodies cost ~150 MB;
+    # a shared empty dict still passes the layout's "request is an object" check.
+    if isinstance(data, dict):
+        if isinstance(data.get("request"), dict):
+            data["request"] = _NO_REQUEST
+        # Thousands of entries share a scenario, provider and model: one string object each.
+        for name in _SHARED_FIELDS:
+            value = data.get(name)
+            if isinstance(value, str):
+                data[name] = sys.intern(value)
+    return data
+
+
+def _read_attributes(facts: TreeFacts) -> None:
+    """Read the attributes files that can apply under the roots: those in the directories above
+    each root, those found inside by the walk, and .git/info/attributes (highest priority)."""
+    wanted: set[str] = {p for p in facts.disk_files if p.rpartition("/")[2] == ATTRIBUTES}
+    for root in facts.config.cache:
+        parent = root
+        while parent:
+            parent = parent.rpartition("/")[0]
+            wanted.add(f"{parent}/{ATTRIBUTES}" if parent else ATTRIBUTES)
+    wanted.add(INFO_ATTRIBUTES)
+    for rel in wanted:
+        try:
+            with open(facts.repo / rel, encoding="utf-8", errors="surrogateescape") as fh:
+                facts.attributes[rel] = fh.read().splitlines()
+        except OSError:
+            continue
+
+
+def _really_modified(facts: TreeFacts, candidates: Iterable[str]) -> set[str]:
+    """diff-files compares stat data, so a file rewritten with the same bytes (or touched) shows
+    up; hash the few candidates once with `git hash-object` (which applies the same filters as
+    `git add`) and keep only those whose content really differs from the index."""
+    disk = facts.on_disk
+    check = sorted(
+        p
+        for p in candidates
+        if p in disk
+        and p not in facts.symlinks
+        and p in facts.index
+        and facts.index[p].mode not in (GITLINK, SYMLINK)
+    )
+    if not check:
+        return set()
+    # --stdin-paths is line based: a name with a newline cannot be hashed this way, keep it.
+    odd = {p for p in check if "\n" in p}
+    plain = [p for p in check if p not in odd]
+    if not plain:
+        return odd
+    result = run_git(
+        ["hash-object", "--stdin-paths"],
+        cwd=facts.repo,
+        stdin="".join(p + "\n" for p in plain).encode("utf-8", "surrogateescape"),
+    )
+    shas = result.out.decode("ascii").split()
+    recorded = _index_objects(facts.repo, facts.config.cache, set(plain))
+    return odd | {p for p, sha in zip(plain, shas, strict=True) if sha != recorded.get(p)}
+
+
+def _ignore_sources(repo: Path, ignored: set[str]) -> dict[str, IgnoreSource]:
+    """One `git check-ignore -v` for all ignored files: which file and line ignores each."""
+    paths = sorted(ignored)
+    result = run_git(
+        ["check-ignore", "-v", "-z", "--no-index", "--stdin"],
+        cwd=repo,
+        stdin=_nul_joined(paths),
+        ok_codes=(0, 1),
+    )
+    fields = split_z(result.out)
+    out: dict[str, IgnoreSource] = {}
+    for i in range(0, len(fields) - 3, 4):
+        source, line, pattern, path = fields[i : i + 4]
+        if source:
+            out[path] = IgnoreSource(source, int(line) if line.isdigit() else 0, pattern)
+    return out

@@ -21,7 +21,26 @@ class Rule:
 
 _MODULES: tuple[str, ...] = (
     # tree integrity
+    "untracked",
+    "ignored",
+    "invisible",
+    "missing",
+    "dirty",
+    "symlink",
+    "path_too_long",
+    "long_key",
+    "windows_name",
+    "case_collision",
+    "text_attr",
+    "empty",
+    "corrupt",
     # stamp and TTL
+    "no_stamp",
+    "stamp_invalid",
+    "stale_pin",
+    "unpinned",
+    "short_ttl",
+    "expiring",
 )
 
 

@@ -1,0 +1,162 @@
+"""`cachelint check`: lint every configured cache root as a whole.
+
+pre-commit passes batches of staged file names (20,001 files arrive as 4 calls), but collisions,
+an empty set or an untracked sibling are properties of the whole tree, so PATH arguments are
+accepted and ignored: the tree is always listed by cachelint itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from cachelint.errors import CachelintError, ExitCode
+
+if TYPE_CHECKING:
+    from cachelint.reporters import Format
+    from cachelint.rules import Rule
+
+FORMATS = ("text", "json", "github", "sarif")
+
+
+def add_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        parents=parents,
+        help="lint the committed cache tree (integrity, portability, stamps)",
+        description=(
+            "Lint every configured cache root as a whole: files git will not commit, changed or "
+            "deleted entries, Windows-hostile paths, case collisions, line-ending conversion, "
+            "corrupt entries, an empty tree. Exit 0 clean, 1 findings, 2 usage or config error."
+        ),
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="accepted for pre-commit and ignored: the whole tree is always checked",
+    )
+    parser.add_argument("--format", dest="fmt", choices=FORMATS, default="text")
+    parser.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="run only these rules (repeatable or comma-separated)",
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="skip these rules (repeatable or comma-separated)",
+    )
+    parser.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+    parser.set_defaults(handler=_handle)
+
+
+def split_codes(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(c.strip() for v in values for c in v.split(",") if c.strip())
+
+
+def _handle(ns: argparse.Namespace) -> int:
+    from cachelint import clock
+
+    select = split_codes(ns.select)
+    return check(
+        Path.cwd(),
+        config_path=Path(ns.config) if ns.config else None,
+        fmt=ns.fmt,
+        select=select or None,
+        ignore=split_codes(ns.ignore),
+        strict=ns.strict,
+        now=clock.now(),
+        out=sys.stdout,
+    )
+
+
+def choose_rules(
+    rules: Sequence[Rule],
+    *,
+    select: Iterable[str] | None,
+    ignore: Iterable[str],
+    groups: Iterable[str] | None,
+) -> list[Rule]:
+    """The rules to run; an unknown code is a usage error naming the known ones."""
+    known = {r.code for r in rules}
+    chosen = set(select or ()) | set(ignore)
+    unknown = sorted(chosen - known)
+    if unknown:
+        raise CachelintError(
+            f"unknown rule code {', '.join(unknown)}; known codes: {', '.join(sorted(known))}"
+        )
+    wanted = set(select) if select else known
+    wanted -= set(ignore)
+    group_set = set(groups) if groups is not None else None
+    return [r for r in rules if r.code in wanted and (group_set is None or r.group in group_set)]
+
+
+def _format(fmt: Format | str) -> Format:
+    from cachelint.reporters import Format
+
+    try:
+        return Format(fmt)
+    except ValueError:
+        raise CachelintError(
+            f"unknown format {fmt!r}; use one of {', '.join(f.value for f in Format)}"
+        ) from None
+
+
+def check(
+    start: Path,
+    *,
+    config_path: Path | None,
+    fmt: Format | str,
+    select: Iterable[str] | None,
+    ignore: Iterable[str],
+    strict: bool,
+    groups: Iterable[str] | None = None,
+    now: datetime | None = None,
+    out: TextIO,
+) -> int:
+    """Check the cache tree of the repository containing `start`; return the exit code.
+
+    `select` None (or empty) runs every rule; `groups` limits the run to rules of those groups
+    (`cachelint stamp --check` passes {"stamp"}).
+    """
+    from cachelint import clock, tree
+    from cachelint.config import load
+    from cachelint.findings import CheckSummary, fails, sort_findings
+    from cachelint.gitutil import repo_root
+    from cachelint.reporters import render
+    from cachelint.rules import all_rules
+
+    chosen_format = _format(fmt)
+    repo = repo_root(start)
+    config = load(repo, config_path)
+    rules = choose_rules(all_rules(), select=select, ignore=ignore, groups=groups)
+    facts = tree.collect(config, now=now if now is not None else clock.now())
+    findings = sort_findings([f for rule in rules for f in rule.check(facts)])
+    worst, worst_length = facts.worst_path
+    notes = []
+    if facts.excluded:
+        notes.append(f"{facts.excluded} file(s) skipped by `exclude` ({config.source})")
+    summary = CheckSummary(
+        roots=config.cache,
+        files=len(facts.files),
+        entries=len(facts.entries),
+        worst_path=worst,
+        worst_length=worst_length,
+        max_path=config.max_path,
+        notes=tuple(notes),
+    )
+    out.write(render(chosen_format, findings, summary, rules))
+    out.flush()
+    return int(ExitCode.FINDINGS if fails(findings, strict=strict) else ExitCode.OK)

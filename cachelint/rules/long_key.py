@@ -1,0 +1,37 @@
+"""eval-cache-long-key: an entry directory named by a full key instead of a key prefix.
+
+MEAI names each entry directory by its 96-character SHA-384 key, which alone eats most of a
+Windows path. A `key-prefix`-character directory with the full key checked inside entry.json is as
+safe (a prefix collision is a miss, never a wrong answer) and far shorter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cachelint.findings import Finding
+from cachelint.rules import Rule
+from cachelint.tree import TreeFacts, utf16_len
+
+CODE = "eval-cache-long-key"
+
+
+def check(facts: TreeFacts) -> Iterator[Finding]:
+    prefix = facts.config.key_prefix
+    for directory, names in facts.entry_dirs.items():
+        name = directory[directory.rfind("/") + 1 :]
+        if len(name) <= prefix:
+            continue
+        longest = max(utf16_len(f"{directory}/{n}") for n in names)
+        shortened = longest - (utf16_len(name) - prefix)
+        yield Finding(
+            directory,
+            CODE,
+            f"entry directory name is {len(name)} characters, longer than key-prefix {prefix}; "
+            f"with a {prefix}-character prefix its longest file would be {shortened} characters "
+            f"instead of {longest} (max-path {facts.config.max_path}); re-record in cachelint's "
+            "layout, which keeps the full key inside entry.json",
+        )
+
+
+RULE = Rule(CODE, "an entry directory named by a full key instead of a key-prefix", check)

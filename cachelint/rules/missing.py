@@ -1,0 +1,32 @@
+"""eval-cache-missing: committed, but gone from the working tree.
+
+MEAI's provider deletes an expired entry's directory on read, so a committed cache can erase
+itself; a deleted entry is a miss (or a live call) on the next run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cachelint.findings import Finding
+from cachelint.rules import Rule
+from cachelint.tree import GITLINK, TreeFacts
+
+CODE = "eval-cache-missing"
+
+
+def check(facts: TreeFacts) -> Iterator[Finding]:
+    gone = facts.index.keys() - facts.on_disk
+    for path in sorted(gone):
+        if facts.index[path].mode == GITLINK:
+            continue
+        yield Finding(
+            path,
+            CODE,
+            f"in the index but deleted from the working tree (an expiring provider deletes "
+            f"entries on read); restore it with `git checkout -- {path}` or re-record and commit "
+            "the deletion",
+        )
+
+
+RULE = Rule(CODE, "a committed cache file deleted from the working tree", check)

@@ -1,0 +1,24 @@
+"""eval-cache-untracked: a file under a cache root that git sees but nobody added.
+
+A re-record that is not `git add`ed passes locally and misses in CI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cachelint.findings import Finding
+from cachelint.rules import Rule
+from cachelint.tree import TreeFacts
+
+CODE = "eval-cache-untracked"
+
+
+def check(facts: TreeFacts) -> Iterator[Finding]:
+    for path in sorted(facts.untracked):
+        yield Finding(
+            path, CODE, f"on disk but not committed; run `git add -- {path}` (or delete it)"
+        )
+
+
+RULE = Rule(CODE, "a cache file on disk that is not in the index (not ignored either)", check)

@@ -1,0 +1,180 @@
+"""`cachelint check` through the real console: `python -m cachelint check` in a tmp repository."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cachelint.commands.check import check
+from cachelint.errors import CachelintError
+from tests.conftest import PROJECT, commit_all
+from tests.test_rules import NOW, TREE_CODES, put
+
+TREE = ",".join(TREE_CODES)
+
+
+def cachelint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(PROJECT))
+    return subprocess.run(
+        [sys.executable, "-m", "cachelint", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    put(git_repo, text="one")
+    commit_all(git_repo)
+    return git_repo
+
+
+def test_clean_tree_exits_0_and_says_what_it_looked_at(repo: Path) -> None:
+    result = cachelint(repo, "check", "--select", TREE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (line,) = result.stdout.splitlines()
+    assert "0 findings" in line and "2 files" in line and "1 entry" in line
+    assert "eval-cache" in line and "/160" in line  # worst path vs max-path, even when it fits
+
+
+def test_findings_exit_1_one_line_each(repo: Path) -> None:
+    (repo / "eval-cache" / "aux.json").write_text("{}")
+    result = cachelint(repo, "check", "--select", TREE, "some/file.json", "other")
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3  # two findings, then the summary
+    assert lines[0].startswith("eval-cache/aux.json: eval-cache-untracked: ")
+    assert lines[1].startswith("eval-cache/aux.json: eval-cache-windows-name: 'aux.json' uses")
+    assert lines[2].startswith("cachelint: 2 findings")
+
+
+def test_select_and_ignore_are_repeatable_and_comma_separated(repo: Path) -> None:
+    (repo / "eval-cache" / "aux.json").write_text("{}")
+    result = cachelint(
+        repo,
+        "check",
+        "--select",
+        "eval-cache-windows-name,eval-cache-untracked",
+        "--select",
+        "eval-cache-empty",
+        "--ignore",
+        "eval-cache-untracked",
+    )
+    assert result.returncode == 1
+    assert "eval-cache-windows-name" in result.stdout
+    assert "eval-cache-untracked" not in result.stdout
+
+
+def test_unknown_rule_code_is_a_usage_error(repo: Path) -> None:
+    for option in ("--select", "--ignore"):
+        result = cachelint(repo, "check", option, "eval-cache-nope")
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1 and "eval-cache-nope" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_outside_a_repository_exits_2_with_one_line(tmp_path: Path) -> None:
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    result = cachelint(outside, "check")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "not inside a git repository" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_bad_config_exits_2(repo: Path) -> None:
+    (repo / "cachelint.toml").write_text("max-path = 9000\n")
+    result = cachelint(repo, "check")
+    assert result.returncode == 2 and "max-path" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_empty_root_is_never_green(git_repo: Path) -> None:
+    result = cachelint(git_repo, "check", "--select", TREE)
+    assert result.returncode == 1
+    assert "eval-cache: eval-cache-empty: " in result.stdout
+    assert "0 entries" in result.stdout.splitlines()[-1]
+
+
+def test_json_format_parses(repo: Path) -> None:
+    (repo / "eval-cache" / "aux.json").write_text("{}")
+    result = cachelint(repo, "check", "--format", "json", "--select", TREE)
+    assert result.returncode == 1
+    document = json.loads(result.stdout)
+    assert document["summary"]["roots"] == ["eval-cache"]
+    assert document["summary"]["entries"] == 1
+    codes = {f["code"] for f in document["findings"]}
+    assert codes == {"eval-cache-windows-name", "eval-cache-untracked"}
+
+
+def test_runs_from_a_subdirectory(repo: Path) -> None:
+    result = cachelint(repo / "eval-cache", "check", "--select", TREE)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---- the typed function, as `cachelint stamp --check` calls it -----------------------------
+
+
+def test_groups_limit_the_rules(repo: Path) -> None:
+    # The tree's only problem is one that no stamp rule looks at.
+    (repo / "eval-cache" / "aux.json").write_text("{}")
+    out = io.StringIO()
+    code = check(
+        repo,
+        config_path=None,
+        fmt="text",
+        select=None,
+        ignore=frozenset(),
+        strict=False,
+        groups=frozenset({"tree"}),
+        now=NOW,
+        out=out,
+    )
+    assert code == 1 and "eval-cache-windows-name" in out.getvalue()
+    out = io.StringIO()
+    check(
+        repo,
+        config_path=None,
+        fmt="json",
+        select=(),
+        ignore=(),
+        strict=False,
+        groups=frozenset({"stamp"}),
+        now=NOW,
+        out=out,
+    )
+    assert "eval-cache-windows-name" not in out.getvalue()
+
+
+def test_unknown_format_is_a_usage_error(repo: Path) -> None:
+    with pytest.raises(CachelintError, match="unknown format 'xml'"):
+        check(
+            repo,
+            config_path=None,
+            fmt="xml",
+            select=None,
+            ignore=(),
+            strict=False,
+            now=NOW,
+            out=io.StringIO(),
+        )
+
+
+def test_warnings_fail_only_with_strict(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The entry was recorded at NOW with a 365-day TTL: 350 days later it is expiring (a warning).
+    monkeypatch.setenv("CACHELINT_NOW", "2027-02-14T12:00:00Z")
+    lenient = cachelint(repo, "check", "--select", "eval-cache-expiring")
+    strict = cachelint(repo, "check", "--select", "eval-cache-expiring", "--strict")
+    assert "warning" in lenient.stdout and "eval-cache-expiring" in lenient.stdout
+    assert lenient.returncode == 0, lenient.stdout + lenient.stderr
+    assert strict.returncode == 1

@@ -1,0 +1,434 @@
+"""Every tree-integrity rule against real git repositories: one tree that triggers it, one that
+does not. Trees are built from real entries (`Store.put`, literal MEAI files), committed, and then
+broken in exactly one way."""
+
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from cachelint.canonical import cache_key
+from cachelint.config import load
+from cachelint.findings import Finding
+from cachelint.fsutil import TEMP_PREFIX
+from cachelint.rules import Rule, all_rules
+from cachelint.store import Store
+from cachelint.tree import TreeFacts, collect
+from tests.conftest import commit_all, git
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+TREE_CODES = [r.code for r in all_rules() if r.group == "tree"]
+MEAI_KEY = "0123456789ABCDEF" * 6  # 96 uppercase hex characters, like a SHA-384 key
+
+
+def rule(code: str) -> Rule:
+    return {r.code: r for r in all_rules()}[code]
+
+
+def facts_of(repo: Path) -> TreeFacts:
+    return collect(load(repo), now=NOW)
+
+
+def findings(repo: Path, code: str) -> list[Finding]:
+    return list(rule(code).check(facts_of(repo)))
+
+
+def assert_findings(repo: Path, code: str) -> list[Finding]:
+    found = findings(repo, code)
+    assert found, f"expected {code} findings"
+    assert {f.code for f in found} == {code}
+    return found
+
+
+def assert_no_findings(repo: Path, code: str) -> None:
+    assert findings(repo, code) == []
+
+
+def put(repo: Path, scenario: str = "agent/tenant/hello", text: str = "hi") -> Path:
+    store = Store(repo / "eval-cache", clock=lambda: NOW)
+    request = {"messages": [{"role": "user", "content": text}]}
+    return store.put(
+        scenario, cache_key(request), request, {"text": text}, provider="openai", model="m"
+    )
+
+
+def write_meai(repo: Path, *, key: str = MEAI_KEY, scenario: str = "Scenario") -> Path:
+    directory = repo / "eval-cache" / "cache" / scenario / "1" / key
+    directory.mkdir(parents=True)
+    entry = {
+        "scenarioName": scenario,
+        "iterationName": "1",
+        "creation": "2026-01-01T00:00:00.0000000Z",
+        "expiration": "2027-01-01T00:00:00.0000000Z",
+    }
+    (directory / "entry.json").write_text(json.dumps(entry, indent=2))
+    (directory / "contents.data").write_text('{\n  "messages": []\n}')
+    return directory
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    """A healthy committed cache: two native entries, `-text` on the tree."""
+    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    put(git_repo, text="one")
+    put(git_repo, text="two")
+    commit_all(git_repo)
+    return git_repo
+
+
+@pytest.mark.parametrize("code", TREE_CODES)
+def test_healthy_tree_has_no_findings(repo: Path, code: str) -> None:
+    assert_no_findings(repo, code)
+
+
+def test_every_tree_rule_has_a_test() -> None:
+    assert set(TREE_CODES) == {
+        "eval-cache-untracked",
+        "eval-cache-ignored",
+        "eval-cache-invisible",
+        "eval-cache-missing",
+        "eval-cache-dirty",
+        "eval-cache-symlink",
+        "eval-cache-path-too-long",
+        "eval-cache-long-key",
+        "eval-cache-windows-name",
+        "eval-cache-case-collision",
+        "eval-cache-text-attr",
+        "eval-cache-empty",
+        "eval-cache-corrupt",
+    }
+
+
+def test_facts_record_what_was_looked_at(repo: Path) -> None:
+    facts = facts_of(repo)
+    assert facts.roots == ("eval-cache",)
+    assert len(facts.entries) == 2 and not facts.corrupt
+    assert len(facts.disk_files) == 4 and set(facts.index) == set(facts.disk_files)
+    assert set(facts.text_attr.values()) == {"unset"}
+    worst, length = facts.worst_path
+    assert worst is not None and length == len(worst)
+
+
+# ---- addressability ------------------------------------------------------------------------
+
+
+def test_untracked(repo: Path) -> None:
+    new = put(repo, text="three")
+    (found,) = [f for f in assert_findings(repo, "eval-cache-untracked") if "entry.json" in f.path]
+    assert found.path == new.relative_to(repo).as_posix() + "/entry.json"
+    assert "git add" in found.message
+
+
+def test_ignored_names_file_and_line_even_with_negation(repo: Path) -> None:
+    # git cannot re-include a file whose parent directory is excluded, whatever `!` says.
+    (repo / ".gitignore").write_text("# results\neval-cache/\n!eval-cache/keep.json\n")
+    (repo / "eval-cache" / "keep.json").write_text("{}")
+    (found,) = assert_findings(repo, "eval-cache-ignored")
+    assert found.path == "eval-cache/keep.json"
+    assert ".gitignore line 2 (`eval-cache/`)" in found.message
+    assert_no_findings(repo, "eval-cache-untracked")
+    assert_no_findings(repo, "eval-cache-invisible")
+
+
+def test_file_under_a_dot_git_directory_is_invisible(repo: Path) -> None:
+    hidden = repo / "eval-cache" / "cache" / "x" / ".git"
+    os.makedirs(hidden)
+    (hidden / "entry.json").write_text("{}")
+    git(repo, "add", "-A")  # exits 0 and adds nothing: the reason this rule exists
+    assert "eval-cache/cache/x/.git/entry.json" not in git(repo, "ls-files")
+    (found,) = assert_findings(repo, "eval-cache-invisible")
+    assert found.path == "eval-cache/cache/x/.git"
+    assert "`.git`" in found.message and "1 file(s)" in found.message
+
+
+def test_nested_repository_is_invisible(repo: Path) -> None:
+    nested = repo / "eval-cache" / "vendored"
+    nested.mkdir()
+    git(nested, "init", "-q")
+    (nested / "a.json").write_text("{}")
+    (nested / "b.json").write_text("{}")
+    (found,) = assert_findings(repo, "eval-cache-invisible")
+    assert found.path == "eval-cache/vendored"
+    assert "nested git repository" in found.message and "2 file(s)" in found.message
+    assert_no_findings(repo, "eval-cache-untracked")
+
+
+def test_gitlink_is_invisible(repo: Path) -> None:
+    nested = repo / "eval-cache" / "vendored"
+    nested.mkdir()
+    git(nested, "init", "-q")
+    (nested / "a.json").write_text("{}")
+    commit_all(nested)
+    git(repo, "add", "eval-cache/vendored")
+    assert git(repo, "ls-files", "--stage", "eval-cache/vendored").startswith("160000")
+    (found,) = assert_findings(repo, "eval-cache-invisible")
+    assert found.path == "eval-cache/vendored" and "gitlink" in found.message
+    assert_no_findings(repo, "eval-cache-missing")
+    assert_no_findings(repo, "eval-cache-dirty")
+
+
+def test_missing(repo: Path) -> None:
+    victim = next((repo / "eval-cache").rglob("contents.data"))
+    victim.unlink()
+    rel = victim.relative_to(repo).as_posix()
+    (found,) = assert_findings(repo, "eval-cache-missing")
+    assert found.path == rel and f"git checkout -- {rel}" in found.message
+
+
+def test_dirty(repo: Path) -> None:
+    victim = next((repo / "eval-cache").rglob("contents.data"))
+    victim.write_text('{"text": "rewritten by an offline run"}\n')
+    (found,) = assert_findings(repo, "eval-cache-dirty")
+    assert found.path == victim.relative_to(repo).as_posix()
+
+
+def test_touched_file_with_same_bytes_is_not_dirty(repo: Path) -> None:
+    victim = next((repo / "eval-cache").rglob("contents.data"))
+    victim.write_bytes(victim.read_bytes())
+    os.utime(victim, (1_000_000_000, 1_000_000_000))
+    assert git(repo, "diff-files", "--name-only")  # git's stat check does see it
+    assert_no_findings(repo, "eval-cache-dirty")
+
+
+def test_symlink_on_disk(repo: Path) -> None:
+    os.symlink("../outside.json", repo / "eval-cache" / "link.json")
+    (found,) = assert_findings(repo, "eval-cache-symlink")
+    assert found.path == "eval-cache/link.json"
+
+
+def test_committed_symlink(repo: Path) -> None:
+    target = next((repo / "eval-cache").rglob("contents.data"))
+    os.symlink(target.name, target.parent / "alias.data")
+    commit_all(repo)
+    assert "120000" in git(repo, "ls-files", "--stage", "eval-cache")
+    assert [f.path.endswith("alias.data") for f in assert_findings(repo, "eval-cache-symlink")]
+
+
+# ---- portability ---------------------------------------------------------------------------
+
+
+def test_path_too_long(repo: Path) -> None:
+    put(repo, scenario="agent/" + "s" * 120, text="long")
+    found = assert_findings(repo, "eval-cache-path-too-long")
+    assert all(len(f.path) > 160 for f in found)
+    assert "Windows allows 259 characters; a budget of 160 leaves 99" in found[0].message
+    (repo / "cachelint.toml").write_text("max-path = 200\n")
+    assert_no_findings(repo, "eval-cache-path-too-long")
+
+
+def test_path_length_counts_utf16_code_units(repo: Path) -> None:
+    # An emoji is one code point but two UTF-16 code units: Windows counts the latter.
+    put(repo, scenario="agent/" + "\U0001f600" * 60, text="emoji")
+    found = assert_findings(repo, "eval-cache-path-too-long")
+    assert all(len(f.path) <= 160 for f in found)
+
+
+def test_long_key(repo: Path) -> None:
+    directory = write_meai(repo)
+    (found,) = assert_findings(repo, "eval-cache-long-key")
+    rel = directory.relative_to(repo).as_posix()
+    assert found.path == rel
+    longest = len(rel) + len("/contents.data")
+    assert f"would be {longest - 80} characters instead of {longest}" in found.message
+    assert facts_of(repo).entries  # the MEAI entry itself is readable
+
+
+@pytest.mark.parametrize(
+    ("name", "bad"),
+    [
+        ("aux.json", "eval-cache/aux.json"),
+        ("con.tar.gz", "eval-cache/con.tar.gz"),
+        ("COM\u00b9", "eval-cache/COM\u00b9"),
+        ("a:b", "eval-cache/a:b"),
+        ("q?x", "eval-cache/q?x"),
+        ("trail./x.json", "eval-cache/trail."),
+        ("trail /x.json", "eval-cache/trail "),
+    ],
+)
+def test_windows_name(repo: Path, name: str, bad: str) -> None:
+    path = repo / "eval-cache" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+    (found,) = assert_findings(repo, "eval-cache-windows-name")
+    assert found.path == bad
+
+
+@pytest.mark.parametrize("name", ["auxiliary.json", "common", "console.log", "x.con"])
+def test_windows_name_lookalikes_pass(repo: Path, name: str) -> None:
+    (repo / "eval-cache" / name).write_text("{}")
+    assert_no_findings(repo, "eval-cache-windows-name")
+
+
+def test_case_collision_in_directory_names(repo: Path) -> None:
+    put(repo, scenario="Agent/x", text="upper")
+    put(repo, scenario="agent/x", text="lower")
+    (found,) = assert_findings(repo, "eval-cache-case-collision")
+    assert found.path == "eval-cache/cache/agent"
+    assert "'eval-cache/cache/Agent'" in found.message
+
+
+def test_case_collision_after_nfc_and_casefold(repo: Path) -> None:
+    root = repo / "eval-cache"
+    (root / unicodedata.normalize("NFC", "caf\u00e9.json")).write_text("{}")
+    (root / unicodedata.normalize("NFD", "CAF\u00c9.json")).write_text("{}")
+    assert_findings(repo, "eval-cache-case-collision")
+
+
+# ---- bytes stay exact ----------------------------------------------------------------------
+
+
+def test_text_attr_missing_line(repo: Path) -> None:
+    # Emptied, not deleted: git falls back to the index's copy of a deleted .gitattributes.
+    (repo / ".gitattributes").write_text("*.png binary\n")
+    (found,) = assert_findings(repo, "eval-cache-text-attr")
+    assert found.path == "eval-cache"
+    assert "unspecified for 4 file(s)" in found.message
+    assert "`eval-cache/** -text`" in found.message
+
+
+def test_text_attr_diff_only_is_not_enough(repo: Path) -> None:
+    (repo / ".gitattributes").write_text("eval-cache/** -diff\n")
+    (found,) = assert_findings(repo, "eval-cache-text-attr")
+    assert "unspecified" in found.message
+
+
+def test_text_attr_binary_is_enough(repo: Path) -> None:
+    (repo / ".gitattributes").write_text("eval-cache/** binary\n")
+    assert_no_findings(repo, "eval-cache-text-attr")
+
+
+def test_text_attr_subdirectory_override(repo: Path) -> None:
+    scenario = next((repo / "eval-cache" / "cache").iterdir())
+    (scenario / ".gitattributes").write_text("# normalise\n* text\n")
+    found = assert_findings(repo, "eval-cache-text-attr")
+    override = scenario.relative_to(repo).as_posix() + "/.gitattributes"
+    (finding,) = [f for f in found if f.path == override]
+    assert finding.line == 2
+    assert "`* text` sets text=set" in finding.message
+    assert ".gitattributes, " + override in finding.message
+
+
+def test_text_attr_auto_from_root(repo: Path) -> None:
+    (repo / ".gitattributes").write_text("eval-cache/** -text\n* text=auto\n")
+    (found,) = assert_findings(repo, "eval-cache-text-attr")
+    assert found.path == ".gitattributes" and found.line == 2
+    assert "text=auto" in found.message
+
+
+# ---- an empty set is never green -----------------------------------------------------------
+
+
+def test_empty_root_missing(git_repo: Path) -> None:
+    (found,) = assert_findings(git_repo, "eval-cache-empty")
+    assert found.path == "eval-cache" and "does not exist" in found.message
+
+
+def test_empty_root_without_entries(git_repo: Path) -> None:
+    (git_repo / "eval-cache").mkdir()
+    (git_repo / "eval-cache" / "README.md").write_text("recorded answers go here\n")
+    (found,) = assert_findings(git_repo, "eval-cache-empty")
+    assert "no entries" in found.message
+
+
+def test_every_configured_root_is_checked(repo: Path) -> None:
+    (repo / "cachelint.toml").write_text('cache = ["eval-cache", "other-cache"]\n')
+    (found,) = assert_findings(repo, "eval-cache-empty")
+    assert found.path == "other-cache"
+
+
+# ---- corrupt entries -----------------------------------------------------------------------
+
+
+def _entry_dir(repo: Path) -> Path:
+    return next((repo / "eval-cache").rglob("entry.json")).parent
+
+
+def test_corrupt_invalid_json(repo: Path) -> None:
+    directory = _entry_dir(repo)
+    (directory / "entry.json").write_text("{not json")
+    (found,) = assert_findings(repo, "eval-cache-corrupt")
+    assert found.path == directory.relative_to(repo).as_posix()
+    assert "not valid JSON" in found.message
+
+
+def test_corrupt_contents_missing(repo: Path) -> None:
+    directory = _entry_dir(repo)
+    (directory / "contents.data").unlink()
+    (found,) = assert_findings(repo, "eval-cache-corrupt")
+    assert "contents.data is missing" in found.message
+
+
+def test_corrupt_entry_json_missing(repo: Path) -> None:
+    directory = _entry_dir(repo)
+    (directory / "entry.json").unlink()
+    (found,) = assert_findings(repo, "eval-cache-corrupt")
+    assert "without entry.json" in found.message
+
+
+def test_corrupt_key_not_matching_directory(repo: Path) -> None:
+    directory = _entry_dir(repo)
+    data = json.loads((directory / "entry.json").read_text())
+    data["key"] = "f" * 64
+    (directory / "entry.json").write_text(json.dumps(data))
+    (found,) = assert_findings(repo, "eval-cache-corrupt")
+    assert "does not start with its directory name" in found.message
+
+
+def test_corrupt_leftover_temp_file(repo: Path) -> None:
+    directory = _entry_dir(repo)
+    (directory / f"{TEMP_PREFIX}abc123").write_text("half")
+    (found,) = assert_findings(repo, "eval-cache-corrupt")
+    assert found.path.endswith(f"/{TEMP_PREFIX}abc123") and "interrupted" in found.message
+
+
+def test_corrupt_meai_entry(repo: Path) -> None:
+    directory = write_meai(repo)
+    (directory / "entry.json").write_text(json.dumps({"scenarioName": "Scenario"}))
+    (found,) = assert_findings(repo, "eval-cache-corrupt")
+    assert "iterationName" in found.message
+
+
+def test_valid_meai_entry_is_not_corrupt(repo: Path) -> None:
+    write_meai(repo)
+    assert_no_findings(repo, "eval-cache-corrupt")
+
+
+# ---- exclude -------------------------------------------------------------------------------
+
+
+def test_exclude_drops_files_from_every_rule(repo: Path) -> None:
+    (repo / "eval-cache" / "aux.json").write_text("{}")
+    (repo / "cachelint.toml").write_text('exclude = ["eval-cache/aux.json"]\n')
+    for code in ("eval-cache-windows-name", "eval-cache-untracked", "eval-cache-text-attr"):
+        assert_no_findings(repo, code)
+    assert facts_of(repo).excluded == 1
+
+
+# ---- scale ---------------------------------------------------------------------------------
+
+
+def test_a_few_thousand_entries(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # fsync per file would make building the fixture, not the check, the slow part.
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    for i in range(3000):
+        put(git_repo, scenario=f"agent{i % 7}/tenant{i % 3}/s{i % 50}", text=f"q{i}")
+    commit_all(git_repo)
+    put(git_repo, scenario="late", text="not added")
+    facts = facts_of(git_repo)
+    assert len(facts.entries) == 3001 and len(facts.index) == 6000
+    found = [f for r in all_rules() if r.group == "tree" for f in r.check(facts)]
+    assert {f.code for f in found} == {"eval-cache-untracked"} and len(found) == 2
+
+
+def test_meai_entry_with_byte_order_mark_is_readable(repo: Path) -> None:
+    directory = write_meai(repo)
+    entry = directory / "entry.json"
+    entry.write_bytes(b"\xef\xbb\xbf" + entry.read_bytes())
+    assert_no_findings(repo, "eval-cache-corrupt")
+    assert any(e.layout.value == "meai" for e in facts_of(repo).entries)
