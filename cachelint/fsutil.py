@@ -7,15 +7,26 @@ old file or the new one. Temp files carry a fixed prefix so the linter can flag 
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 TEMP_PREFIX = ".cachelint-tmp-"
 
 
+def _create_temp(directory: Path) -> tuple[int, Path]:
+    # Not tempfile.mkstemp: it creates files 0600, so recorded entries would be unreadable to the
+    # rest of a team sharing a checkout. os.open with 0o666 lets the umask decide, like open("w").
+    while True:
+        tmp = directory / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
+    fd, tmp = _create_temp(path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
