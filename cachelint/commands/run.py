@@ -209,7 +209,7 @@ def run(
     transport_factory: TransportFactory | None = None,
 ) -> int:
     from cachelint import clock
-    from cachelint.hashing import diff, mutation_findings, snapshot
+    from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
     from cachelint.runner.dataset import Scenario, load_scenarios
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
@@ -290,21 +290,30 @@ def run(
             progress(result)
 
     try:
-        results = run_scenarios(
-            selected,
-            make_client=make_client,
-            target=target,
-            trials=trials,
-            jobs=jobs,
-            on_done=on_done,
-        )
+        with writer:
+            results = run_scenarios(
+                selected,
+                make_client=make_client,
+                target=target,
+                trials=trials,
+                jobs=jobs,
+                on_done=on_done,
+            )
     finally:
         if progress is not None:
             progress(None)
 
     mutations: list[Finding] = []
+    # Per root, so the green record can reuse the canary's hashes instead of reading every
+    # entry again (it pins one digest per cache root).
+    after_by_root: dict[str, Snapshot] | None = None
     if before is not None:
-        after = snapshot(repo, [c for c in config.cache if (repo / c).is_dir()])
+        after_by_root = {
+            root: snapshot(repo, [root]) for root in config.cache if (repo / root).is_dir()
+        }
+        after: Snapshot = {}
+        for part in after_by_root.values():
+            after.update(part)
         mutations = mutation_findings(
             diff(before, after), during=f"`cachelint run` (mode {chosen_mode.value})"
         )
@@ -338,6 +347,7 @@ def run(
         mode=chosen_mode.value,
         scenarios=[s.identity for s in selected],
         now=moment,
+        cache_snapshots=after_by_root,
     )
     return int(ExitCode.OK)
 

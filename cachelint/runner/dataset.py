@@ -198,7 +198,9 @@ def _messages(value: Any, f: _Fields) -> list[dict[str, Any]]:
     return out
 
 
-def _read_system_file(repo: Path, value: Any, f: _Fields) -> tuple[str, str]:
+def _read_system_file(
+    repo: Path, value: Any, f: _Fields, prompts: dict[str, str] | None = None
+) -> tuple[str, str]:
     raw = f.string(value, "system-file").replace("\\", "/")
     parts = PurePosixPath(raw).parts
     if not raw or raw.startswith("/") or re.match(r"[A-Za-z]:", raw) or ".." in parts:
@@ -206,6 +208,8 @@ def _read_system_file(repo: Path, value: Any, f: _Fields) -> tuple[str, str]:
             "system-file", f"{value!r} must be a path relative to the repository root, without '..'"
         )
     relative = str(PurePosixPath(*parts))
+    if prompts is not None and relative in prompts:
+        return relative, prompts[relative]
     target = repo / relative
     try:
         data = target.read_bytes()
@@ -221,7 +225,10 @@ def _read_system_file(repo: Path, value: Any, f: _Fields) -> tuple[str, str]:
         text = data.decode("utf-8-sig")  # editors on Windows may add a BOM
     except UnicodeDecodeError as exc:
         raise f.error("system-file", f"{relative!r} is not UTF-8 ({exc.reason})") from None
-    return relative, normalise_text(text)
+    text = normalise_text(text)
+    if prompts is not None:
+        prompts[relative] = text
+    return relative, text
 
 
 def _tools(value: Any, f: _Fields) -> list[dict[str, Any]]:
@@ -262,8 +269,13 @@ def _strings(value: Any, field: str, f: _Fields) -> list[str]:
     return items
 
 
-def parse_scenario(repo: Path, identity: str, path: str, data: Any) -> Scenario:
-    """Validate one parsed dataset file (`path` is repo-relative, used in messages)."""
+def parse_scenario(
+    repo: Path, identity: str, path: str, data: Any, *, prompts: dict[str, str] | None = None
+) -> Scenario:
+    """Validate one parsed dataset file (`path` is repo-relative, used in messages).
+
+    `prompts` caches system files by repo-relative path across the scenarios of one load: a suite
+    of 20,000 scenarios usually shares a handful of prompt files."""
     f = _Fields(path)
     if not isinstance(data, dict):
         raise CachelintError(f"{path}: a scenario must be a JSON object, got {_kind(data)}")
@@ -287,7 +299,7 @@ def parse_scenario(repo: Path, identity: str, path: str, data: Any) -> Scenario:
     if "system" in data:
         system = normalise_text(f.string(data["system"], "system"))
     elif "system-file" in data:
-        system_source, system = _read_system_file(repo, data["system-file"], f)
+        system_source, system = _read_system_file(repo, data["system-file"], f, prompts)
     if system is not None:
         if messages[0].get("role") == "system":
             field = "system" if system_source is None else "system-file"
@@ -371,6 +383,7 @@ def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
     root = datasets_root.replace("\\", "/").rstrip("/")
     scenarios: list[Scenario] = []
     seen: dict[str, str] = {}
+    prompts: dict[str, str] = {}
     for relative in _dataset_files(base):
         path = f"{root}/{relative}"
         # macOS (HFS+) hands out NFD names; the key must not depend on where the tree was listed.
@@ -385,7 +398,8 @@ def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
             )
         seen[folded] = identity
         try:
-            text = (base / relative).read_bytes().decode("utf-8-sig")
+            with open(os.path.join(base, relative), "rb") as fh:
+                text = fh.read().decode("utf-8-sig")
             data = json.loads(text, parse_constant=_reject_constant)
         except UnicodeDecodeError as exc:
             raise CachelintError(f"{path}: not UTF-8 ({exc.reason}); save it as UTF-8") from None
@@ -397,6 +411,6 @@ def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
             raise CachelintError(f"{path}: invalid JSON: {exc}") from None
         except OSError as exc:
             raise CachelintError(f"{path}: cannot read: {exc.strerror}") from None
-        scenarios.append(parse_scenario(repo, identity, path, data))
+        scenarios.append(parse_scenario(repo, identity, path, data, prompts=prompts))
     scenarios.sort(key=lambda s: s.identity)
     return scenarios

@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -251,6 +250,9 @@ def _live_seconds(r: ScenarioResult) -> float:
 
 
 def render_junit(report: RunReport) -> str:
+    # Imported here: ElementTree costs ~5 ms of start-up and only --junit/--format junit need it.
+    import xml.etree.ElementTree as ET
+
     root = ET.Element("testsuites", name="cachelint")
     groups: dict[str, list[ScenarioResult]] = {}
     for r in report.results:
