@@ -9,6 +9,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -628,4 +629,29 @@ def test_green_run_writes_the_green_record(git_repo: Path) -> None:
     (git_repo / ".eval-green.json").unlink()
     (git_repo / "prompts/acme.md").write_text("changed\n", encoding="utf-8")
     assert do_run(git_repo).rc == 1
+    assert not (git_repo / ".eval-green.json").exists()
+
+
+def test_a_replay_of_an_unchanged_tree_leaves_the_green_record_untouched(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, BASIC)
+    assert record(git_repo)[0].rc == 0
+    green = git_repo / ".eval-green.json"
+    before = green.read_bytes()
+    later = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    assert do_run(git_repo, execution="another", now=later).rc == 0
+    assert green.read_bytes() == before
+    (git_repo / "prompts/acme.md").write_text(ACME_PROMPT + "\n", encoding="utf-8")
+    outcome, _ = record(git_repo, refresh=False, mode="auto", execution="rerecord", now=later)
+    assert outcome.rc == 0
+    assert green.read_bytes() != before
+    assert json.loads(green.read_bytes())["recorded"] == "2026-06-01T00:00:00Z"
+
+
+def test_a_green_subset_does_not_write_the_green_record(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, BASIC)
+    assert record(git_repo)[0].rc == 0
+    (git_repo / ".eval-green.json").unlink()
+    outcome = do_run(git_repo, scenarios=["support/acme/*"])
+    assert outcome.rc == 0
+    assert "green record not updated: this run selected 1 of 2 scenarios" in outcome.err
     assert not (git_repo / ".eval-green.json").exists()
