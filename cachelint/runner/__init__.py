@@ -1,6 +1,7 @@
-"""The replay runner's pure core: datasets, canonical requests, outputs, assertions and judges.
+"""The replay runner behind `cachelint run`.
 
-Nothing in this package does network or cache I/O; the run command wires these pieces to the
-caching client and the reporters. Modules here import only the standard library and the
-foundation, so importing them stays cheap.
+The pure core (datasets, canonical requests, outputs, assertions, judges) does no network or cache
+I/O and imports only the standard library and the foundation. The client (cache lookups and
+recording), the transport (httpx, imported lazily) and the engine wire it to the store; the fake
+provider serves the chat-completions API on 127.0.0.1 for recording examples and for tests.
 """
