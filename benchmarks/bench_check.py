@@ -7,10 +7,11 @@ store.read_entry accepts), then times, best of N:
   (`ls-files --stage`, `ls-files --others --exclude-standard`, `ls-files | check-attr text`);
 - `cachelint check` as a subprocess, with its peak RSS (wait4 rusage of that process tree).
 
-    python benchmarks/bench_check.py [--entries 10000 100000] [--repeat 3] [--keep DIR]
+    python benchmarks/bench_check.py [--entries 10000 100000] [--repeat 3] [--keep DIR [--reuse]]
 
 Goal: check/floor <= 2.0 at 100k entries, peak RSS < 300 MB. Temporary trees are removed unless
---keep is given.
+--keep is given; --reuse times trees a previous --keep run left in DIR instead of rebuilding them
+(building 100,000 entries takes minutes, timing them seconds).
 """
 
 from __future__ import annotations
@@ -258,13 +259,26 @@ class Row:
         return self.check_s / self.floor_s if self.floor_s else float("inf")
 
 
-def measure(base: Path, entries: int, repeat: int) -> Row:
+def _built(repo: Path) -> int:
+    """The number of committed files of a tree a previous --keep run built (0 if unusable)."""
+    if not (repo / ".git").is_dir():
+        return 0
+    try:
+        return _git(repo, "ls-files", "-z", "--", ROOT).count(b"\0")
+    except BenchError:
+        return 0
+
+
+def measure(base: Path, entries: int, repeat: int, *, reuse: bool = False) -> Row:
     repo = base / f"entries-{entries}"
-    if repo.exists():
-        raise BenchError(f"{repo} exists; remove it or pick another --keep directory")
-    start = time.perf_counter()
-    files = build(repo, entries)
-    build_s = time.perf_counter() - start
+    files = _built(repo) if reuse else 0
+    build_s = 0.0
+    if not files:
+        if repo.exists():
+            raise BenchError(f"{repo} exists; remove it, pick another --keep directory or --reuse")
+        start = time.perf_counter()
+        files = build(repo, entries)
+        build_s = time.perf_counter() - start
     floor(repo)  # warm the page cache and git's index for both sides alike
     first = run_check(repo)
     floor_s = best_of(repeat, lambda: floor(repo))
@@ -303,18 +317,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--entries", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3, help="best of N (default 3)")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="build trees here and keep them")
+    parser.add_argument(
+        "--reuse", action="store_true", help="time the trees already built in --keep DIR"
+    )
     args = parser.parse_args(argv)
     if any(n < 1 for n in args.entries) or args.repeat < 1:
         parser.error("--entries and --repeat must be positive")
+    if args.reuse and args.keep is None:
+        parser.error("--reuse needs --keep DIR")
     base = args.keep or Path(tempfile.mkdtemp(prefix="cachelint-bench-"))
     base.mkdir(parents=True, exist_ok=True)
     rows: list[Row] = []
     try:
         for entries in args.entries:
-            row = measure(base, entries, args.repeat)
+            row = measure(base, entries, args.repeat, reuse=args.reuse)
             rows.append(row)
             print(
-                f"built {row.entries:,} entries ({row.files:,} files) in {row.build_s:.1f} s; "
+                f"{f'built in {row.build_s:.1f} s' if row.build_s else 'reused'}: "
+                f"{row.entries:,} entries ({row.files:,} files); "
                 f"check exit {row.exit_code}: {row.last_line}",
                 flush=True,
             )

@@ -22,6 +22,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from cachelint import pins
 from cachelint.canonical import dump_pretty
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
@@ -192,8 +193,24 @@ def root_stamps(
     return result
 
 
-def facts_stamps(facts: TreeFacts) -> list[RootStamp]:
+def _root_stamps_of(facts: TreeFacts) -> list[RootStamp]:
     return root_stamps(facts.repo, facts.roots, facts.config.stamp, facts.entries)
+
+
+def facts_stamps(facts: TreeFacts) -> list[RootStamp]:
+    """The stamp state of every root, shared by the five stamp rules (callers must not mutate
+    it)."""
+    return facts.derived(_root_stamps_of)
+
+
+def _current_pins(facts: TreeFacts) -> pins.Resolution:
+    return pins.current(facts.config)
+
+
+def facts_pins(facts: TreeFacts) -> pins.Resolution:
+    """The current pins, read once per check; CachelintError when a pin file is unreadable
+    (not remembered, so each caller sees it)."""
+    return facts.derived(_current_pins)
 
 
 def recorded(facts: TreeFacts) -> bool:

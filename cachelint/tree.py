@@ -5,28 +5,40 @@ plumbing calls (always -z), walks each cache root once, and reads every entry on
 
 The plumbing runs one call after another on a background thread, queued before the Python walk,
 so git uses the second core while Python scans the disk and parses entry.json files; per-file git
-calls or GitPython would make a 100,000-entry tree take minutes instead of seconds.
+calls or GitPython would make a 100,000-entry tree take minutes instead of seconds. The walk
+also hands back the entry directories and the distinct names it met, so nothing later regroups
+or re-splits 200,000 paths; the two `--others` listings run only when the walk found a path the
+index lacks.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar, cast
 
 from cachelint.config import Config
 from cachelint.errors import CorruptEntry
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, run_git, split_z, start_git
-from cachelint.store import CONTENTS_FILE, ENTRY_FILE, Entry, group_entry_dirs, parse_entry
+from cachelint.store import (
+    CACHE_DIR,
+    CONTENTS_FILE,
+    ENTRY_FILE,
+    ENTRY_FILES,
+    Entry,
+    parse_entry,
+)
 
 GITLINK = "160000"
 SYMLINK = "120000"
@@ -34,6 +46,7 @@ ATTRIBUTES = ".gitattributes"
 INFO_ATTRIBUTES = ".git/info/attributes"
 
 _Matcher = Callable[[str], bool]
+_T = TypeVar("_T")
 
 
 class IndexEntry(NamedTuple):
@@ -82,15 +95,30 @@ class TreeFacts:
     # Lines of every attributes file that can apply to a file under a root, keyed by its
     # repo-relative path: ".gitattributes", "eval-cache/sub/.gitattributes", ".git/info/attributes".
     attributes: dict[str, list[str]] = field(default_factory=dict)
+    walked_names: set[str] = field(default_factory=set)  # every name the walk met under roots
+    _derived: dict[Callable[[TreeFacts], object], object] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def derived(self, compute: Callable[[TreeFacts], _T]) -> _T:
+        """`compute(self)`, computed once per check: several rules share the stamp states and
+        the current pins, and recomputing them per rule cost a second at 100,000 entries."""
+        try:
+            return cast(_T, self._derived[compute])
+        except KeyError:
+            value = self._derived[compute] = compute(self)
+            return value
 
     @cached_property
     def on_disk(self) -> frozenset[str]:
         return frozenset(self.disk_files)
 
     @cached_property
-    def files(self) -> list[str]:
-        """Every file path git could commit or already has: on disk or in the index, sorted."""
-        return sorted(self.on_disk.union(self.index))
+    def files(self) -> frozenset[str]:
+        """Every file path git could commit or already has: on disk or in the index. Unordered:
+        sorting 200,000 paths costs more than every rule that reads them, so rules sort only
+        what they report."""
+        return self.on_disk.union(self.index)
 
     @cached_property
     def nodes(self) -> set[str]:
@@ -106,13 +134,27 @@ class TreeFacts:
         return out
 
     @cached_property
+    def names(self) -> frozenset[str]:
+        """Every name a path in `nodes` can end in, and possibly a few more (empty or excluded
+        directories). A cache repeats its scenario directories and file names thousands of
+        times, so rules about single names clear the whole tree by checking this set, which the
+        walk gathers at no cost, and build `nodes` only when a name is suspect."""
+        out = set(self.walked_names)
+        for path in self.index.keys() - self.on_disk:
+            out.update(path.split("/"))
+        for root in self.config.cache:
+            out.update(root.split("/"))
+        return frozenset(out)
+
+    @cached_property
     def worst_path(self) -> tuple[str | None, int]:
-        """The longest file path in UTF-16 code units (what Windows counts), and its length."""
+        """The longest file path in UTF-16 code units (what Windows counts), and its length;
+        the first in sorted order among equally long ones, so output is stable."""
         worst: str | None = None
         length = 0
         for path in self.files:
             n = utf16_len(path)
-            if n > length:
+            if n > length or (n == length and worst is not None and path < worst):
                 worst, length = path, n
         return worst, length
 
@@ -143,13 +185,11 @@ def collect(config: Config, *, now: datetime) -> TreeFacts:
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
     git = _Plumbing(repo)
     try:
-        git.submit("stage", ["ls-files", "-z", "--stage", *spec])
-        git.submit("others", ["ls-files", "-z", "--others", "--exclude-standard", *spec])
-        git.submit(
-            "ignored", ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *spec]
-        )
-        git.submit("changed", ["diff-files", "-z", "--name-only", *spec])
-        _collect(facts, git)
+        with _no_cyclic_gc():
+            # Neither needs the walk: both run on the other core while Python walks.
+            git.submit("stage", ["ls-files", "-z", "--stage", *spec])
+            git.submit("changed", ["diff-files", "-z", "--name-only", *spec])
+            _collect(facts, git, spec)
     finally:
         git.close()
     if facts.ignored:
@@ -157,32 +197,62 @@ def collect(config: Config, *, now: datetime) -> TreeFacts:
     return facts
 
 
-def _collect(facts: TreeFacts, git: _Plumbing) -> None:
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Collecting builds ~10 objects per file, all kept to the end and none in a cycle, so every
+    run of the cyclic collector rescans a growing heap for nothing: at 100,000 entries it cost
+    as much as parsing the JSON. Reference counting still frees everything transient."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str]) -> None:
     repo, config, roots = facts.repo, facts.config, facts.roots
 
     for root in config.cache:
         if os.path.islink(repo / root):
             facts.symlinks.add(root)
             facts.disk_files.append(root)
+    holders: list[tuple[str, list[str]]] = []
     for root in roots:
-        _walk(str(repo), root, facts)
+        holders += _walk(str(repo), root, facts)
+
+    facts.index = _parse_stage(git.result("stage").out)
+    # git's --others listings walk the whole tree again (a second each at 200,000 files, twice as
+    # long as the rest of the plumbing). Everything they can list is on disk and not in the index
+    # (a nested repository shows as "sub/", but its .git is on disk and never in the index), so
+    # when every walked path is in the index they are empty and neither needs to run. Checked
+    # before `exclude` drops anything, so nested repositories are found exactly as before.
+    strays = any(p not in facts.index for p in facts.disk_files)
+    if strays:
+        git.submit("others", ["ls-files", "-z", "--others", "--exclude-standard", *spec])
+        git.submit(
+            "ignored", ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *spec]
+        )
+
     drop = _exclusions(config)
     if drop is not None:
         before = len(facts.disk_files)
         facts.disk_files = [p for p in facts.disk_files if not drop(p)]
         facts.excluded = before - len(facts.disk_files)
         facts.symlinks = {p for p in facts.symlinks if not drop(p)}
+        holders = [(d, [n for n in names if not drop(f"{d}/{n}")]) for d, names in holders]
 
     plain = [p for p in facts.disk_files if p not in facts.symlinks]
     if plain:
         git.submit("attrs", ["check-attr", "-z", "--stdin", "text"], stdin=_nul_joined(plain))
 
-    _read_entries(facts, plain)
+    _read_entries(facts, holders)
     _read_attributes(facts)
 
-    facts.index = _parse_stage(git.result("stage").out)
-    facts.untracked = set(split_z(git.result("others").out))
-    facts.ignored = set(split_z(git.result("ignored").out))
+    if strays:
+        facts.untracked = set(split_z(git.result("others").out))
+        facts.ignored = set(split_z(git.result("ignored").out))
     for listing in (facts.untracked, facts.ignored):
         dirs = {p for p in listing if p.endswith("/")}
         listing -= dirs
@@ -247,10 +317,15 @@ def _nul_joined(paths: list[str]) -> bytes:
     return ("\0".join(paths) + "\0").encode("utf-8", "surrogateescape")
 
 
-def _walk(repo: str, root: str, facts: TreeFacts) -> None:
+def _walk(repo: str, root: str, facts: TreeFacts) -> list[tuple[str, list[str]]]:
     """One scandir pass: symlinks are recorded, never followed (a link can point out of the
-    tree or loop); `.git` directories are noted because git silently skips them."""
+    tree or loop); `.git` directories are noted because git silently skips them.
+
+    Returns each directory holding entry files or temp files with their names (links left out),
+    so entries are found without grouping 200,000 paths again."""
     files, dirs, links, git_dirs = facts.disk_files, facts.disk_dirs, facts.symlinks, facts.git_dirs
+    seen = facts.walked_names
+    holders: list[tuple[str, list[str]]] = []
     stack = [root]
     while stack:
         rel = stack.pop()
@@ -260,21 +335,29 @@ def _walk(repo: str, root: str, facts: TreeFacts) -> None:
             continue
         with it:
             prefix = rel + "/"
+            held: list[str] = []
             for de in it:
+                name = de.name
+                seen.add(name)
                 # DirEntry answers both from d_type, without a stat; links are sorted out
                 # first so is_dir() (which follows links) only sees real directories.
                 if de.is_symlink():
-                    path = prefix + de.name
+                    path = prefix + name
                     links.add(path)
                     files.append(path)
                 elif de.is_dir():
-                    path = prefix + de.name
+                    path = prefix + name
                     dirs.append(path)
                     stack.append(path)
-                    if de.name == ".git":
+                    if name == ".git":
                         git_dirs.append(path)
                 else:
-                    files.append(prefix + de.name)
+                    files.append(prefix + name)
+                    if name in ENTRY_FILES or name.startswith(TEMP_PREFIX):
+                        held.append(name)
+            if held:
+                holders.append((rel, held))
+    return holders
 
 
 def _exclusions(config: Config) -> _Matcher | None:
@@ -336,46 +419,51 @@ def _index_objects(repo: Path, roots: tuple[str, ...], wanted: set[str]) -> dict
     return out
 
 
-def _read_entries(facts: TreeFacts, files: list[str]) -> None:
-    """Read every entry once; anything unreadable becomes a (path, reason) in `facts.corrupt`."""
+def _read_entries(facts: TreeFacts, holders: list[tuple[str, list[str]]]) -> None:
+    """Read every entry once; anything unreadable becomes a (path, reason) in `facts.corrupt`.
+
+    `holders` are the walk's directories with their entry and temp file names (links and
+    excluded files already left out)."""
     repo = facts.repo
     layout = facts.config.layout
-    for path in files:
-        if TEMP_PREFIX in path and path.rpartition("/")[2].startswith(TEMP_PREFIX):
-            facts.corrupt.append(
-                (path, "leftover temp file from an interrupted write; delete it and re-record")
-            )
+    cache_prefixes = tuple(f"{root.rstrip('/')}/{CACHE_DIR}/" for root in facts.roots)
     # Nearly every entry directory holds the same two names: share one frozenset between them
     # (a set per directory was 20 MB at 100,000 entries).
     shared: dict[frozenset[str], frozenset[str]] = {}
-    for root in facts.roots:
-        for directory, found in sorted(group_entry_dirs(files, root).items()):
-            key = frozenset(found)
-            names = shared.get(key)
-            if names is None:
-                names = shared[key] = frozenset(n for n in key if not n.startswith(TEMP_PREFIX))
-            if not names:
-                continue
-            facts.entry_dirs[directory] = names
-            if ENTRY_FILE not in names:
-                facts.corrupt.append(
-                    (
-                        directory,
-                        f"{CONTENTS_FILE} without {ENTRY_FILE} (an interrupted write); delete the "
-                        "directory and re-record the entry",
-                    )
+    for directory, found in sorted(holders):
+        key = frozenset(found)
+        names = shared.get(key)
+        if names is None:
+            names = shared[key] = frozenset(n for n in key if not n.startswith(TEMP_PREFIX))
+        for temp in sorted(key - names) if len(key) > len(names) else ():
+            facts.corrupt.append(
+                (
+                    f"{directory}/{temp}",
+                    "leftover temp file from an interrupted write; delete it and re-record",
                 )
-                continue
-            try:
-                data = _load_entry_json(f"{repo}/{directory}/{ENTRY_FILE}")
-                entry = parse_entry(data, directory, layout)
-                if CONTENTS_FILE not in names:
-                    raise CorruptEntry(f"{CONTENTS_FILE} is missing")
-                facts.entries.append(entry)
-            except CorruptEntry as exc:
-                facts.corrupt.append(
-                    (directory, f"{exc}; delete the directory and re-record the entry")
+            )
+        if not names or not directory.startswith(cache_prefixes):
+            continue
+        facts.entry_dirs[directory] = names
+        if ENTRY_FILE not in names:
+            facts.corrupt.append(
+                (
+                    directory,
+                    f"{CONTENTS_FILE} without {ENTRY_FILE} (an interrupted write); delete the "
+                    "directory and re-record the entry",
                 )
+            )
+            continue
+        try:
+            data = _load_entry_json(f"{repo}/{directory}/{ENTRY_FILE}")
+            entry = parse_entry(data, directory, layout)
+            if CONTENTS_FILE not in names:
+                raise CorruptEntry(f"{CONTENTS_FILE} is missing")
+            facts.entries.append(entry)
+        except CorruptEntry as exc:
+            facts.corrupt.append(
+                (directory, f"{exc}; delete the directory and re-record the entry")
+            )
 
 
 _DECODER = json.JSONDecoder()

@@ -432,3 +432,67 @@ def test_meai_entry_with_byte_order_mark_is_readable(repo: Path) -> None:
     entry.write_bytes(b"\xef\xbb\xbf" + entry.read_bytes())
     assert_no_findings(repo, "eval-cache-corrupt")
     assert any(e.layout.value == "meai" for e in facts_of(repo).entries)
+
+
+# ---- the shortcuts that keep a 100,000-entry check fast must not hide findings ---------------
+
+
+def test_same_name_in_two_directories_is_no_collision(repo: Path) -> None:
+    # "Support" and "support" fold alike but sit under different parents: the name shortcut
+    # sees a candidate and the exact path check must clear it.
+    put(repo, scenario="Support/x", text="upper")
+    put(repo, scenario="other/support", text="lower")
+    commit_all(repo)
+    assert_no_findings(repo, "eval-cache-case-collision")
+
+
+def test_windows_name_reported_at_every_place_it_occurs(repo: Path) -> None:
+    for parent in ("a", "b/c"):
+        path = repo / "eval-cache" / parent / "aux.json"
+        path.parent.mkdir(parents=True)
+        path.write_text("{}")
+    found = assert_findings(repo, "eval-cache-windows-name")
+    assert [f.path for f in found] == ["eval-cache/a/aux.json", "eval-cache/b/c/aux.json"]
+
+
+def test_windows_name_of_a_deleted_committed_file(repo: Path) -> None:
+    # Only in the index: the walk never saw the name, the index must still bring it in.
+    path = repo / "eval-cache" / "con.json"
+    path.write_text("{}")
+    commit_all(repo)
+    path.unlink()
+    (found,) = assert_findings(repo, "eval-cache-windows-name")
+    assert found.path == "eval-cache/con.json"
+
+
+def test_worst_path_is_the_first_of_equally_long_paths(repo: Path) -> None:
+    directory = repo / "eval-cache" / ("z" * 100)
+    directory.mkdir()
+    for name in ("b.json", "a.json", "c.json"):
+        (directory / name).write_text("{}")
+    worst, length = facts_of(repo).worst_path
+    assert worst == f"eval-cache/{'z' * 100}/a.json"
+    assert length == len(worst)
+
+
+def test_clean_tree_skips_the_untracked_listings_but_finds_a_new_file(repo: Path) -> None:
+    assert facts_of(repo).untracked == set()
+    put(repo, text="three")
+    assert len(facts_of(repo).untracked) == 2  # entry.json and contents.data of the new entry
+
+
+def test_leftover_temp_files_outside_entry_directories(repo: Path) -> None:
+    stray = repo / "eval-cache" / f"{TEMP_PREFIX}stamp"
+    stray.write_text("{}")
+    twin = _entry_dir(repo) / f"{TEMP_PREFIX}x"
+    twin.write_text("{}")
+    found = assert_findings(repo, "eval-cache-corrupt")
+    assert [f.path for f in found] == sorted(p.relative_to(repo).as_posix() for p in (stray, twin))
+
+
+def test_stamp_states_and_pins_are_computed_once_per_check(repo: Path) -> None:
+    from cachelint.stamp import facts_pins, facts_stamps
+
+    facts = facts_of(repo)
+    assert facts_stamps(facts) is facts_stamps(facts)
+    assert facts_pins(facts) is facts_pins(facts)

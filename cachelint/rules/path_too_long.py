@@ -29,16 +29,15 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     limit = facts.config.max_path
     if facts.worst_path[1] <= limit:
         return
-    for path in facts.files:
-        length = utf16_len(path)
-        if length > limit:
-            yield Finding(
-                path,
-                CODE,
-                f"path is {length} characters (UTF-16), {length - limit} over max-path {limit}: "
-                f"{budget_note(limit)}; shorten the scenario or iteration names, or lower "
-                "key-prefix",
-            )
+    too_long = {path: n for path in facts.files if (n := utf16_len(path)) > limit}
+    for path, length in sorted(too_long.items()):
+        yield Finding(
+            path,
+            CODE,
+            f"path is {length} characters (UTF-16), {length - limit} over max-path {limit}: "
+            f"{budget_note(limit)}; shorten the scenario or iteration names, or lower "
+            "key-prefix",
+        )
 
 
 RULE = Rule(CODE, "a repo-relative path longer than max-path (UTF-16 code units)", check)

@@ -12,7 +12,7 @@ from cachelint import pins
 from cachelint.errors import CachelintError
 from cachelint.findings import Finding
 from cachelint.rules import Rule
-from cachelint.stamp import facts_stamps
+from cachelint.stamp import facts_pins, facts_stamps
 from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-stale-pin"
@@ -31,7 +31,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     if not states:
         return
     try:
-        now = pins.current(facts.config)
+        now = facts_pins(facts)
     except CachelintError:
         return  # an unreadable pin file is reported by eval-cache-unpinned
     # Packages without one exact pin are eval-cache-unpinned's; saying "pin (none)" too would

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cachelint import pins
 from cachelint.errors import CachelintError
 from cachelint.findings import Finding
 from cachelint.rules import Rule
-from cachelint.stamp import recorded
+from cachelint.stamp import facts_pins, recorded
 from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-unpinned"
@@ -19,7 +18,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     if not recorded(facts):
         return
     try:
-        now = pins.current(facts.config)
+        now = facts_pins(facts)
     except CachelintError as exc:  # an unreadable pin file: a finding, so other rules still run
         path, _, reason = str(exc).partition(": ")
         yield Finding(path, CODE, reason)

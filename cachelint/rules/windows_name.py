@@ -47,20 +47,19 @@ def _suspect(text: str) -> bool:
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
-    # Directories are prefixes of files, so checking every file path checks every part. One scan
-    # of all paths joined by "/" clears a clean tree of 200,000 files in a few milliseconds.
-    if not _suspect("/".join(["", *facts.files, ""])):
+    # Names repeat across the tree, so each distinct one is judged once; one scan of them all
+    # joined by "/" clears a clean tree of 200,000 files in a few milliseconds.
+    names = facts.names
+    if not _suspect("/".join(["", *names, ""])):
+        return
+    bad = {part: why for part in names if (why := problem(part)) is not None}
+    if not bad:
         return
     reported: dict[str, str] = {}
-    for path in facts.files:
-        if not _suspect(f"/{path}/"):
-            continue
-        node = ""
-        for part in path.split("/"):
-            node = f"{node}/{part}" if node else part
-            why = problem(part)
-            if why is not None and node not in reported:
-                reported[node] = f"{part!r} {why}; git for Windows cannot check it out, rename it"
+    for node in facts.nodes:
+        part = node.rpartition("/")[2]
+        if part in bad:
+            reported[node] = f"{part!r} {bad[part]}; git for Windows cannot check it out, rename it"
     for node, message in sorted(reported.items()):
         yield Finding(node, CODE, message)
 
