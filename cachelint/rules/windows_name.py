@@ -1,7 +1,6 @@
 """eval-cache-windows-name: a path part Windows cannot check out.
 
-Git on Linux happily commits `aux.json`, `a:b` or `trail.`; git for Windows then refuses the
-checkout (compat/mingw.c is_valid_win32_path). Every part of every path is checked, directories
+What Windows rejects is in cachelint.winpath. Every part of every path is checked, directories
 too; a bad directory is reported once, not once per file below it.
 """
 
@@ -13,32 +12,15 @@ from collections.abc import Iterator
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.tree import TreeFacts
+from cachelint.winpath import DEVICES, problem
 
 CODE = "eval-cache-windows-name"
 
-_DEVICES = r"con|prn|aux|nul|conin\$|conout\$|com[0-9¹²³]|lpt[0-9¹²³]"
 # Filters over "/"-delimited text (every part is followed by "/"): they may over-match but never
 # miss, so text they do not hit is clean. Each starts with a literal "/" or is a character class,
 # which re scans at C speed.
 _CHARS = re.compile(r'[<>:"|?*\\\x00-\x1f]')
-_DEVICE_PART = re.compile(rf"/(?:{_DEVICES}) *[./]", re.IGNORECASE)
-_BAD_CHARS = frozenset('<>:"|?*\\') | frozenset(chr(c) for c in range(32))
-_DEVICE = re.compile(rf"(?:{_DEVICES}) *", re.IGNORECASE)
-
-
-def problem(part: str) -> str | None:
-    """Why Windows rejects this single path part, or None if it accepts it."""
-    bad = sorted({c for c in part if c in _BAD_CHARS})
-    if bad:
-        shown = " ".join(repr(c) for c in bad)
-        return f"contains {shown}, which Windows does not allow in file names"
-    if part.endswith((".", " ")):
-        return "ends in a period or space, which Windows strips, so the checkout fails"
-    # A device name is reserved with any extension (`aux.json`, `con.tar.gz`) and trailing spaces.
-    stem = part.split(".", 1)[0]
-    if _DEVICE.fullmatch(stem):
-        return f"uses the reserved device name {stem.rstrip(' ').upper()} (with any extension)"
-    return None
+_DEVICE_PART = re.compile(rf"/(?:{DEVICES}) *[./]", re.IGNORECASE)
 
 
 def _suspect(text: str) -> bool:

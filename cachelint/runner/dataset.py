@@ -23,6 +23,7 @@ from cachelint.errors import CachelintError
 from cachelint.runner.assertions import validate_assertion
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
+from cachelint.winpath import problem
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,6 @@ _RESERVED_OPTIONS = {
 }
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-# Windows cannot check these out (git's compat/mingw.c is_valid_win32_path).
-_WIN_FORBIDDEN = set('<>:"|?*\\') | {chr(c) for c in range(32)}
-_WIN_RESERVED = frozenset(
-    {"AUX", "PRN", "NUL", "CON", "CONIN$", "CONOUT$"}
-    | {f"{dev}{n}" for dev in ("COM", "LPT") for n in [*"0123456789", "¹", "²", "³"]}
-)
-
-
 # ---- identity -----------------------------------------------------------------------------------
 
 
@@ -104,13 +97,9 @@ def validate_identity(identity: str, where: str) -> None:
         levels = "level" if len(parts) == 1 else "levels"
         raise bad(f"has {len(parts)} {levels}, expected exactly 3 (agent/tenant/scenario)")
     for part in parts:
-        forbidden = sorted(set(part) & _WIN_FORBIDDEN)
-        if forbidden:
-            raise bad(f"part {part!r} contains {forbidden[0]!r}, which Windows forbids")
-        if part.endswith((".", " ")):
-            raise bad(f"part {part!r} ends in a dot or space, which Windows drops")
-        if part.split(".")[0].rstrip(" ").upper() in _WIN_RESERVED:
-            raise bad(f"part {part!r} is a reserved Windows device name")
+        why = problem(part)
+        if why is not None:
+            raise bad(f"part {part!r} {why}")
 
 
 # ---- field checks -------------------------------------------------------------------------------
