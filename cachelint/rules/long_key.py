@@ -29,8 +29,9 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             CODE,
             f"entry directory name is {len(name)} characters, longer than key-prefix {prefix}; "
             f"with a {prefix}-character prefix its longest file would be {shortened} characters "
-            f"instead of {longest} (max-path {facts.config.max_path}); re-record in cachelint's "
-            "layout, which keeps the full key inside entry.json",
+            f"instead of {longest} (max-path {facts.config.max_path}); re-record with a cache "
+            f"that names entries by a {prefix}-character key prefix and checks the full key "
+            "inside entry.json (cachelint's layout does)",
         )
 
 
