@@ -7,7 +7,10 @@ catches it once and prints it; nothing below `main` calls `sys.exit`.
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import Enum, IntEnum
+from typing import TypeVar
+
+E = TypeVar("E", bound=Enum)
 
 
 class ExitCode(IntEnum):
@@ -34,3 +37,13 @@ class GitError(CachelintError):
 
 class CorruptEntry(CachelintError):
     """A cache entry on disk does not match its layout."""
+
+
+def parse_choice(kind: type[E], value: object, *, option: str, what: str) -> E:
+    """`value` as a member of the str Enum `kind`; a typo is a usage error naming the choices,
+    never a silent fallback to another member (vcrpy once let a misspelled mode act as another)."""
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(str(m.value) for m in kind)
+        raise CachelintError(f"{option} {value!r} is not {what}; use one of {allowed}") from None

@@ -157,7 +157,9 @@ def test_groups_limit_the_rules(repo: Path) -> None:
 
 
 def test_unknown_format_is_a_usage_error(repo: Path) -> None:
-    with pytest.raises(CachelintError, match="unknown format 'xml'"):
+    with pytest.raises(
+        CachelintError, match="--format 'xml' is not a findings format; use one of text, json"
+    ):
         check(
             repo,
             config_path=None,

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from cachelint.errors import CachelintError, ExitCode
+from cachelint.errors import CachelintError, ExitCode, parse_choice
 
 if TYPE_CHECKING:
     from cachelint.reporters import Format
@@ -106,12 +106,7 @@ def choose_rules(
 def _format(fmt: Format | str) -> Format:
     from cachelint.reporters import Format
 
-    try:
-        return Format(fmt)
-    except ValueError:
-        raise CachelintError(
-            f"unknown format {fmt!r}; use one of {', '.join(f.value for f in Format)}"
-        ) from None
+    return parse_choice(Format, fmt, option="--format", what="a findings format")
 
 
 def check(

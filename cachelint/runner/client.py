@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from cachelint.canonical import cache_key
 from cachelint.config import Layout
-from cachelint.errors import CachelintError, CorruptEntry
+from cachelint.errors import CachelintError, CorruptEntry, parse_choice
 from cachelint.runner.request import build_request, closeness, request_diff
 from cachelint.store import (
     CACHE_DIR,
@@ -56,13 +56,7 @@ class Mode(str, Enum):
 
 def parse_mode(value: str) -> Mode:
     """The mode named on the command line; a typo is a usage error, never another mode."""
-    try:
-        return Mode(value)
-    except ValueError:
-        allowed = ", ".join(m.value for m in Mode)
-        raise CachelintError(
-            f"--cache {value!r} is not a cache mode; use one of {allowed}"
-        ) from None
+    return parse_choice(Mode, value, option="--cache", what="a cache mode")
 
 
 class CompletionLike(Protocol):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from cachelint.errors import CachelintError
+from cachelint.errors import parse_choice
 from cachelint.findings import Finding
 from cachelint.runner.engine import ScenarioResult, TrialResult, summary_counts
 
@@ -30,13 +30,7 @@ class Format(str, Enum):
 
 
 def parse_format(value: str) -> Format:
-    try:
-        return Format(value)
-    except ValueError:
-        allowed = ", ".join(f.value for f in Format)
-        raise CachelintError(
-            f"--format {value!r} is not a report format; use one of {allowed}"
-        ) from None
+    return parse_choice(Format, value, option="--format", what="a report format")
 
 
 @dataclass(frozen=True)
