@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import blake3
 
@@ -46,11 +47,18 @@ CACHE_DIR = "cache"
 
 _MEAI_KEY = re.compile(r"[0-9A-F]{96}")
 _FRACTION = re.compile(r"\.(\d+)")
+# Python 3.11 taught fromisoformat the "Z" suffix (as UTC, like "+00:00"); 3.10 needs the rewrite.
+_FROMISO_Z = sys.version_info >= (3, 11)
+# Enum member lookups cost ~150 ns each on 3.12+; parse_entry runs 100,000 times per check.
+_AUTO, _MEAI, _CACHELINT = Layout.AUTO, Layout.MEAI, Layout.CACHELINT
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One cache entry as read from disk, whichever layout wrote it."""
+class Entry(NamedTuple):
+    """One cache entry as read from disk, whichever layout wrote it.
+
+    A NamedTuple rather than a frozen dataclass: the linter builds 100,000 of them per check, and
+    a frozen dataclass's `__init__` (one `object.__setattr__` per field) was 2 us of the 5 us each.
+    """
 
     layout: Layout
     directory: str  # repo- or root-relative path of the entry directory, forward slashes
@@ -82,6 +90,14 @@ def parse_time(value: Any) -> datetime:
     """Parse ISO 8601 as written by Python and .NET (7-digit fractions, Z or offsets)."""
     if not isinstance(value, str):
         raise ValueError(f"expected an ISO 8601 timestamp string, got {value!r}")
+    # Fast path for the exact shape cachelint writes ("2025-06-01T00:00:00Z", 200,000 of them
+    # in a 100k-entry check): the same parse as below minus strip and suffix rewriting. Anything
+    # it rejects takes the general path, which decides and words the error.
+    if len(value) == 20 and value[19] == "Z":
+        try:
+            return datetime.fromisoformat(value if _FROMISO_Z else value[:19] + "+00:00")
+        except ValueError:
+            pass
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
@@ -168,14 +184,51 @@ def parse_entry(data: Any, relative: str, layout: Layout = Layout.AUTO) -> Entry
     own walk whether contents.data exists, so it skips `read_entry`'s pathlib and stat work."""
     if not isinstance(data, dict):
         raise CorruptEntry("entry.json is not a JSON object")
-    actual = detect_layout(data) if layout is Layout.AUTO else layout
+    if layout is _AUTO:
+        meai = "scenarioName" in data or "iterationName" in data  # detect_layout, inlined
+    else:
+        meai = layout is _MEAI
     name = relative.rpartition("/")[2]
-    if actual is Layout.MEAI:
+    if meai:
         return _read_meai(data, relative, name)
     return _read_native(data, relative, name)
 
 
 def _read_native(data: Mapping[str, Any], relative: str, name: str) -> Entry:
+    fmt = data.get("format")
+    key = data.get("key")
+    request = data.get("request")
+    scenario = data.get("scenario")
+    provider = data.get("provider")
+    model = data.get("model")
+    # The linter validates 100,000 of these: one combined test for the usual valid entry, and
+    # the field-by-field walk below only for an invalid one, so its first failing check (in the
+    # same order as always) still names the field.
+    if (
+        fmt == FORMAT
+        and isinstance(key, str)
+        and key.startswith(name)
+        and isinstance(request, dict)
+        and isinstance(scenario, str)
+        and isinstance(provider, str)
+        and isinstance(model, str)
+    ):
+        return Entry(
+            _CACHELINT,
+            relative,
+            scenario,
+            key,
+            _time_field(data, "created", "entry.json"),
+            _time_field(data, "expires", "entry.json"),
+            provider,
+            model,
+            None,
+            request,
+        )
+    return _read_native_checked(data, relative, name)
+
+
+def _read_native_checked(data: Mapping[str, Any], relative: str, name: str) -> Entry:
     where = "entry.json"
     fmt = data.get("format")
     if fmt != FORMAT:

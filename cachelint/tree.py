@@ -27,6 +27,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
+import orjson
+
 from cachelint.config import Config
 from cachelint.errors import CorruptEntry
 from cachelint.fsutil import TEMP_PREFIX
@@ -471,6 +473,7 @@ _READ_SIZE = 1 << 16
 _BOM = b"\xef\xbb\xbf"
 _NO_REQUEST: dict[str, object] = {}
 _SHARED_FIELDS = ("scenario", "provider", "model", "scenarioName", "iterationName")
+_QUOTED = ("format", "key", "cacheKey")  # fields store.parse_entry quotes with repr()
 
 
 def _load_entry_json(path: str) -> object:
@@ -486,7 +489,17 @@ def _load_entry_json(path: str) -> object:
             os.close(fd)
         if raw.startswith(_BOM):  # .NET writers may prefix one; the codec "utf-8-sig" is slower
             raw = raw[3:]
-        data = _DECODER.decode(raw.decode("utf-8"))
+        try:
+            data = orjson.loads(raw)  # twice as fast as json on 100,000 small files
+            # orjson reads an integer beyond 64 bits as a float; the fields whose value a
+            # corrupt finding quotes must read as json reads them.
+            if isinstance(data, dict) and any(type(data.get(f)) is float for f in _QUOTED):
+                data = _DECODER.decode(raw.decode("utf-8"))
+        except orjson.JSONDecodeError:
+            # orjson is stricter than json (NaN, lone surrogate escapes) and words its errors
+            # differently: the stdlib decides, so an entry reads and a corrupt finding reads
+            # exactly as they did before orjson.
+            data = _DECODER.decode(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CorruptEntry(f"{ENTRY_FILE} is not valid JSON ({exc})") from None
     except OSError as exc:
