@@ -24,9 +24,10 @@ Reads never delete or rewrite anything, expired or not: expiry is reported, not 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -37,7 +38,7 @@ import blake3
 from cachelint.canonical import dump_pretty
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
-from cachelint.fsutil import TEMP_PREFIX, atomic_write
+from cachelint.fsutil import atomic_write
 
 FORMAT = 1
 ENTRY_FILE = "entry.json"
@@ -114,33 +115,35 @@ def parse_time(value: Any) -> datetime:
     return moment
 
 
-def group_entry_dirs(files: Iterable[str], root: str) -> dict[str, set[str]]:
-    """Map each entry directory under `<root>/cache/` to the entry files present in it.
+def decode_json(raw: bytes) -> Any:
+    """`json.loads`, with every way bytes can fail to be JSON as a ValueError giving the reason.
 
-    `files` are root-relative or repo-relative paths with forward slashes; a directory that holds
-    entry.json or contents.data (or a temp file of an interrupted write) counts as an entry.
-    """
-    prefix = f"{root.rstrip('/')}/{CACHE_DIR}/" if root else f"{CACHE_DIR}/"
-    dirs: dict[str, set[str]] = {}
-    for path in files:
-        if not path.startswith(prefix):
-            continue
-        parent, _, name = path.rpartition("/")
-        if name in ENTRY_FILES or name.startswith(TEMP_PREFIX):
-            dirs.setdefault(parent, set()).add(name)
-    return dirs
-
-
-def _load_json(path: Path) -> Any:
+    RecursionError is one of them: `[` repeated 200,000 times exhausts the decoder's stack, and
+    that is bad input to report, not an internal error."""
     try:
-        with path.open("rb") as fh:
-            return json.loads(fh.read())
-    except FileNotFoundError:
-        raise CorruptEntry(f"{path.name} is missing") from None
+        return json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptEntry(f"{path.name} is not valid JSON ({exc})") from None
+        raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def load_json_file(path: str | os.PathLike[str], name: str, *, missing_ok: bool = False) -> Any:
+    """Read and decode one entry file; `CorruptEntry` naming `name` when it is missing (unless
+    `missing_ok`, which returns None), unreadable or not JSON."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except (FileNotFoundError, NotADirectoryError):
+        if missing_ok:
+            return None
+        raise CorruptEntry(f"{name} is missing") from None
     except OSError as exc:
-        raise CorruptEntry(f"{path.name} cannot be read ({exc.strerror})") from None
+        raise CorruptEntry(f"{name} cannot be read ({exc.strerror})") from None
+    try:
+        return decode_json(raw)
+    except ValueError as exc:
+        raise CorruptEntry(f"{name} is not valid JSON ({exc})") from None
 
 
 def _field(data: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
@@ -157,25 +160,11 @@ def _time_field(data: Mapping[str, Any], name: str, where: str) -> datetime:
         raise CorruptEntry(f"{where}: field {name!r}: {exc}") from None
 
 
-def detect_layout(data: Mapping[str, Any]) -> Layout:
-    if "scenarioName" in data or "iterationName" in data:
-        return Layout.MEAI
-    return Layout.CACHELINT
-
-
-def read_entry(
-    directory: Path, relative: str, layout: Layout = Layout.AUTO, *, verify_contents: bool = False
-) -> Entry:
+def read_entry(directory: Path, relative: str, layout: Layout = Layout.AUTO) -> Entry:
     """Read and validate the entry in `directory` (`relative` is how findings name it)."""
-    data = _load_json(directory / ENTRY_FILE)
-    entry = parse_entry(data, relative, layout)
+    entry = parse_entry(load_json_file(directory / ENTRY_FILE, ENTRY_FILE), relative, layout)
     if not (directory / CONTENTS_FILE).is_file():
-        raise CorruptEntry("contents.data is missing")
-    if verify_contents and entry.layout is Layout.CACHELINT:
-        want = data.get("contents")
-        got = blake3.blake3((directory / CONTENTS_FILE).read_bytes()).hexdigest()
-        if want != got:
-            raise CorruptEntry("contents.data does not match the blake3 recorded in entry.json")
+        raise CorruptEntry(f"{CONTENTS_FILE} is missing")
     return entry
 
 
@@ -185,7 +174,8 @@ def parse_entry(data: Any, relative: str, layout: Layout = Layout.AUTO) -> Entry
     if not isinstance(data, dict):
         raise CorruptEntry("entry.json is not a JSON object")
     if layout is _AUTO:
-        meai = "scenarioName" in data or "iterationName" in data  # detect_layout, inlined
+        # MEAI's camelCase names never appear in a native entry.
+        meai = "scenarioName" in data or "iterationName" in data
     else:
         meai = layout is _MEAI
     name = relative.rpartition("/")[2]
@@ -201,6 +191,7 @@ def _read_native(data: Mapping[str, Any], relative: str, name: str) -> Entry:
     scenario = data.get("scenario")
     provider = data.get("provider")
     model = data.get("model")
+    contents = data.get("contents")
     # The linter validates 100,000 of these: one combined test for the usual valid entry, and
     # the field-by-field walk below only for an invalid one, so its first failing check (in the
     # same order as always) still names the field.
@@ -212,6 +203,7 @@ def _read_native(data: Mapping[str, Any], relative: str, name: str) -> Entry:
         and isinstance(scenario, str)
         and isinstance(provider, str)
         and isinstance(model, str)
+        and isinstance(contents, str)
     ):
         return Entry(
             _CACHELINT,
@@ -241,6 +233,7 @@ def _read_native_checked(data: Mapping[str, Any], relative: str, name: str) -> E
     request = data.get("request")
     if not isinstance(request, dict):
         raise CorruptEntry(f"{where}: field 'request' missing or not an object")
+    _field(data, "contents", str, where)  # the blake3 of contents.data, verified on replay
     return Entry(
         layout=Layout.CACHELINT,
         directory=relative,
@@ -298,18 +291,44 @@ class Store:
     def scenario_dir(self, scenario: str) -> Path:
         return self.root / CACHE_DIR / scenario
 
+    def entry_relpath(self, scenario: str, key: str) -> str:
+        """`cache/<scenario>/<key prefix>`: where `key` lives, relative to the cache root."""
+        return f"{CACHE_DIR}/{scenario}/{key[: self.key_prefix]}"
+
     def entry_dir(self, scenario: str, key: str) -> Path:
-        return self.scenario_dir(scenario) / key[: self.key_prefix]
+        return self.root / self.entry_relpath(scenario, key)
 
     def get(self, scenario: str, key: str) -> Hit | None:
-        """The recorded response for `key`, or None: absent, or another key with the same prefix."""
-        directory = self.entry_dir(scenario, key)
-        if not (directory / ENTRY_FILE).is_file():
+        """The recorded response for `key`, or None: absent, or another key with the same prefix
+        (a collision is a miss, never another entry's answer). A damaged entry, or contents.data
+        that no longer matches the blake3 recorded beside it, raises CorruptEntry.
+
+        Plain string paths, no stat before opening: this runs once per model call of a replay,
+        and pathlib was a third of a hit's cost there."""
+        inside = self.entry_relpath(scenario, key)
+        directory = f"{os.fspath(self.root)}/{inside}"
+        data = load_json_file(f"{directory}/{ENTRY_FILE}", ENTRY_FILE, missing_ok=True)
+        if data is None:
             return None
-        entry = read_entry(directory, self._relative(directory), Layout.CACHELINT)
+        entry = parse_entry(data, inside, Layout.CACHELINT)
+        try:
+            with open(f"{directory}/{CONTENTS_FILE}", "rb") as fh:
+                raw = fh.read()
+        except (FileNotFoundError, NotADirectoryError):
+            raise CorruptEntry(f"{CONTENTS_FILE} is missing") from None
+        except OSError as exc:
+            raise CorruptEntry(f"{CONTENTS_FILE} cannot be read ({exc.strerror})") from None
         if entry.key != key:
             return None
-        return Hit(entry, _load_json(directory / CONTENTS_FILE))
+        if blake3.blake3(raw).hexdigest() != data["contents"]:
+            raise CorruptEntry(
+                f"{CONTENTS_FILE} does not match the blake3 recorded in {ENTRY_FILE} (edited by "
+                "hand, or a re-record was interrupted); re-record the entry"
+            )
+        try:
+            return Hit(entry, decode_json(raw))
+        except ValueError as exc:
+            raise CorruptEntry(f"{CONTENTS_FILE} is not valid JSON ({exc})") from None
 
     def put(
         self,

@@ -13,7 +13,6 @@ import rfc8785
 from cachelint.canonical import canonical_bytes
 from cachelint.errors import CachelintError, CorruptEntry
 from cachelint.fsutil import TEMP_PREFIX
-from cachelint.runner.client import read_hit
 from cachelint.runner.dataset import parse_scenario
 from cachelint.runner.engine import ResultWriter, ScenarioResult
 from cachelint.store import CONTENTS_FILE, ENTRY_FILE, Store
@@ -77,28 +76,33 @@ def _recorded(tmp_path: Path) -> tuple[Store, Path]:
     return store, directory
 
 
-def test_read_hit_agrees_with_store_get(tmp_path: Path) -> None:
+def test_store_get_verifies_the_full_key(tmp_path: Path) -> None:
     store, _ = _recorded(tmp_path)
     hit = store.get("a/t/s", KEY)
-    assert hit is not None
-    assert read_hit(store, "a/t/s", KEY) == hit.response
+    assert hit is not None and hit.response == {"choices": []}
     other = KEY[:16] + "cd" * 24  # same directory, another full key: a miss, never its answer
     assert store.get("a/t/s", other) is None
-    assert read_hit(store, "a/t/s", other) is None
-    assert read_hit(store, "a/t/other", KEY) is None
+    assert store.get("a/t/other", KEY) is None
 
 
-def test_read_hit_raises_the_store_corrupt_errors(tmp_path: Path) -> None:
+def test_store_get_raises_corrupt_entries(tmp_path: Path) -> None:
     store, directory = _recorded(tmp_path)
     (directory / CONTENTS_FILE).unlink()
     with pytest.raises(CorruptEntry, match="contents.data is missing"):
         store.get("a/t/s", KEY)
-    with pytest.raises(CorruptEntry, match="contents.data is missing"):
-        read_hit(store, "a/t/s", KEY)
     (directory / ENTRY_FILE).write_text("{not json", encoding="utf-8")
-    for read in (store.get, lambda s, k: read_hit(store, s, k)):
-        with pytest.raises(CorruptEntry, match="entry.json is not valid JSON"):
-            read("a/t/s", KEY)
+    with pytest.raises(CorruptEntry, match="entry.json is not valid JSON"):
+        store.get("a/t/s", KEY)
+    (directory / ENTRY_FILE).write_text("[" * 200_000, encoding="utf-8")
+    with pytest.raises(CorruptEntry, match="entry.json is not valid JSON .nested too deeply"):
+        store.get("a/t/s", KEY)
+
+
+def test_store_get_refuses_contents_edited_after_recording(tmp_path: Path) -> None:
+    store, directory = _recorded(tmp_path)
+    (directory / CONTENTS_FILE).write_text('{"choices": ["edited by hand"]}\n', encoding="utf-8")
+    with pytest.raises(CorruptEntry, match="does not match the blake3 recorded in entry.json"):
+        store.get("a/t/s", KEY)
 
 
 def _result(tmp_path: Path, identity: str) -> ScenarioResult:

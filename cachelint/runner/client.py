@@ -16,8 +16,6 @@ canonical request (`build_request`), one key (`cache_key`) and one entry directo
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -26,16 +24,12 @@ from enum import Enum
 from typing import Any, Protocol
 
 from cachelint.canonical import cache_key
-from cachelint.config import Layout
-from cachelint.errors import CachelintError, CorruptEntry, parse_choice
+from cachelint.errors import CachelintError, parse_choice
 from cachelint.runner.request import build_request, closeness, request_diff
 from cachelint.store import (
-    CACHE_DIR,
-    CONTENTS_FILE,
     ENTRY_FILE,
     Store,
     format_time,
-    parse_entry,
 )
 
 
@@ -147,12 +141,13 @@ class CachingClient:
             trial=self.trial,
         )
         key = cache_key(request)
-        inside = f"{CACHE_DIR}/{self.scenario}/{key[: self.store.key_prefix]}"
+        inside = self.store.entry_relpath(self.scenario, key)
         entry = f"{self.repo_prefix}/{inside}" if self.repo_prefix else inside
         if self.mode in (Mode.REPLAY, Mode.AUTO):
             started = time.perf_counter()
-            response = read_hit(self.store, self.scenario, key)
-            if response is not None:
+            hit = self.store.get(self.scenario, key)
+            if hit is not None:
+                response = hit.response
                 if not isinstance(response, dict):
                     raise CachelintError(
                         f"{entry}/contents.data: recorded response is not a chat.completion "
@@ -235,45 +230,6 @@ class CachingClient:
             f"{self.model!r}, reading the API key from {credentials}"
         )
         return "\n".join(lines)
-
-
-def _read_json(path: str, name: str, *, missing_is_none: bool) -> Any:
-    """`store._load_json` on a plain path, raising its CorruptEntry messages word for word."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        if missing_is_none:
-            return None
-        raise CorruptEntry(f"{name} is missing") from None
-    except OSError as exc:
-        raise CorruptEntry(f"{name} cannot be read ({exc.strerror})") from None
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptEntry(f"{name} is not valid JSON ({exc})") from None
-
-
-def read_hit(store: Store, scenario: str, key: str) -> Any | None:
-    """`store.get(scenario, key).response` for the replay loop: the same checks and errors.
-
-    The entry is still validated in full (`parse_entry`) and its full key compared, so a prefix
-    collision stays a miss and a damaged entry an error. What it drops is pathlib (about a third
-    of a hit's cost in a profile of 2,000 replays) and the separate `is_file` stats: opening the
-    files answers the same questions. Returns None on a miss.
-    """
-    inside = f"{CACHE_DIR}/{scenario}/{key[: store.key_prefix]}"
-    directory = f"{os.fspath(store.root)}/{inside}"
-    data = _read_json(f"{directory}/{ENTRY_FILE}", ENTRY_FILE, missing_is_none=True)
-    if data is None:
-        return None  # no entry.json (a JSON `null` inside one is caught by parse_entry below)
-    entry = parse_entry(data, inside, Layout.CACHELINT)
-    contents = f"{directory}/{CONTENTS_FILE}"
-    if entry.key != key:
-        if not os.path.isfile(contents):  # Store.get checks this before comparing keys
-            raise CorruptEntry(f"{CONTENTS_FILE} is missing")
-        return None
-    return _read_json(contents, CONTENTS_FILE, missing_is_none=False)
 
 
 def _body(
