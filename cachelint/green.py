@@ -215,9 +215,11 @@ def _hash_map(data: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
 
 def parse_record(raw: bytes, where: str) -> GreenRecord:
     """Parse a green record; a damaged one is a ValueError naming `where` and what is wrong."""
+    from cachelint.store import decode_json
+
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = decode_json(raw)
+    except ValueError as exc:
         raise ValueError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{where}: not a JSON object")

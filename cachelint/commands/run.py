@@ -188,6 +188,17 @@ def _rerecord_command(identity: str, *, trials: int | None, config_path: Path | 
     return " ".join(parts)
 
 
+def _refuse_inside_cache(option: str, path: Path, repo: Path, roots: Sequence[str]) -> None:
+    """A report written into a cache root would be the very write the offline canary forbids."""
+    target = (Path.cwd() / path).resolve()
+    for root in roots:
+        if target.is_relative_to((repo / root).resolve()):
+            raise CachelintError(
+                f"{option} {path}: inside cache root {root!r}; an offline run must write no byte "
+                "into the committed cache, write the report elsewhere (e.g. eval-results/)"
+            )
+
+
 def run(
     start: Path,
     *,
@@ -225,6 +236,9 @@ def run(
         raise CachelintError(f"--trials {trials}: expected 1 or more")
     repo = repo_root(start)
     config = load(repo, config_path)
+    for option, path in (("--junit", junit), ("--html", html)):
+        if path is not None:
+            _refuse_inside_cache(option, path, repo, config.cache)
     moment = now if now is not None else clock.now()
     execution_name = _execution_name(execution, moment)
     every = load_scenarios(repo, config.datasets)
@@ -340,11 +354,12 @@ def run(
     out.flush()
     if not report.passed:
         return int(ExitCode.FINDINGS)
-    if len(selected) < len(every):
-        # The record vouches for every watched prompt; a green subset cannot vouch for the rest.
+    if agents or tenants or scenarios:
+        # The record vouches for every watched prompt; a filtered run cannot vouch for the rest
+        # (even when its filter happens to select everything today).
         err.write(
-            f"cachelint: green record not updated: this run selected {len(selected)} of "
-            f"{len(every)} scenarios; run them all to prove the watched files\n"
+            f"cachelint: green record not updated: this run was filtered ({len(selected)} of "
+            f"{len(every)} scenarios); run them all to prove the watched files\n"
         )
         return int(ExitCode.OK)
     from cachelint.green import record_green_run
