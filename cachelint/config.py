@@ -267,7 +267,7 @@ def _check_consistency(config: Config) -> None:
 
         spec = pathspec.GitIgnoreSpec.from_lines(config.watch)
         protected = [
-            *(f"{c}/{config.stamp}" for c in config.cache),
+            *(config.stamp_path(c) for c in config.cache),
             *(
                 f"{c}/cache/x/{name}"
                 for c in config.cache

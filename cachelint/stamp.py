@@ -24,6 +24,7 @@ from typing import Any
 
 from cachelint import pins
 from cachelint.canonical import dump_pretty
+from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
 from cachelint.store import FORMAT, Entry
@@ -162,6 +163,11 @@ class RootStamp:
         return self.stamp is not None or self.error is not None
 
 
+def entry_count(count: int) -> str:
+    """ "1 entry", "2 entries": how `cachelint stamp` and the stamp rules count entries."""
+    return f"{count} entry" if count == 1 else f"{count} entries"
+
+
 def entries_by_root(roots: Sequence[str], entries: Iterable[Entry]) -> dict[str, list[Entry]]:
     """Assign each entry to the root its directory lies under (one pass). Entries named relative
     to their root rather than the repository go to the only root when there is one."""
@@ -178,15 +184,13 @@ def entries_by_root(roots: Sequence[str], entries: Iterable[Entry]) -> dict[str,
     return by_root
 
 
-def root_stamps(
-    repo: Path, roots: Sequence[str], stamp_name: str, entries: Iterable[Entry]
-) -> list[RootStamp]:
+def root_stamps(config: Config, roots: Sequence[str], entries: Iterable[Entry]) -> list[RootStamp]:
     result: list[RootStamp] = []
     for root, found in entries_by_root(roots, entries).items():
-        rel = f"{root}/{stamp_name}"
+        rel = config.stamp_path(root)
         state = RootStamp(root, rel, found)
         try:
-            state.stamp = read_stamp(repo / rel)
+            state.stamp = read_stamp(config.repo / rel)
         except InvalidStamp as exc:
             state.error = str(exc)
         result.append(state)
@@ -194,7 +198,7 @@ def root_stamps(
 
 
 def _root_stamps_of(facts: TreeFacts) -> list[RootStamp]:
-    return root_stamps(facts.repo, facts.roots, facts.config.stamp, facts.entries)
+    return root_stamps(facts.config, facts.roots, facts.entries)
 
 
 def facts_stamps(facts: TreeFacts) -> list[RootStamp]:
@@ -216,5 +220,5 @@ def facts_pins(facts: TreeFacts) -> pins.Resolution:
 def recorded(facts: TreeFacts) -> bool:
     """Whether any root holds entries or a stamp: pins only matter for a recorded tree."""
     return bool(facts.entries) or any(
-        (facts.repo / r / facts.config.stamp).exists() for r in facts.roots
+        (facts.repo / facts.config.stamp_path(r)).exists() for r in facts.roots
     )

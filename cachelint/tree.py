@@ -224,7 +224,10 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str]) -> None:
     for root in roots:
         holders += _walk(str(repo), root, facts)
 
-    facts.index = _parse_stage(git.result("stage").out)
+    # Kept until the end: `_really_modified` reads the object ids of its few candidates from it
+    # instead of listing the whole index a second time.
+    stage = git.result("stage").out
+    facts.index = _parse_stage(stage)
     # git's --others listings walk the whole tree again (a second each at 200,000 files, twice as
     # long as the rest of the plumbing). Everything they can list is on disk and not in the index
     # (a nested repository shows as "sub/", but its .git is on disk and never in the index), so
@@ -272,7 +275,7 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str]) -> None:
         facts.ignored = {p for p in facts.ignored if not drop(p)}
         candidates = {p for p in candidates if not drop(p)}
 
-    facts.modified = _really_modified(facts, candidates)
+    facts.modified = _really_modified(facts, candidates, stage)
 
 
 class _Plumbing:
@@ -407,14 +410,11 @@ def _parse_text_attr(out: bytes, paths: list[str]) -> dict[str, str]:
     return result
 
 
-def _index_objects(repo: Path, roots: tuple[str, ...], wanted: set[str]) -> dict[str, str]:
-    """Object ids of the `wanted` index paths (a second `ls-files --stage`, run only when
-    diff-files reported candidates: cheaper than keeping 200,000 ids for the common clean case)."""
-    result = run_git(
-        ["ls-files", "-z", "--stage", "--", *(f":(literal){r}" for r in roots)], cwd=repo
-    )
+def _index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:
+    """Object ids of the `wanted` paths in the `ls-files --stage` output, parsed only when
+    diff-files reported candidates: cheaper than keeping 200,000 ids for the common clean case."""
     out: dict[str, str] = {}
-    for record in split_z(result.out):
+    for record in split_z(stage):
         meta, _, path = record.partition("\t")
         if path in wanted:
             out[path] = meta.split(" ")[1]
@@ -535,7 +535,7 @@ def _read_attributes(facts: TreeFacts) -> None:
             continue
 
 
-def _really_modified(facts: TreeFacts, candidates: Iterable[str]) -> set[str]:
+def _really_modified(facts: TreeFacts, candidates: Iterable[str], stage: bytes) -> set[str]:
     """diff-files compares stat data, so a file rewritten with the same bytes (or touched) shows
     up; hash the few candidates once with `git hash-object` (which applies the same filters as
     `git add`) and keep only those whose content really differs from the index."""
@@ -561,7 +561,7 @@ def _really_modified(facts: TreeFacts, candidates: Iterable[str]) -> set[str]:
         stdin="".join(p + "\n" for p in plain).encode("utf-8", "surrogateescape"),
     )
     shas = result.out.decode("ascii").split()
-    recorded = _index_objects(facts.repo, facts.config.cache, set(plain))
+    recorded = _index_objects(stage, set(plain))
     return odd | {p for p, sha in zip(plain, shas, strict=True) if sha != recorded.get(p)}
 
 

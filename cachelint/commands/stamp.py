@@ -65,17 +65,13 @@ def _handle(ns: argparse.Namespace) -> int:
     return stamp(Path.cwd(), config_path=config_path, now=clock.now(), out=sys.stdout)
 
 
-def _entries(count: int) -> str:
-    return f"{count} entry" if count == 1 else f"{count} entries"
-
-
 def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) -> int:
     """Write the stamp at every cache root that has entries; return the exit code."""
     from cachelint import pins
     from cachelint.config import load
     from cachelint.errors import CachelintError
     from cachelint.gitutil import repo_root
-    from cachelint.stamp import Stamp, entries_by_root, pinned_at, write_stamp
+    from cachelint.stamp import Stamp, entries_by_root, entry_count, pinned_at, write_stamp
     from cachelint.tree import collect
 
     repo = repo_root(start)
@@ -101,11 +97,11 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
     )
     versions = ", ".join(f"{r.name} {r.version} ({r.source})" for r in chosen)
     for root in filled:
-        rel = f"{root}/{config.stamp}"
+        rel = config.stamp_path(root)
         changed = write_stamp(repo / rel, new)
         verb = "wrote" if changed else "unchanged"
         out.write(
-            f"{verb} {rel}: {_entries(len(by_root[root]))}, pinnedAt "
+            f"{verb} {rel}: {entry_count(len(by_root[root]))}, pinnedAt "
             f"{new.pinned_at.isoformat()}, ttlDays {new.ttl_days}, {versions}\n"
         )
     for root in facts.missing_roots + tuple(r for r in by_root if r not in filled):

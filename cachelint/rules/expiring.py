@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from cachelint.config import Layout
 from cachelint.findings import Finding, Severity
 from cachelint.rules import Rule
-from cachelint.stamp import facts_stamps
+from cachelint.stamp import entry_count, facts_stamps
 from cachelint.store import ENTRY_FILE, Entry, format_time
 from cachelint.tree import TreeFacts
 
@@ -25,10 +25,6 @@ def _earliest(entries: list[Entry]) -> tuple[Entry, datetime]:
 
 def _which(count: int, root: str) -> str:
     return "this one" + (f" and {count - 1} more under {root}" if count > 1 else "")
-
-
-def _entries(count: int) -> str:
-    return f"{count} entry" if count == 1 else f"{count} entries"
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
@@ -55,7 +51,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             yield Finding(
                 f"{first.directory}/{ENTRY_FILE}",
                 CODE,
-                f"{_entries(len(expired))} expired, earliest {format_time(when)} "
+                f"{entry_count(len(expired))} expired, earliest {format_time(when)} "
                 f"({_which(len(expired), state.root)}); {why}: re-record them "
                 f"with a TTL of at least {facts.config.min_ttl_days} days",
             )
@@ -64,7 +60,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             yield Finding(
                 f"{first.directory}/{ENTRY_FILE}",
                 CODE,
-                f"{_entries(len(soon))} expiring within {facts.config.expiry_warning_days} "
+                f"{entry_count(len(soon))} expiring within {facts.config.expiry_warning_days} "
                 f"days, earliest {format_time(when)} ({_which(len(soon), state.root)}); "
                 f"re-record them with a TTL of at least {facts.config.min_ttl_days} days "
                 "before then",

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint import pins
-from cachelint.errors import CachelintError
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.stamp import facts_pins, facts_stamps
@@ -32,8 +31,8 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
         return
     try:
         now = facts_pins(facts)
-    except CachelintError:
-        return  # an unreadable pin file is reported by eval-cache-unpinned
+    except pins.PinFileError:
+        return  # reported by eval-cache-unpinned
     # Packages without one exact pin are eval-cache-unpinned's; saying "pin (none)" too would
     # report one problem twice.
     troubled = now.troubled

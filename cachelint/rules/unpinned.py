@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cachelint.errors import CachelintError
+from cachelint import pins
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.stamp import facts_pins, recorded
@@ -19,7 +19,9 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
         return
     try:
         now = facts_pins(facts)
-    except CachelintError as exc:  # an unreadable pin file: a finding, so other rules still run
+    except pins.PinFileError as exc:
+        # An unreadable pin file is a finding, so other rules still run; a bad `pins` key is a
+        # ConfigError and propagates (exit 2), like any other configuration mistake.
         path, _, reason = str(exc).partition(": ")
         yield Finding(path, CODE, reason)
         return

@@ -8,6 +8,7 @@ concurrency, so two runs diff cleanly). Assertions gate; judges are reported onl
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -343,12 +344,12 @@ class ResultWriter:
             if self._failure is not None:
                 continue  # keep consuming so producers never block on a dead writer
             path, data = item
+            temp = f"{path}.{TEMP_PREFIX}{threading.get_ident()}"
             try:
                 parent = os.path.dirname(path)
                 if parent not in made:
                     os.makedirs(parent, exist_ok=True)
                     made.add(parent)
-                temp = f"{path}.{TEMP_PREFIX}{threading.get_ident()}"
                 fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
                 try:
                     _write_all(fd, data)
@@ -357,6 +358,10 @@ class ResultWriter:
                 os.replace(temp, path)
             except OSError as exc:
                 self._failure = (path, exc)
+                # A full disk or a directory where the file goes leaves the temp file behind,
+                # among the results, unless it is removed here.
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
 
 
 def _write_all(fd: int, data: bytes) -> None:
