@@ -188,7 +188,7 @@ def record_green_run(
     path = config.repo / config.green_record
     try:
         existing = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         existing = None
     if isinstance(existing, dict) and _proof(existing) == _proof(record):
         return path

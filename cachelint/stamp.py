@@ -14,7 +14,6 @@ pins rewrites the same bytes. Reading validates every field and names the first 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from cachelint.canonical import dump_pretty
 from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.store import FORMAT, Entry
+from cachelint.store import FORMAT, Entry, decode_json
 from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -104,8 +103,8 @@ def read_stamp(path: Path) -> Stamp | None:
     except OSError as exc:
         raise InvalidStamp(f"cannot be read ({exc.strerror})") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = decode_json(raw)
+    except ValueError as exc:
         raise InvalidStamp(f"not valid JSON ({exc})") from None
     return parse_stamp(data)
 

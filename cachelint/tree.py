@@ -14,7 +14,6 @@ index lacks.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import queue
 import sys
@@ -39,6 +38,7 @@ from cachelint.store import (
     ENTRY_FILE,
     ENTRY_FILES,
     Entry,
+    decode_json,
     parse_entry,
 )
 
@@ -468,7 +468,6 @@ def _read_entries(facts: TreeFacts, holders: list[tuple[str, list[str]]]) -> Non
             )
 
 
-_DECODER = json.JSONDecoder()
 _READ_SIZE = 1 << 16
 _BOM = b"\xef\xbb\xbf"
 _NO_REQUEST: dict[str, object] = {}
@@ -494,13 +493,13 @@ def _load_entry_json(path: str) -> object:
             # orjson reads an integer beyond 64 bits as a float; the fields whose value a
             # corrupt finding quotes must read as json reads them.
             if isinstance(data, dict) and any(type(data.get(f)) is float for f in _QUOTED):
-                data = _DECODER.decode(raw.decode("utf-8"))
+                data = decode_json(raw)
         except orjson.JSONDecodeError:
             # orjson is stricter than json (NaN, lone surrogate escapes) and words its errors
             # differently: the stdlib decides, so an entry reads and a corrupt finding reads
-            # exactly as they did before orjson.
-            data = _DECODER.decode(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            # exactly as they do through the store.
+            data = decode_json(raw)
+    except ValueError as exc:
         raise CorruptEntry(f"{ENTRY_FILE} is not valid JSON ({exc})") from None
     except OSError as exc:
         raise CorruptEntry(f"{ENTRY_FILE} cannot be read ({exc.strerror})") from None

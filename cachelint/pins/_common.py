@@ -34,7 +34,7 @@ def load_toml(path: Path, relative: str) -> dict[str, Any]:
 def load_json(path: Path, relative: str) -> Any:
     try:
         return json.loads(read_text(path, relative))
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise PinFileError(f"{relative}: invalid JSON: {exc}; fix the file and retry") from None
 
 

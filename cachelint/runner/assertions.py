@@ -57,7 +57,7 @@ def json_equal(a: Any, b: Any) -> bool:
 def _parse_json(text: str) -> tuple[Any, str | None]:
     try:
         return json.loads(text), None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # a model can emit "[[[[..." too
         return None, f"response is not valid JSON ({exc}) {_snippet(text)}"
 
 

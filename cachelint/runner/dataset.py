@@ -398,6 +398,8 @@ def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
             ) from None
         except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for JSON
             raise CachelintError(f"{path}: invalid JSON: {exc}") from None
+        except RecursionError:
+            raise CachelintError(f"{path}: invalid JSON: nested too deeply") from None
         except OSError as exc:
             raise CachelintError(f"{path}: cannot read: {exc.strerror}") from None
         scenarios.append(parse_scenario(repo, identity, path, data, prompts=prompts))

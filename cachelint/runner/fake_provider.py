@@ -174,6 +174,8 @@ def load_script(path: Path) -> Script:
         raise ScriptError(
             f"{path}: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        raise ScriptError(f"{path}: not valid JSON: nested too deeply") from None
     return parse_script(data, source=str(path))
 
 
@@ -432,7 +434,7 @@ class FakeProvider:
         if raw:
             try:
                 body = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
                 bad_json = True
         with self._lock:
             self.requests.append(ReceivedRequest(method, path, lowered, body))

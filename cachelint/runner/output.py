@@ -33,7 +33,7 @@ def _parse_arguments(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return raw
     return raw
 
