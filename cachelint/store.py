@@ -121,7 +121,9 @@ def decode_json(raw: bytes) -> Any:
     RecursionError is one of them: `[` repeated 200,000 times exhausts the decoder's stack, and
     that is bad input to report, not an internal error."""
     try:
-        return json.loads(raw)
+        # UTF-8 only (a byte-order mark allowed, .NET writes one): json.loads on bytes would
+        # guess UTF-16 from a stray \xff\xfe and report garbage as "Expecting value".
+        return json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(str(exc)) from None
     except RecursionError:
