@@ -15,6 +15,7 @@ from pathlib import Path
 
 import blake3
 
+from cachelint.errors import CachelintError
 from cachelint.findings import Finding
 
 _MMAP_THRESHOLD = 4 * 1024 * 1024
@@ -66,23 +67,32 @@ def _scan(directory: str, rel: str, out: Snapshot) -> None:
             entries = list(it)
     except (FileNotFoundError, NotADirectoryError):
         return
+    except OSError as exc:
+        raise _unreadable(rel, exc) from None
     for entry in entries:
         path = f"{rel}/{entry.name}"
-        if entry.is_symlink():
-            out[path] = "symlink:" + os.readlink(entry.path)
-        elif entry.is_dir(follow_symlinks=False):
-            _scan(entry.path, path, out)
-        elif entry.is_file(follow_symlinks=False):
-            try:
+        try:
+            if entry.is_symlink():
+                out[path] = "symlink:" + os.readlink(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                _scan(entry.path, path, out)
+            elif entry.is_file(follow_symlinks=False):
                 fd = os.open(entry.path, _OPEN_FLAGS)
-            except FileNotFoundError:
-                continue  # removed while we looked: absent from this snapshot
-            try:
-                out[path] = _hash_fd(fd, entry.path)
-            finally:
-                os.close(fd)
-        else:  # a FIFO or socket: opening it could block forever, and git cannot commit it
-            out[path] = "special"
+                try:
+                    out[path] = _hash_fd(fd, entry.path)
+                finally:
+                    os.close(fd)
+            else:  # a FIFO or socket: opening it could block forever, and git cannot commit it
+                out[path] = "special"
+        except FileNotFoundError:
+            continue  # removed while we looked: absent from this snapshot
+        except OSError as exc:
+            raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: str, exc: OSError) -> CachelintError:
+    # A permission problem (or an I/O error) is the user's to fix, not an internal error.
+    return CachelintError(f"{path}: cannot read ({exc.strerror or exc}); check its permissions")
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,19 @@ _CHECK_ROOT_FILES = ("pyproject.toml", "cachelint.toml")
 _WILDCARDS = "*?"
 
 
+class _NoGit(Exception):
+    """git could not be started; `main` turns it into one line and exit 2."""
+
+
 def _git(args: list[str], cwd: str) -> tuple[int, bytes]:
     """Run git, return (rc, stdout); stderr goes straight to the user."""
     if not hasattr(os, "posix_spawnp"):  # Windows: no posix_spawn, pay for subprocess
         import subprocess
 
-        proc = subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE)
+        try:
+            proc = subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE)
+        except OSError as exc:
+            raise _NoGit(exc.strerror or str(exc)) from None
         return proc.returncode, proc.stdout
     # posix_spawn + a pipe avoids importing subprocess (and its threading/selectors imports).
     read_end, write_end = os.pipe()
@@ -44,6 +51,9 @@ def _git(args: list[str], cwd: str) -> tuple[int, bytes]:
             os.environ,
             file_actions=[(os.POSIX_SPAWN_DUP2, write_end, 1)],
         )
+    except OSError as exc:
+        os.close(read_end)
+        raise _NoGit(exc.strerror or str(exc)) from None
     finally:
         os.chdir(old)
         os.close(write_end)
@@ -180,7 +190,8 @@ def pre_commit() -> int:
     staged = out.rstrip(b"\0").decode("utf-8", "surrogateescape").split("\0")
     gate = _Gate(_read_table(repo))
     run_check = gate.invalid or any(gate.wants_check(p) for p in staged)
-    maybe_watch = bool(gate.watch) and any(gate.maybe_watched(p) for p in staged)
+    # A staged dataset goes to the gate even without globs: a committed green record gates it.
+    maybe_watch = any(gate.maybe_watched(p) for p in staged)
     if not (run_check or maybe_watch):
         return 0
     return _slow_path(repo, staged, run_check=run_check, maybe_watch=maybe_watch)
@@ -234,7 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     if args != ["pre-commit"]:
         print(USAGE, file=sys.stderr)
         return 2
-    return pre_commit()
+    try:
+        return pre_commit()
+    except _NoGit as exc:
+        print(f"cachelint hook: cannot run git ({exc}); put git on PATH", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

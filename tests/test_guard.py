@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,6 +129,7 @@ def _wait_for(path: Path) -> None:
 CHILD = """
 import os, signal, sys, time
 from pathlib import Path
+from typing import Any
 log = Path(sys.argv[0]).with_suffix(".log")
 def on_signal(signum, frame):
     with log.open("a") as fh:
@@ -188,3 +190,38 @@ def test_snapshot_hashes_small_large_and_huge_files_and_links(tmp_path: Path) ->
     expected = {rel: blake3.blake3(data).hexdigest() for rel, data in blobs.items()}
     expected["eval-cache/link"] = "symlink:small.json"
     assert snap == expected
+
+
+@pytest.mark.parametrize("call", ["open", "scandir"])
+def test_an_unreadable_cache_file_or_directory_is_one_line_before_the_command_runs(
+    git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    entry = make_cache(git_repo)
+    denied = entry / "contents.data" if call == "open" else entry
+    real = getattr(os, call)
+
+    # chmod 000 does not stop root (as in CI containers): refuse at the OS edge instead.
+    def refuse(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if os.fspath(path) == str(denied):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, call, refuse)
+    marker = tmp_path / "ran"
+    with pytest.raises(CachelintError) as info:
+        run_guard(git_repo, f"open({str(marker)!r}, 'w')")
+    rel = denied.relative_to(git_repo).as_posix()
+    assert str(info.value) == f"{rel}: cannot read (Permission denied); check its permissions"
+    assert info.value.exit_code == 2
+    assert not marker.exists()
+
+
+def test_escape_sequences_in_mutated_file_names_never_reach_the_terminal(git_repo: Path) -> None:
+    entry = make_cache(git_repo)
+    crafted = entry / "x\x1b]0;pwned\x07.json"  # an OSC sequence that retitles the terminal
+    rc, out = run_guard(git_repo, f"open({str(crafted)!r}, 'w')")
+    assert rc == 1
+    assert out.startswith(
+        "eval-cache/cache/scenario/0123456789abcdef/x\\x1b]0;pwned\\x07.json: eval-cache-mutated: "
+    )
+    assert "\x1b" not in out and "\x07" not in out

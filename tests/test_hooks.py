@@ -63,6 +63,19 @@ def test_watch_gate_blocks_a_prompt_change_until_the_green_record_is_staged(
     assert head(repo) != before
 
 
+def test_without_watch_globs_a_committed_record_still_gates_datasets(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo, config="")
+    before = head(repo)
+    (repo / "eval-datasets" / "agent" / "tenant" / "s1.json").write_text('{"input": "new"}\n')
+    git(repo, "add", "eval-datasets")
+    blocked = commit(repo, "dataset edit")
+    assert blocked.returncode == 1
+    assert "eval-datasets/agent/tenant/s1.json: eval-green-stale: dataset file changed" in (
+        blocked.stderr
+    )
+    assert head(repo) == before
+
+
 def test_a_change_outside_watch_and_cache_commits_silently(git_repo: Path) -> None:
     repo = make_gated_repo(git_repo)
     (repo / "README.md").write_text("new docs\n")
@@ -85,10 +98,17 @@ def test_the_interpreter_comes_from_cachelint_python(git_repo: Path) -> None:
 
 def test_an_interpreter_without_cachelint_blocks_instead_of_passing(git_repo: Path) -> None:
     repo = make_gated_repo(git_repo)
+    before = head(repo)
+    # A real interpreter that starts fine but has no cachelint: -S drops site-packages.
+    bare = repo.parent / "bare-python"
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    bare.chmod(0o755)
     (repo / "README.md").write_text("x\n")
     git(repo, "add", "-A")
-    result = commit(repo, "x", hook_env(CACHELINT_PYTHON="/nonexistent/python"))
-    assert result.returncode != 0
+    result = commit(repo, "x", hook_env(CACHELINT_PYTHON=str(bare)))
+    assert result.returncode == 1
+    assert "No module named 'cachelint'" in result.stderr
+    assert head(repo) == before
 
 
 def test_fast_path_imports_nothing_heavy(git_repo: Path) -> None:
@@ -127,6 +147,36 @@ def test_bad_usage_of_the_hook_module(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert result.stderr.strip() == "usage: python -m cachelint.hook pre-commit"
+
+
+def test_git_missing_from_path_is_one_line_and_leaks_no_descriptor(git_repo: Path) -> None:
+    empty = git_repo / "empty-bin"
+    empty.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "cachelint.hook", "pre-commit"],
+        cwd=git_repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": str(empty)},
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "cachelint hook: cannot run git (No such file or directory); put git on PATH\n"
+    )
+    probe = (
+        "import os; from cachelint import hook\n"
+        "before = sorted(os.listdir('/proc/self/fd'))\n"
+        "try:\n    hook._git(['status'], '.')\nexcept hook._NoGit:\n    pass\n"
+        "print(before == sorted(os.listdir('/proc/self/fd')))\n"
+    )
+    leak = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=git_repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": str(empty)},
+    )
+    assert leak.stdout == "True\n", leak.stderr
 
 
 PATTERNS = [
@@ -200,10 +250,23 @@ def test_check_relevance_covers_cache_roots_attributes_ignores_and_config() -> N
 def test_a_broken_config_table_sends_the_hook_to_the_real_loader(git_repo: Path) -> None:
     (git_repo / "pyproject.toml").write_text("[tool.cachelint]\nwatch = 3\n")
     commit_all(git_repo)
-    (git_repo / "a.txt").write_text("x\n")
+    before = head(git_repo)
+    (git_repo / "a.txt").write_text("x\n")  # relevant to nothing a valid config could name
     git(git_repo, "add", "-A")
-    gate = _Gate({"watch": 3})
-    assert gate.invalid
+    line = (
+        "cachelint: error: pyproject.toml [tool.cachelint]: key 'watch' = 3: expected a string "
+        "or a list of strings\n"
+    )
+    result = commit(git_repo, "x")
+    assert (result.returncode, result.stderr) == (1, line)  # git turns any hook failure into 1
+    assert head(git_repo) == before
+    direct = subprocess.run(
+        [sys.executable, "-m", "cachelint.hook", "pre-commit"],
+        cwd=git_repo,
+        capture_output=True,
+        text=True,
+    )
+    assert (direct.returncode, direct.stderr) == (2, line)
 
 
 def make_checked_repo(repo: Path, *, attributes: bool) -> Path:

@@ -127,12 +127,14 @@ def do_run(repo: Path, **kw: Any) -> Outcome:
     return Outcome(rc, out.getvalue(), err.getvalue())
 
 
-def cli(repo: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Outcome:
+def cli(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> Outcome:
     monkeypatch.chdir(repo)
-    out, err = io.StringIO(), io.StringIO()
-    with mock.patch("sys.stdout", out), mock.patch("sys.stderr", err):
-        rc = main(["run", *args])
-    return Outcome(rc, out.getvalue(), err.getvalue())
+    capsys.readouterr()  # only what this command prints
+    rc = main(["run", *args])
+    captured = capsys.readouterr()
+    return Outcome(rc, captured.out, captured.err)
 
 
 @contextmanager
@@ -347,23 +349,25 @@ def test_refresh_rerecords_only_the_selected_scenario(git_repo: Path) -> None:
 
 
 def test_bad_mode_and_conflicting_flags_are_one_line_usage_errors(
-    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_repo(git_repo, DEAD, BASIC)
-    bad = cli(git_repo, monkeypatch, "--cache", "replay-only")
+    bad = cli(git_repo, monkeypatch, capsys, "--cache", "replay-only")
     assert bad.rc == 2
     assert bad.err == (
         "cachelint: error: --cache 'replay-only' is not a cache mode; "
         "use one of replay, auto, live, off\n"
     )
-    both = cli(git_repo, monkeypatch, "--cache", "replay", "--refresh-cache")
+    both = cli(git_repo, monkeypatch, capsys, "--cache", "replay", "--refresh-cache")
     assert both.rc == 2 and both.err.count("\n") == 1
     assert "contradicts --cache replay" in both.err
 
 
-def test_no_scenario_selected_is_exit_2(git_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_scenario_selected_is_exit_2(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_repo(git_repo, DEAD, BASIC)
-    outcome = cli(git_repo, monkeypatch, "--agent", "billing")
+    outcome = cli(git_repo, monkeypatch, capsys, "--agent", "billing")
     assert outcome.rc == 2
     assert outcome.err == (
         "cachelint: error: no scenarios selected: none of the 2 scenarios in eval-datasets/ "
@@ -587,10 +591,10 @@ def test_python_target_with_two_calls_and_a_tool_round_trip(git_repo: Path) -> N
 
 
 def test_python_target_that_cannot_import_is_exit_2(
-    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_repo(git_repo, DEAD, BASIC, target='type = "python"\nfunction = "nowhere_x:answer"\n')
-    outcome = cli(git_repo, monkeypatch)
+    outcome = cli(git_repo, monkeypatch, capsys)
     assert outcome.rc == 2 and outcome.err.count("\n") == 1
     assert "function = 'nowhere_x:answer': cannot import module 'nowhere_x'" in outcome.err
 
@@ -653,5 +657,19 @@ def test_a_green_subset_does_not_write_the_green_record(git_repo: Path) -> None:
     (git_repo / ".eval-green.json").unlink()
     outcome = do_run(git_repo, scenarios=["support/acme/*"])
     assert outcome.rc == 0
-    assert "green record not updated: this run selected 1 of 2 scenarios" in outcome.err
+    assert "green record not updated: this run was filtered (1 of 2 scenarios)" in outcome.err
     assert not (git_repo / ".eval-green.json").exists()
+    # A filter that happens to select everything today still vouches for nothing more.
+    assert do_run(git_repo, scenarios=["*"]).rc == 0
+    assert not (git_repo / ".eval-green.json").exists()
+
+
+def test_a_report_inside_the_cache_tree_is_refused(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_repo(git_repo, DEAD, BASIC)
+    assert record(git_repo)[0].rc == 0
+    outcome = cli(git_repo, monkeypatch, capsys, "--junit", "eval-cache/junit.xml")
+    assert outcome.rc == 2
+    assert outcome.err.startswith("cachelint: error: --junit eval-cache/junit.xml: inside cache")
+    assert not (git_repo / "eval-cache/junit.xml").exists()

@@ -421,8 +421,17 @@ def test_stamp_round_trips_deterministically(tmp_path: Path) -> None:
 
 def test_stamp_pinned_at_is_today_while_a_pin_file_has_uncommitted_changes(git_repo: Path) -> None:
     setup_repo(git_repo)
-    commit_all(git_repo, "pins")
-    assert stamp_mod.pinned_at(git_repo, ["Directory.Packages.props"], NOW) != NOW.date()
+    # A fixed committer date, so the clean case cannot coincide with NOW on any real day.
+    env = dict(os.environ, GIT_COMMITTER_DATE="2025-12-24T12:00:00+00:00")
+    subprocess.run(["git", "add", "-A"], cwd=git_repo, check=True)
+    subprocess.run(
+        ["git", "commit", "-q", "--no-gpg-sign", "--no-verify", "-m", "pins"],
+        cwd=git_repo,
+        env=env,
+        check=True,
+    )
+    clean = stamp_mod.pinned_at(git_repo, ["Directory.Packages.props"], NOW)
+    assert clean.isoformat() == "2025-12-24"
     props = git_repo / "Directory.Packages.props"
     props.write_text(props.read_text().replace("10.9.0", "10.11.0"))
     assert stamp_mod.pinned_at(git_repo, ["Directory.Packages.props"], NOW) == NOW.date()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,9 +21,9 @@ NOW = datetime(2026, 1, 31, 12, 0, tzinfo=timezone.utc)
 CONFIG = '[tool.cachelint]\nwatch = ["prompts/**", "models.json"]\n'
 
 
-def make_gated_repo(repo: Path) -> Path:
+def make_gated_repo(repo: Path, config: str = CONFIG) -> Path:
     """A repository with watched prompts, a dataset, a cache entry and a committed green record."""
-    (repo / "pyproject.toml").write_text(CONFIG)
+    (repo / "pyproject.toml").write_text(config)
     (repo / "prompts").mkdir()
     (repo / "prompts" / "system.txt").write_text("You are terse.\n")
     (repo / "models.json").write_text('{"model": "gpt-4o-mini"}\n')
@@ -170,13 +172,45 @@ def test_damaged_record_is_one_finding(git_repo: Path) -> None:
     assert out.count("\n") == 1
 
 
-def test_no_watch_globs_is_a_note(git_repo: Path) -> None:
-    (git_repo / "prompts").mkdir()
-    (git_repo / "prompts" / "a.txt").write_text("x\n")
+def test_no_watch_globs_and_no_record_is_not_gated(git_repo: Path) -> None:
+    dataset = git_repo / "eval-datasets" / "a" / "t"
+    dataset.mkdir(parents=True)
+    (dataset / "s.json").write_text("{}\n")
     git(git_repo, "add", "-A")
-    rc, out = run_watch(git_repo, staged=True)
+    assert run_watch(git_repo, staged=True) == (0, "")  # the hook stays quiet
+    rc, out = run_watch(git_repo)
     assert rc == 0
-    assert "no `watch` globs configured" in out
+    assert "no `watch` globs configured and no .eval-green.json, nothing to gate" in out
+
+
+def test_no_watch_globs_still_gates_datasets_once_a_record_is_committed(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo, config="")
+    dataset = repo / "eval-datasets" / "agent" / "tenant" / "s1.json"
+    dataset.write_text('{"input": "hello"}\n')
+    (repo / "prompts" / "system.txt").write_text("not watched without globs\n")
+    git(repo, "add", "-A")
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1
+    assert out.splitlines()[0] == (
+        "eval-datasets/agent/tenant/s1.json: eval-green-stale: dataset file changed since the "
+        "last green run (recorded 2026-01-31T12:00:00Z)"
+    )
+    assert "prompts/system.txt" not in out
+    rc, out = run_watch(repo)
+    assert rc == 1 and "eval-datasets/agent/tenant/s1.json: eval-green-stale" in out
+    record_green(repo)
+    git(repo, "add", ".eval-green.json")
+    assert run_watch(repo, staged=True) == (0, "")
+
+
+def test_escape_sequences_in_file_names_never_reach_the_terminal(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "prompts" / "\x1b[2Jwiped\u202e.txt").write_text("new\n")
+    git(repo, "add", "prompts")
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1
+    assert "prompts/\\x1b[2Jwiped\\u202e.txt: eval-green-stale: watched file new" in out
+    assert "\x1b" not in out and "\u202e" not in out
 
 
 def test_base_reports_changes_since_the_merge_base(git_repo: Path) -> None:
@@ -225,3 +259,16 @@ def test_base_with_an_unknown_ref_is_one_line_usage_error(git_repo: Path) -> Non
     assert "\n" not in message
     assert "watch --base origin/nope: no merge base" in message and "git fetch" in message
     assert info.value.exit_code == 2
+
+
+def test_building_the_cli_parser_loads_no_gate_or_hashing_modules() -> None:
+    # `cachelint check` builds the whole parser; watch and guard must not make it pay for blake3.
+    probe = (
+        "import sys; from cachelint import cli; cli._parser(); "
+        "heavy = ('cachelint.green', 'cachelint.hashing', 'cachelint.canonical', 'blake3', "
+        "'rfc8785', 'pathspec'); print([m for m in heavy if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out == "[]\n"

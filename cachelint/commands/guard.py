@@ -23,7 +23,6 @@ from cachelint.config import load
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding, sort_findings
 from cachelint.gitutil import repo_root
-from cachelint.hashing import diff, mutation_findings, snapshot
 
 
 def add_parser(
@@ -63,6 +62,8 @@ def guard(start: Path, *, config_path: Path | None, command: Sequence[str], out:
             "guard: no command given; usage: cachelint guard -- CMD [ARG...] "
             "(e.g. cachelint guard -- dotnet test --filter Category=Eval)"
         )
+    from cachelint.hashing import diff, mutation_findings, snapshot  # blake3: only when guarding
+
     repo = repo_root(start)
     config = load(repo, config_path)
     roots = [c for c in config.cache if (repo / c).is_dir()]
@@ -91,9 +92,11 @@ def describe(command: Sequence[str], limit: int = 80) -> str:
 
 def render(findings: list[Finding]) -> str:
     """Pure text reporter: one `path: code: message` line per finding and a count."""
+    from cachelint.reporters import sanitize  # paths are the user's: no escape reaches a terminal
+
     lines = [f"{f.path}: {f.code}: {f.message}" for f in sort_findings(findings)]
     lines.append(f"cachelint guard: {len(findings)} file(s) under the cache roots changed")
-    return "".join(line + "\n" for line in lines)
+    return "".join(sanitize(line) + "\n" for line in lines)
 
 
 def _run(command: Sequence[str], *, cwd: Path) -> int:

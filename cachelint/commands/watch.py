@@ -12,13 +12,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from cachelint import green
 from cachelint.config import Config, load
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding, sort_findings
 from cachelint.gitutil import describe_failure, repo_root, run_git, split_z
+
+if TYPE_CHECKING:  # green imports blake3 and the canonical JSON stack: load it only when gating
+    from cachelint import green
 
 _CODE_STALE = "eval-green-stale"
 _CODE_MISSING = "eval-green-missing"
@@ -69,15 +71,18 @@ def watch(
         raise CachelintError("watch: --staged and --base exclude each other; pick one")
     repo = repo_root(start)
     config = load(repo, config_path)
-    if not config.watch:
-        out.write(
-            "cachelint watch: no `watch` globs configured, nothing to gate; name the prompt and "
-            'model files in [tool.cachelint] watch = ["prompts/**"]\n'
-        )
-        return int(ExitCode.OK)
     if staged:
         names = run_git(["diff", "--cached", "--name-only", "-z"], cwd=repo).out
         return watch_staged(config, split_z(names), out=out)
+    # Datasets are gated even without globs, but only once a green record exists: a repository
+    # that never recorded one has not opted into the gate.
+    if not config.watch and not (repo / config.green_record).exists():
+        out.write(
+            f"cachelint watch: no `watch` globs configured and no {config.green_record}, nothing "
+            'to gate; name the prompt and model files in [tool.cachelint] watch = ["prompts/**"] '
+            "and commit the record a green `cachelint run` writes\n"
+        )
+        return int(ExitCode.OK)
     if base is not None:
         return _watch_base(config, base, out=out)
     return _watch_worktree(config, out=out, why="working tree")
@@ -88,6 +93,8 @@ def watch(
 
 def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) -> int:
     """The hook's gate, given the already-listed staged paths (so the hook lists them once)."""
+    from cachelint import green
+
     if not green.relevant(config, staged_paths):
         return int(ExitCode.OK)
     selector = green.Selector(config)
@@ -118,6 +125,8 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
     record_name = config.green_record
     worktree_hint = _worktree_hint(config, state)
     if record_blob is None:
+        if not config.watch:
+            return int(ExitCode.OK)  # only datasets are staged and no record opted into the gate
         finding = Finding(
             record_name,
             _CODE_MISSING,
@@ -147,6 +156,8 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
 
 def _worktree_hint(config: Config, state: green.GreenState) -> str:
     """If the working-tree record already matches the staged files, only `git add` is missing."""
+    from cachelint import green
+
     path = config.repo / config.green_record
     try:
         record = green.parse_record(path.read_bytes(), config.green_record)
@@ -184,6 +195,8 @@ def _cat_blobs(repo: Path, blobs: Sequence[str]) -> dict[str, bytes]:
 
 
 def _watch_base(config: Config, ref: str, *, out: TextIO) -> int:
+    from cachelint import green
+
     merge = run_git(["merge-base", ref, "HEAD"], cwd=config.repo, check=False)
     if merge.rc != 0:
         reason = describe_failure(["git", "merge-base", ref, "HEAD"], merge)
@@ -203,6 +216,8 @@ def _watch_base(config: Config, ref: str, *, out: TextIO) -> int:
 
 
 def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
+    from cachelint import green
+
     name = config.green_record
     path = config.repo / name
     fix = f"`cachelint run`, then commit {name}"
@@ -239,6 +254,8 @@ def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
 def _stale_findings(
     config: Config, mismatches: Sequence[green.Mismatch], recorded: str
 ) -> list[Finding]:
+    from cachelint import green
+
     selector = green.Selector(config)
     findings: list[Finding] = []
     for m in mismatches:
@@ -261,6 +278,8 @@ def _stale_findings(
 
 def render(findings: list[Finding], fix: str | None) -> str:
     """Pure text reporter: one `path: code: message` line per finding, then the fix."""
+    from cachelint.reporters import sanitize  # paths are the user's: no escape reaches a terminal
+
     lines = [f"{f.path}: {f.code}: {f.message}" for f in sort_findings(findings)]
     if fix is not None:
         count = len(findings)
@@ -269,4 +288,4 @@ def render(findings: list[Finding], fix: str | None) -> str:
             f"cachelint watch: {count} {noun} from the green record; run the evals until they "
             f"pass: {fix}"
         )
-    return "".join(line + "\n" for line in lines)
+    return "".join(sanitize(line) + "\n" for line in lines)
