@@ -310,7 +310,7 @@ def test_scenario_without_assertions_loads_and_is_failed_by_the_runner(tmp_path:
     ("raw", "fragment"),
     [
         (b'{"input": "hi",}', "invalid JSON at line 1 column"),
-        (b"[1, 2]", "a scenario must be a JSON object, got a list"),
+        (b"[1, 2]", "a scenario must be a JSON object, got an array"),
         (b'{"input": "\xff"}', "not UTF-8"),
         (b'{"input": "hi", "options": {"temperature": NaN}}', "NaN is not a JSON value"),
     ],

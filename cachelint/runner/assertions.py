@@ -111,13 +111,13 @@ def resolve(value: Any, segments: Iterable[Segment]) -> tuple[bool, Any, str]:
         step = _segment_text(segment)
         if isinstance(segment, int):
             if not isinstance(value, list):
-                return False, None, f"{walked} is {_kind(value)}, not an array, at {step}"
+                return False, None, f"{walked} is {json_kind(value)}, not an array, at {step}"
             if not -len(value) <= segment < len(value):
                 return False, None, f"{walked}{step} out of range ({walked} has {len(value)} items)"
             value = value[segment]
         else:
             if not isinstance(value, Mapping):
-                return False, None, f"{walked} is {_kind(value)}, not an object, at {step}"
+                return False, None, f"{walked} is {json_kind(value)}, not an object, at {step}"
             if segment not in value:
                 keys = ", ".join(sorted(map(str, value))[:10]) or "none"
                 return False, None, f"{walked}{step} missing ({walked} has keys: {keys})"
@@ -126,13 +126,15 @@ def resolve(value: Any, segments: Iterable[Segment]) -> tuple[bool, Any, str]:
     return True, value, ""
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any, *, exact: bool = False) -> str:
+    """What JSON type `value` is, for messages ("a string", "an array"); with `exact`, numbers
+    and booleans are shown ("the number 0"), which is what a range error needs."""
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "a boolean"
+        return f"the boolean {str(value).lower()}" if exact else "a boolean"
     if isinstance(value, (int, float)):
-        return "a number"
+        return f"the number {value}" if exact else "a number"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):
@@ -439,7 +441,7 @@ def _json_valid(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
     parsed, error = _parse_json(out.text)
     if error:
         return False, f"json-valid: {error}"
-    return True, f"json-valid: response is JSON ({_kind(parsed)})"
+    return True, f"json-valid: response is JSON ({json_kind(parsed)})"
 
 
 def _json_path(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:

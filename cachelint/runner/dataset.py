@@ -20,7 +20,7 @@ from typing import Any
 
 from cachelint.canonical import canonical_bytes
 from cachelint.errors import CachelintError
-from cachelint.runner.assertions import validate_assertion
+from cachelint.runner.assertions import json_kind, validate_assertion
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
 from cachelint.winpath import problem
@@ -116,32 +116,18 @@ class _Fields:
 
     def string(self, value: Any, field: str) -> str:
         if not isinstance(value, str):
-            raise self.error(field, f"expected a string, got {_kind(value)}")
+            raise self.error(field, f"expected a string, got {json_kind(value, exact=True)}")
         return value
 
     def obj(self, value: Any, field: str) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.error(field, f"expected an object, got {_kind(value)}")
+            raise self.error(field, f"expected an object, got {json_kind(value, exact=True)}")
         return value
 
     def array(self, value: Any, field: str) -> list[Any]:
         if not isinstance(value, list):
-            raise self.error(field, f"expected a list, got {_kind(value)}")
+            raise self.error(field, f"expected a list, got {json_kind(value, exact=True)}")
         return value
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
 
 
 def _content(value: Any, field: str, f: _Fields) -> Any:
@@ -155,7 +141,9 @@ def _content(value: Any, field: str, f: _Fields) -> Any:
                 part["text"] = normalise_text(part["text"])
             parts.append(part)
         return parts
-    raise f.error(field, f"expected a string or a list of content parts, got {_kind(value)}")
+    raise f.error(
+        field, f"expected a string or a list of content parts, got {json_kind(value, exact=True)}"
+    )
 
 
 def _messages(value: Any, f: _Fields) -> list[dict[str, Any]]:
@@ -254,7 +242,9 @@ def _strings(value: Any, field: str, f: _Fields) -> list[str]:
     items = f.array(value, field)
     for i, item in enumerate(items):
         if not isinstance(item, str) or not item:
-            raise f.error(f"{field}[{i}]", f"expected a non-empty string, got {_kind(item)}")
+            raise f.error(
+                f"{field}[{i}]", f"expected a non-empty string, got {json_kind(item, exact=True)}"
+            )
     return items
 
 
@@ -267,7 +257,9 @@ def parse_scenario(
     of 20,000 scenarios usually shares a handful of prompt files."""
     f = _Fields(path)
     if not isinstance(data, dict):
-        raise CachelintError(f"{path}: a scenario must be a JSON object, got {_kind(data)}")
+        raise CachelintError(
+            f"{path}: a scenario must be a JSON object, got {json_kind(data, exact=True)}"
+        )
     for key in sorted(set(data) - FIELDS):
         hint = difflib.get_close_matches(key, sorted(FIELDS), n=1)
         did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
@@ -316,7 +308,10 @@ def parse_scenario(
             )
     trials = data.get("trials", 1)
     if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
-        raise f.error("trials", f"expected an integer from 1 to {MAX_TRIALS}, got {_kind(trials)}")
+        raise f.error(
+            "trials",
+            f"expected an integer from 1 to {MAX_TRIALS}, got {json_kind(trials, exact=True)}",
+        )
     tags = _strings(data.get("tags", []), "tags", f)
     description = data.get("description")
     if description is not None:
