@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from cachelint.errors import CachelintError
@@ -472,20 +473,14 @@ def _names(calls: Iterable[ToolCall]) -> str:
     return ", ".join(repr(n) for n in names) if names else "no tools"
 
 
-def _tool_called(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
+def _tool_use(spec: Mapping[str, Any], out: Output, *, wanted: bool) -> tuple[bool, str]:
+    """tool-called (`wanted`) and tool-not-called: one count, opposite verdicts."""
+    kind = "tool-called" if wanted else "tool-not-called"
     name = spec["name"]
     count = sum(1 for c in out.tool_calls if c.name == name)
     if count:
-        return True, f"tool-called {name!r}: called {count} time(s)"
-    return False, f"tool-called {name!r}: not called (called: {_names(out.tool_calls)})"
-
-
-def _tool_not_called(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
-    name = spec["name"]
-    count = sum(1 for c in out.tool_calls if c.name == name)
-    if count:
-        return False, f"tool-not-called {name!r}: called {count} time(s)"
-    return True, f"tool-not-called {name!r}: not called (called: {_names(out.tool_calls)})"
+        return wanted, f"{kind} {name!r}: called {count} time(s)"
+    return not wanted, f"{kind} {name!r}: not called (called: {_names(out.tool_calls)})"
 
 
 def _tool_arg(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
@@ -530,8 +525,8 @@ _EVALUATORS: dict[str, Callable[[Mapping[str, Any], Output], tuple[bool, str]]] 
     "equals": _equals,
     "json-valid": _json_valid,
     "json-path": _json_path,
-    "tool-called": _tool_called,
-    "tool-not-called": _tool_not_called,
+    "tool-called": partial(_tool_use, wanted=True),
+    "tool-not-called": partial(_tool_use, wanted=False),
     "tool-arg": _tool_arg,
     "no-pii": _no_pii,
 }
