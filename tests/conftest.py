@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,21 @@ def git(repo: Path, *args: str, input: bytes | None = None) -> str:
     if proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode()}")
     return proc.stdout.decode()
+
+
+def run_cachelint(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m cachelint ARGS` in `cwd` as a user would run it: a real process, its exit code,
+    stdout and stderr (this checkout first on the path, so an installed copy cannot answer)."""
+    return subprocess.run(
+        [sys.executable, "-m", "cachelint", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(PROJECT), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def commit_all(repo: Path, message: str = "commit") -> None:

@@ -4,31 +4,19 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from cachelint.commands.check import check
 from cachelint.errors import CachelintError
-from tests.conftest import PROJECT, commit_all
+from tests.conftest import commit_all, run_cachelint
 from tests.test_rules import NOW, TREE_CODES, put
 
 TREE = ",".join(TREE_CODES)
 
 
-def cachelint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(PROJECT))
-    return subprocess.run(
-        [sys.executable, "-m", "cachelint", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+cachelint = run_cachelint
 
 
 @pytest.fixture

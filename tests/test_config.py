@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +10,7 @@ import pytest
 from cachelint.config import DEFAULT_STAMP, Config, Layout, TargetConfig, load
 from cachelint.errors import ConfigError
 
-from .conftest import PROJECT, commit_all
+from .conftest import commit_all, run_cachelint
 
 
 def _write(path: Path, text: str) -> Path:
@@ -361,15 +358,7 @@ def test_check_with_a_bad_config_exits_2_with_one_line(
     _write(git_repo / "eval-cache" / "keep.txt", "x\n")
     _write(git_repo / "cachelint.toml", text)
     commit_all(git_repo)
-    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "cachelint", "check"],
-        cwd=git_repo,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    proc = run_cachelint(git_repo, "check")
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()

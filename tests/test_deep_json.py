@@ -3,14 +3,12 @@ never an internal error (RecursionError) with exit code 3."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from cachelint.runner.assertions import evaluate
 from cachelint.runner.output import Output
 from cachelint.store import Store
-from tests.conftest import commit_all
+from tests.conftest import commit_all, run_cachelint
 
 DEEP = "[" * 200_000
 
@@ -22,12 +20,7 @@ def test_a_deeply_nested_entry_json_is_a_corrupt_finding(git_repo: Path) -> None
     )
     (directory / "entry.json").write_text(DEEP)
     commit_all(git_repo)
-    proc = subprocess.run(
-        [sys.executable, "-m", "cachelint", "check", "--select", "eval-cache-corrupt"],
-        cwd=git_repo,
-        capture_output=True,
-        text=True,
-    )
+    proc = run_cachelint(git_repo, "check", "--select", "eval-cache-corrupt")
     assert proc.returncode == 1, proc.stderr
     assert "eval-cache-corrupt: entry.json is not valid JSON (nested too deeply)" in proc.stdout
 
@@ -38,12 +31,7 @@ def test_a_deeply_nested_stamp_is_an_invalid_stamp(git_repo: Path) -> None:
     )
     (git_repo / "eval-cache" / ".eval-cache-stamp.json").write_text(DEEP)
     commit_all(git_repo)
-    proc = subprocess.run(
-        [sys.executable, "-m", "cachelint", "stamp", "--check"],
-        cwd=git_repo,
-        capture_output=True,
-        text=True,
-    )
+    proc = run_cachelint(git_repo, "stamp", "--check")
     assert proc.returncode == 1, proc.stderr
     assert "eval-cache-stamp-invalid" in proc.stdout and "nested too deeply" in proc.stdout
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from cachelint.config import load
 from cachelint.findings import Finding, Severity
 from cachelint.rules import all_rules
 from cachelint.store import Store, format_time
-from tests.conftest import PROJECT, commit_all
+from tests.conftest import commit_all, run_cachelint
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 MEAI = "Microsoft.Extensions.AI.Evaluation"
@@ -34,14 +33,7 @@ STALE = (
 
 
 def cli(repo: Path, *args: str, now: datetime = NOW) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, CACHELINT_NOW=format_time(now), PYTHONPATH=str(PROJECT))
-    return subprocess.run(
-        [sys.executable, "-m", "cachelint", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    return run_cachelint(repo, *args, env={"CACHELINT_NOW": format_time(now)})
 
 
 def setup_repo(
