@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from cachelint.errors import CachelintError, GitError
 
@@ -58,26 +60,50 @@ def start_git(args: Sequence[str], *, cwd: Path, stdin: bytes | None = None) -> 
 
 
 class GitProcess:
-    """A git subprocess running in the background; `result()` waits and checks it."""
+    """A git subprocess running in the background; `result()` waits and checks it.
+
+    Input, output and errors go through unnamed temporary files, not pipes. Through a pipe,
+    every 32 KiB chunk of a 20 MB listing needs the GIL back in the waiting thread while the main
+    thread is busy, so git stalled on a full pipe and `check-attr` over 200,000 paths took three
+    times as long as on its own. With files, git runs at full speed and the thread waits in one
+    `waitpid`, which releases the GIL.
+    """
 
     def __init__(self, cmd: list[str], *, cwd: Path, stdin: bytes | None) -> None:
         self.cmd = cmd
-        self._stdin = stdin
-        self._proc = subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=_env(),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        self._out = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()
+        source: IO[bytes] | int = subprocess.DEVNULL
+        if stdin is not None:
+            source = tempfile.TemporaryFile()
+            source.write(stdin)
+            source.seek(0)
+        try:
+            self._proc = subprocess.Popen(
+                cmd, cwd=cwd, env=_env(), stdin=source, stdout=self._out, stderr=self._err
+            )
+        except BaseException:
+            self._close()
+            raise
+        finally:
+            if not isinstance(source, int):
+                source.close()
 
     def result(self, *, ok_codes: Sequence[int] = (0,)) -> GitResult:
-        out, err = self._proc.communicate(self._stdin)
-        result = GitResult(self._proc.returncode, out, err)
+        try:
+            rc = self._proc.wait()
+            self._out.seek(0)
+            self._err.seek(0)
+            result = GitResult(rc, self._out.read(), self._err.read())
+        finally:
+            self._close()
         if result.rc not in ok_codes:
             raise GitError(describe_failure(self.cmd, result))
         return result
+
+    def _close(self) -> None:
+        self._out.close()
+        self._err.close()
 
 
 def describe_failure(cmd: Sequence[str], result: GitResult) -> str:
