@@ -28,6 +28,7 @@ from typing import NamedTuple, TypeVar, cast
 
 import orjson
 
+from cachelint import entrycache
 from cachelint.config import Config
 from cachelint.errors import CorruptEntry
 from cachelint.fsutil import TEMP_PREFIX
@@ -37,6 +38,7 @@ from cachelint.store import (
     CONTENTS_FILE,
     ENTRY_FILE,
     ENTRY_FILES,
+    UNREAD_REQUEST,
     Entry,
     decode_json,
     parse_entry,
@@ -172,8 +174,11 @@ def under(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
-def collect(config: Config, *, now: datetime) -> TreeFacts:
-    """Gather every fact the rules need with one walk, one read per entry and bulk git calls."""
+def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeFacts:
+    """Gather every fact the rules need with one walk, one read per entry and bulk git calls.
+
+    `entry_cache` reuses the entries an earlier check parsed where git reports entry.json
+    unchanged (see `cachelint.entrycache`); False reads every entry from disk."""
     repo = config.repo
     roots = [r for r in config.cache if os.path.isdir(repo / r) and not os.path.islink(repo / r)]
     facts = TreeFacts(
@@ -191,7 +196,9 @@ def collect(config: Config, *, now: datetime) -> TreeFacts:
             # Neither needs the walk: both run on the other core while Python walks.
             git.submit("stage", ["ls-files", "-z", "--stage", *spec])
             git.submit("changed", ["diff-files", "-z", "--name-only", *spec])
-            _collect(facts, git, spec)
+            if entry_cache:
+                git.submit("git-dir", ["rev-parse", "--absolute-git-dir"])
+            _collect(facts, git, spec, entry_cache=entry_cache)
     finally:
         git.close()
     if facts.ignored:
@@ -213,7 +220,7 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str]) -> None:
+def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: bool) -> None:
     repo, config, roots = facts.repo, facts.config, facts.roots
 
     for root in config.cache:
@@ -224,35 +231,44 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str]) -> None:
     for root in roots:
         holders += _walk(str(repo), root, facts)
 
+    # check-attr is the longest git call: queued as soon as the walk ends, it is done by the
+    # time the entries are read.
+    walked = facts.disk_files
+    drop = _exclusions(config)
+    if drop is not None:
+        facts.disk_files = [p for p in walked if not drop(p)]
+        facts.excluded = len(walked) - len(facts.disk_files)
+        facts.symlinks = {p for p in facts.symlinks if not drop(p)}
+        holders = [(d, [n for n in names if not drop(f"{d}/{n}")]) for d, names in holders]
+    plain = [p for p in facts.disk_files if p not in facts.symlinks]
+    if plain:
+        git.submit("attrs", ["check-attr", "-z", "--stdin", "text"], stdin=_nul_joined(plain))
+
     # Kept until the end: `_really_modified` reads the object ids of its few candidates from it
     # instead of listing the whole index a second time.
     stage = git.result("stage").out
-    facts.index = _parse_stage(stage)
+    facts.index, entry_objects = _parse_stage(stage, entry_objects=entry_cache)
     # git's --others listings walk the whole tree again (a second each at 200,000 files, twice as
     # long as the rest of the plumbing). Everything they can list is on disk and not in the index
     # (a nested repository shows as "sub/", but its .git is on disk and never in the index), so
     # when every walked path is in the index they are empty and neither needs to run. Checked
-    # before `exclude` drops anything, so nested repositories are found exactly as before.
-    strays = any(p not in facts.index for p in facts.disk_files)
+    # on the walk before `exclude` dropped anything, so nested repositories are found exactly as
+    # before.
+    strays = any(p not in facts.index for p in walked)
+    del walked
     if strays:
         git.submit("others", ["ls-files", "-z", "--others", "--exclude-standard", *spec])
         git.submit(
             "ignored", ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *spec]
         )
 
-    drop = _exclusions(config)
-    if drop is not None:
-        before = len(facts.disk_files)
-        facts.disk_files = [p for p in facts.disk_files if not drop(p)]
-        facts.excluded = before - len(facts.disk_files)
-        facts.symlinks = {p for p in facts.symlinks if not drop(p)}
-        holders = [(d, [n for n in names if not drop(f"{d}/{n}")]) for d, names in holders]
-
-    plain = [p for p in facts.disk_files if p not in facts.symlinks]
-    if plain:
-        git.submit("attrs", ["check-attr", "-z", "--stdin", "text"], stdin=_nul_joined(plain))
-
-    _read_entries(facts, holders)
+    # diff-files ran right after ls-files, long before the walk ended: no wait in practice.
+    candidates = set(split_z(git.result("changed").out))
+    if entry_cache:
+        git_dir = Path(git.result("git-dir").out.decode("utf-8", "surrogateescape").strip())
+        _read_entries_cached(facts, holders, git_dir, entry_objects, candidates)
+    else:
+        _read_entries(facts, holders)
     _read_attributes(facts)
 
     if strays:
@@ -265,7 +281,6 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str]) -> None:
     facts.nested_repos.update(p for p, e in facts.index.items() if e.mode == GITLINK)
     if plain:
         facts.text_attr = _parse_text_attr(git.result("attrs").out, plain)
-    candidates = set(split_z(git.result("changed").out))
 
     if drop is not None:
         before_index = len(facts.index)
@@ -378,12 +393,20 @@ def _exclusions(config: Config) -> _Matcher | None:
     return drop
 
 
-def _parse_stage(out: bytes) -> dict[str, IndexEntry]:
-    """`ls-files --stage` records are "<mode> <object> <stage>\t<path>"; the object id is left
-    out (only the few dirty candidates need it, see `_really_modified`)."""
+_ENTRY_SUFFIX = "/" + ENTRY_FILE
+
+
+def _parse_stage(
+    out: bytes, *, entry_objects: bool = False
+) -> tuple[dict[str, IndexEntry], dict[str, str]]:
+    """`ls-files --stage` records are "<mode> <object> <stage>\t<path>". Returns the index and,
+    if `entry_objects`, the object ids of the entry.json files by entry directory (what the entry
+    cache checks its rows against); other object ids are left out (only the few dirty candidates
+    need theirs, see `_really_modified`)."""
     index: dict[str, IndexEntry] = {}
+    objects: dict[str, str] = {}
     if not out:
-        return index
+        return index, objects
     shared: dict[str, IndexEntry] = {}
     # Decode once and split as str: per-record bytes decoding doubled the cost at 200,000 files.
     for record in out.decode("utf-8", "surrogateescape").rstrip("\0").split("\0"):
@@ -393,7 +416,9 @@ def _parse_stage(out: bytes) -> dict[str, IndexEntry]:
         if entry is None:
             entry = shared[kind] = IndexEntry(meta[:6], int(meta[-1]))
         index[path] = entry
-    return index
+        if entry_objects and path.endswith(_ENTRY_SUFFIX):
+            objects[path] = meta[7:-2]
+    return index, objects
 
 
 def _parse_text_attr(out: bytes, paths: list[str]) -> dict[str, str]:
@@ -421,11 +446,49 @@ def _index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:
     return out
 
 
-def _read_entries(facts: TreeFacts, holders: list[tuple[str, list[str]]]) -> None:
+def _read_entries_cached(
+    facts: TreeFacts,
+    holders: list[tuple[str, list[str]]],
+    git_dir: Path,
+    entry_objects: dict[str, str],
+    candidates: set[str],
+) -> None:
+    """`_read_entries`, taking each entry whose entry.json git reports unchanged from the entry
+    cache, then rewriting the cache if any row would be added, changed or dropped."""
+    layout = facts.config.layout
+    rows = entrycache.Rows(git_dir, layout)
+
+    def unchanged(directory: str) -> Entry | None:
+        path = f"{directory}/{ENTRY_FILE}"
+        if path in candidates:
+            return None
+        return rows.lookup(directory, entry_objects.get(path))
+
+    try:
+        _read_entries(facts, holders, unchanged)
+    finally:
+        cached = rows.close()
+    committed = [
+        (e, object_id)
+        for e in facts.entries
+        if (path := f"{e.directory}/{ENTRY_FILE}") not in candidates
+        and (object_id := entry_objects.get(path)) is not None
+    ]
+    if rows.used != len(committed) or cached != len(committed):
+        # facts.entries is in directory order, the order lookups need next time.
+        entrycache.save(git_dir, layout, (entrycache.row(e.directory, o, e) for e, o in committed))
+
+
+def _read_entries(
+    facts: TreeFacts,
+    holders: list[tuple[str, list[str]]],
+    unchanged: Callable[[str], Entry | None] | None = None,
+) -> None:
     """Read every entry once; anything unreadable becomes a (path, reason) in `facts.corrupt`.
 
     `holders` are the walk's directories with their entry and temp file names (links and
-    excluded files already left out)."""
+    excluded files already left out). `unchanged(directory)` may hand back an entry parsed by an
+    earlier check instead of reading it again."""
     repo = facts.repo
     layout = facts.config.layout
     cache_prefixes = tuple(f"{root.rstrip('/')}/{CACHE_DIR}/" for root in facts.roots)
@@ -457,8 +520,10 @@ def _read_entries(facts: TreeFacts, holders: list[tuple[str, list[str]]]) -> Non
             )
             continue
         try:
-            data = _load_entry_json(f"{repo}/{directory}/{ENTRY_FILE}")
-            entry = parse_entry(data, directory, layout)
+            entry = unchanged(directory) if unchanged is not None else None
+            if entry is None:
+                data = _load_entry_json(f"{repo}/{directory}/{ENTRY_FILE}")
+                entry = parse_entry(data, directory, layout)
             if CONTENTS_FILE not in names:
                 raise CorruptEntry(f"{CONTENTS_FILE} is missing")
             facts.entries.append(entry)
@@ -470,7 +535,6 @@ def _read_entries(facts: TreeFacts, holders: list[tuple[str, list[str]]]) -> Non
 
 _READ_SIZE = 1 << 16
 _BOM = b"\xef\xbb\xbf"
-_NO_REQUEST: dict[str, object] = {}
 _SHARED_FIELDS = ("scenario", "provider", "model", "scenarioName", "iterationName")
 _QUOTED = ("format", "key", "cacheKey")  # fields store.parse_entry quotes with repr()
 
@@ -507,7 +571,7 @@ def _load_entry_json(path: str) -> object:
     # a shared empty dict still passes the layout's "request is an object" check.
     if isinstance(data, dict):
         if isinstance(data.get("request"), dict):
-            data["request"] = _NO_REQUEST
+            data["request"] = UNREAD_REQUEST
         # Thousands of entries share a scenario, provider and model: one string object each.
         for name in _SHARED_FIELDS:
             value = data.get(name)

@@ -59,6 +59,13 @@ def add_parser(
         help="skip these rules (repeatable or comma-separated)",
     )
     parser.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+    parser.add_argument(
+        "--no-cache",
+        dest="entry_cache",
+        action="store_false",
+        help="read every entry from disk instead of reusing those an earlier check parsed and "
+        "git reports unchanged (the cache lives in .git/cachelint/)",
+    )
     parser.set_defaults(handler=_handle)
 
 
@@ -78,6 +85,7 @@ def _handle(ns: argparse.Namespace) -> int:
         ignore=split_codes(ns.ignore),
         strict=ns.strict,
         now=clock.now(),
+        entry_cache=ns.entry_cache,
         out=sys.stdout,
     )
 
@@ -119,6 +127,7 @@ def check(
     strict: bool,
     groups: Iterable[str] | None = None,
     now: datetime | None = None,
+    entry_cache: bool = True,
     out: TextIO,
 ) -> int:
     """Check the cache tree of the repository containing `start`; return the exit code.
@@ -137,7 +146,9 @@ def check(
     repo = repo_root(start)
     config = load(repo, config_path)
     rules = choose_rules(all_rules(), select=select, ignore=ignore, groups=groups)
-    facts = tree.collect(config, now=now if now is not None else clock.now())
+    facts = tree.collect(
+        config, now=now if now is not None else clock.now(), entry_cache=entry_cache
+    )
     findings = sort_findings([f for rule in rules for f in rule.check(facts)])
     worst, worst_length = facts.worst_path
     notes = []

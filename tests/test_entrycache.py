@@ -1,0 +1,180 @@
+"""The entry cache: a check reuses the entries an earlier one parsed only while git reports their
+entry.json unchanged, and reads everything else from disk. Real repositories, real git."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cachelint.config import load
+from cachelint.entrycache import CACHE_FILE
+from cachelint.tree import TreeFacts, collect
+from tests.conftest import commit_all, git, run_cachelint
+from tests.test_rules import NOW, put, write_meai
+
+# The fixture's MEAI entry has a full-length key and no stamp: those findings are not the point.
+TREE_ONLY = ("--select", "eval-cache-corrupt,eval-cache-empty,eval-cache-dirty")
+
+
+def facts_of(repo: Path, *, entry_cache: bool = True) -> TreeFacts:
+    return collect(load(repo), now=NOW, entry_cache=entry_cache)
+
+
+def cache_path(repo: Path) -> Path:
+    return repo / ".git" / CACHE_FILE
+
+
+def entry_file(repo: Path, scenario: str) -> Path:
+    return next(
+        (repo / "eval-cache" / "cache" / "support" / "acme" / scenario).glob("*/entry.json")
+    )
+
+
+def rows(repo: Path) -> list[list[object]]:
+    lines = cache_path(repo).read_bytes().splitlines()
+    return [orjson.loads(line) for line in lines[1:]]
+
+
+def rewrite_rows(repo: Path, change) -> None:  # type: ignore[no-untyped-def]
+    """Edit every row of the cache file in place (keeping its header and object ids)."""
+    header, *lines = cache_path(repo).read_bytes().splitlines()
+    edited = [orjson.dumps(change(orjson.loads(line))) for line in lines]
+    cache_path(repo).write_bytes(b"\n".join([header, *edited]) + b"\n")
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    put(git_repo, scenario="support/acme/a", text="one")
+    put(git_repo, scenario="support/acme/b", text="two")
+    write_meai(git_repo)
+    commit_all(git_repo)
+    return git_repo
+
+
+def test_first_check_writes_a_row_per_committed_entry(repo: Path) -> None:
+    facts = facts_of(repo)
+    written = rows(repo)
+    assert [r[0] for r in written] == sorted(e.directory for e in facts.entries)
+    assert len(written) == 3
+    objects = {}  # path -> object id, from "<mode> <object> <stage>\t<path>"
+    for line in git(repo, "ls-files", "--stage", "--", "eval-cache").splitlines():
+        meta, path = line.split("\t")
+        objects[path] = meta.split(" ")[1]
+    for row in written:
+        assert row[1] == objects[f"{row[0]}/entry.json"]
+
+
+def test_a_warm_check_sees_exactly_what_a_cold_one_sees(repo: Path) -> None:
+    cold = facts_of(repo, entry_cache=False)
+    facts_of(repo)  # writes the cache
+    warm = facts_of(repo)
+    assert warm.entries == cold.entries
+    assert warm.corrupt == cold.corrupt
+
+
+def test_rows_are_used_while_git_reports_entry_json_unchanged(repo: Path) -> None:
+    facts_of(repo)
+
+    # Only a reused row can put this scenario name into the facts: no file on disk says it.
+    def rename(row: list[object]) -> list[object]:
+        return [*row[:3], "from-the-cache", *row[4:]]
+
+    rewrite_rows(repo, rename)
+    assert {e.scenario for e in facts_of(repo).entries} == {"from-the-cache"}
+    assert {e.scenario for e in facts_of(repo, entry_cache=False).entries} != {"from-the-cache"}
+
+
+def test_an_entry_changed_on_disk_is_read_again(repo: Path) -> None:
+    facts_of(repo)
+    entry_json = entry_file(repo, "a")
+    entry_json.write_text("{ not json")
+    facts = facts_of(repo)
+    assert [d for d, _ in facts.corrupt] == [entry_json.parent.relative_to(repo).as_posix()]
+
+
+def test_a_same_size_edit_with_the_old_mtime_is_still_read_again(repo: Path) -> None:
+    """git compares ctime and size besides mtime, so putting the mtime back does not hide an
+    edit from diff-files, and so not from the cache either."""
+    facts_of(repo)
+    entry_json = entry_file(repo, "a")
+    before = entry_json.stat()
+    text = entry_json.read_text()
+    edited = text.replace('"provider": "openai"', '"provider": "OPENAI"')
+    assert edited != text and len(edited) == len(text)
+    entry_json.write_text(edited)
+    os.utime(entry_json, ns=(before.st_atime_ns, before.st_mtime_ns))
+    providers = {e.provider for e in facts_of(repo).entries if e.provider}
+    assert "OPENAI" in providers
+
+
+def test_a_staged_change_gets_a_new_row(repo: Path) -> None:
+    facts_of(repo)
+    entry_json = entry_file(repo, "b")
+    data = json.loads(entry_json.read_text())
+    data["model"] = "restaged"
+    entry_json.write_text(json.dumps(data, indent=2))
+    git(repo, "add", "-A")
+    assert "restaged" in {e.model for e in facts_of(repo).entries}
+    assert "restaged" in {r[8] for r in rows(repo)}
+    assert "restaged" in {e.model for e in facts_of(repo).entries}  # now from the new row
+
+
+def test_untracked_and_corrupt_entries_get_no_row(repo: Path) -> None:
+    put(repo, scenario="support/acme/new", text="untracked")
+    broken = put(repo, scenario="support/acme/broken", text="broken")
+    (broken / "entry.json").write_text("[]")
+    commit_all(repo)
+    put(repo, scenario="support/acme/later", text="not added")
+    facts = facts_of(repo)
+    assert len(facts.corrupt) == 1
+    cached = {r[0] for r in rows(repo)}
+    assert broken.relative_to(repo).as_posix() not in cached
+    assert not any("support/acme/later" in d for d in cached)
+    assert len(cached) == len(facts.entries) - 1
+
+
+def test_a_damaged_cache_file_is_ignored_and_rewritten(repo: Path) -> None:
+    facts_of(repo)
+    cache_path(repo).write_bytes(b'{"format": 1}\n["half a row"\n\x00\xff')
+    cold = facts_of(repo, entry_cache=False)
+    assert facts_of(repo).entries == cold.entries
+    assert len(rows(repo)) == 3
+
+
+def test_a_row_for_another_layout_setting_is_not_used(repo: Path) -> None:
+    facts_of(repo)
+    rewrite_rows(repo, lambda row: [*row[:3], "from-the-cache", *row[4:]])
+    pyproject = repo / "pyproject.toml"
+    pyproject.write_text('[tool.cachelint]\nlayout = "auto"\n')
+    assert "from-the-cache" in {e.scenario for e in facts_of(repo).entries}
+    pyproject.write_text('[tool.cachelint]\nlayout = "cachelint"\nexclude = ["**/1/**"]\n')
+    assert "from-the-cache" not in {e.scenario for e in facts_of(repo).entries}
+
+
+def test_an_unwritable_cache_is_not_an_error(repo: Path) -> None:
+    (repo / ".git" / "cachelint").write_text("a file where the directory should be")
+    result = run_cachelint(repo, "check", *TREE_ONLY)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 entries" in result.stdout
+
+
+def test_no_cache_neither_reads_nor_writes_it(repo: Path) -> None:
+    result = run_cachelint(repo, "check", "--no-cache", *TREE_ONLY)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not cache_path(repo).exists()
+
+    facts_of(repo)
+    before = cache_path(repo).read_bytes()
+    put(repo, scenario="support/acme/c", text="three")
+    commit_all(repo)
+    result = run_cachelint(repo, "check", "--no-cache", *TREE_ONLY)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 entries" in result.stdout
+    assert cache_path(repo).read_bytes() == before  # a cached run would have added a row
+    run_cachelint(repo, "check")
+    assert len(rows(repo)) == 4
