@@ -170,6 +170,8 @@ def entry_count(count: int) -> str:
 def entries_by_root(roots: Sequence[str], entries: Iterable[Entry]) -> dict[str, list[Entry]]:
     """Assign each entry to the root its directory lies under (one pass). Entries named relative
     to their root rather than the repository go to the only root when there is one."""
+    if len(roots) == 1:
+        return {roots[0]: list(entries)}
     by_root: dict[str, list[Entry]] = {root: [] for root in roots}
     prefixes = sorted(((r.rstrip("/") + "/", r) for r in roots), key=lambda p: -len(p[0]))
     for entry in entries:

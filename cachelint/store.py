@@ -175,9 +175,12 @@ def read_entry(directory: Path, relative: str, layout: Layout = Layout.AUTO) -> 
     return entry
 
 
-def parse_entry(data: Any, relative: str, layout: Layout = Layout.AUTO) -> Entry:
+def parse_entry(
+    data: Any, relative: str, layout: Layout = Layout.AUTO, *, keep_request: bool = True
+) -> Entry:
     """Validate a decoded entry.json. The linter reads 100,000 of them and already knows from its
-    own walk whether contents.data exists, so it skips `read_entry`'s pathlib and stat work."""
+    own walk whether contents.data exists, so it skips `read_entry`'s pathlib and stat work; it
+    passes `keep_request=False` to get `UNREAD_REQUEST` in place of a validated request."""
     if not isinstance(data, dict):
         raise CorruptEntry("entry.json is not a JSON object")
     if layout is _AUTO:
@@ -188,10 +191,12 @@ def parse_entry(data: Any, relative: str, layout: Layout = Layout.AUTO) -> Entry
     name = relative.rpartition("/")[2]
     if meai:
         return _read_meai(data, relative, name)
-    return _read_native(data, relative, name)
+    return _read_native(data, relative, name, keep_request)
 
 
-def _read_native(data: Mapping[str, Any], relative: str, name: str) -> Entry:
+def _read_native(
+    data: Mapping[str, Any], relative: str, name: str, keep_request: bool = True
+) -> Entry:
     fmt = data.get("format")
     key = data.get("key")
     request = data.get("request")
@@ -212,17 +217,18 @@ def _read_native(data: Mapping[str, Any], relative: str, name: str) -> Entry:
         and isinstance(model, str)
         and isinstance(contents, str)
     ):
+        # Thousands of entries share a scenario, provider and model: one string object each.
         return Entry(
             _CACHELINT,
             relative,
-            scenario,
+            sys.intern(scenario),
             key,
             _time_field(data, "created", "entry.json"),
             _time_field(data, "expires", "entry.json"),
-            provider,
-            model,
+            sys.intern(provider),
+            sys.intern(model),
             None,
-            request,
+            request if keep_request else UNREAD_REQUEST,
         )
     return _read_native_checked(data, relative, name)
 
@@ -265,8 +271,8 @@ def _read_meai(data: Mapping[str, Any], relative: str, name: str) -> Entry:
     return Entry(
         layout=Layout.MEAI,
         directory=relative,
-        scenario=_field(data, "scenarioName", str, where),
-        iteration=_field(data, "iterationName", str, where),
+        scenario=sys.intern(_field(data, "scenarioName", str, where)),
+        iteration=sys.intern(_field(data, "iterationName", str, where)),
         key=key,
         created=_time_field(data, "creation", where),
         expires=_time_field(data, "expiration", where),

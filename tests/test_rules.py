@@ -476,6 +476,17 @@ def test_worst_path_is_the_first_of_equally_long_paths(repo: Path) -> None:
     assert length == len(worst)
 
 
+def test_worst_path_counts_utf16_and_breaks_ties_across_ascii_and_wide_paths(repo: Path) -> None:
+    emoji = "\U0001f600" * 30  # 30 code points, 60 UTF-16 units
+    (repo / "eval-cache" / emoji).mkdir()
+    (repo / "eval-cache" / emoji / "b.json").write_text("{}")
+    assert facts_of(repo).worst_path == (f"eval-cache/{emoji}/b.json", 78)
+    ascii_dir = repo / "eval-cache" / ("z" * 60)  # as long in UTF-16, sorts before the emoji
+    ascii_dir.mkdir()
+    (ascii_dir / "b.json").write_text("{}")
+    assert facts_of(repo).worst_path == (f"eval-cache/{'z' * 60}/b.json", 78)
+
+
 def test_clean_tree_skips_the_untracked_listings_but_finds_a_new_file(repo: Path) -> None:
     assert facts_of(repo).untracked == set()
     put(repo, text="three")

@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
-from cachelint.store import _read_native_checked, parse_entry, parse_time
-from cachelint.tree import _load_entry_json
+from cachelint.store import (
+    UNREAD_REQUEST,
+    Entry,
+    _read_native_checked,
+    decode_json,
+    parse_entry,
+    parse_time,
+)
+from cachelint.tree import _read_entry
 
 KEY = "0123456789abcdef" + "0" * 48
 DIR = "eval-cache/cache/s/0123456789abcdef"
@@ -109,11 +117,20 @@ def test_native_fast_path_matches_field_by_field_validation(changes: dict[str, o
         assert got == parse_entry(data, DIR, Layout.CACHELINT)
 
 
+VALID = json.dumps({**_native(), "contents": "0" * 64}).encode()
+
+
 @pytest.mark.parametrize(
     "raw",
     [
-        b'{"a": NaN}',  # json accepts, orjson rejects
-        b'{"format": 123456789012345678901234567890}',  # orjson: a float
+        VALID,
+        b"\xef\xbb\xbf" + VALID,
+        VALID.replace(b'"format": 1', b'"format": 123456789012345678901234567890'),  # a float
+        VALID.replace(b'"key": "', b'"key": 123456789012345678901234567890, "k": "'),
+        VALID.replace(b'"model": "m"', b'"model": NaN'),  # json accepts, orjson rejects
+        VALID.replace(b'"model": "m"', b'"model": "\\ud800"'),  # a lone surrogate escape
+        b'{"a": NaN}',
+        b'{"format": 123456789012345678901234567890}',
         b'{"key": 123456789012345678901234567890}',
         b'{"a": "\\ud800"}',
         b"\xef\xbb\xbf{}",
@@ -123,23 +140,21 @@ def test_native_fast_path_matches_field_by_field_validation(changes: dict[str, o
         b"",
     ],
 )
-def test_entry_json_reads_like_the_stdlib(tmp_path: object, raw: bytes) -> None:
-    from pathlib import Path
-
-    path = Path(str(tmp_path)) / "entry.json"
+def test_entry_json_reads_like_the_store(tmp_path: Path, raw: bytes) -> None:
+    """The linter's fast read gives the entry, or the words of the finding, that the stdlib
+    decoder and parse_entry give (the store's own way of reading)."""
+    path = tmp_path / "entry.json"
     path.write_bytes(raw)
-    body = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
     try:
-        expected: object = json.JSONDecoder().decode(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        expected: object = parse_entry(decode_json(raw), DIR, Layout.AUTO)
+        assert isinstance(expected, Entry)
+        expected = expected._replace(request=UNREAD_REQUEST)
+    except ValueError as exc:
         expected = f"entry.json is not valid JSON ({exc})"
+    except CorruptEntry as exc:
+        expected = str(exc)
     try:
-        got: object = _load_entry_json(str(path))
+        got: object = _read_entry(str(path), DIR, Layout.AUTO)
     except CorruptEntry as exc:
         got = str(exc)
-    if isinstance(expected, float) or (
-        isinstance(expected, dict) and expected.get("a") != expected.get("a")
-    ):
-        assert isinstance(got, dict) and got["a"] != got["a"]  # NaN
-    else:
-        assert got == expected
+    assert got == expected

@@ -17,7 +17,7 @@ CODE = "eval-cache-symlink"
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
     links = set(facts.symlinks)
-    links.update(p for p, e in facts.index.items() if e.mode == SYMLINK)
+    links.update(facts.index_paths(SYMLINK))
     for path in sorted(links):
         yield Finding(
             path,
