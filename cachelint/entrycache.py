@@ -133,34 +133,27 @@ class Rows:
             return None
 
 
-def row(directory: str, object_id: str, found: Entry) -> Row:
-    return [
-        directory,
-        object_id,
-        found.layout.value,
-        found.scenario,
-        found.key,
-        None if found.created is None else found.created.isoformat(),
-        None if found.expires is None else found.expires.isoformat(),
-        found.provider,
-        found.model,
-        found.iteration,
-    ]
-
-
-def save(git_dir: Path, layout: Layout, rows: Iterable[Row]) -> None:
-    """Replace the cache file with `rows` (in directory order): a temp file, then a rename, so a
-    reader sees the old file or the new one. Failing to write is not an error."""
+def save(git_dir: Path, layout: Layout, committed: Iterable[tuple[Entry, str]]) -> None:
+    """Replace the cache file with a row per (entry, object id), given in directory order: a
+    temp file, then a rename, so a reader sees the old file or the new one. Failing to write is
+    not an error. orjson writes the datetimes (as isoformat() would) and the layout's value."""
     path = cache_file(git_dir)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    dumps = orjson.dumps
+    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
     try:
         path.parent.mkdir(exist_ok=True)
         with open(tmp, "wb") as fh:
-            fh.write(dumps(_header(layout)) + b"\n")
-            fh.writelines(dumps(r) + b"\n" for r in rows)
+            fh.write(dumps(_header(layout), option=newline))
+            fh.writelines(
+                dumps(
+                    (e.directory, object_id, e.layout, e.scenario, e.key, e.created, e.expires)
+                    + (e.provider, e.model, e.iteration),
+                    option=newline,
+                )
+                for e, object_id in committed
+            )
         os.replace(tmp, path)
-    except (OSError, TypeError):
+    except (OSError, TypeError):  # orjson.JSONEncodeError is a TypeError (a lone surrogate)
         try:
             tmp.unlink()
         except OSError:

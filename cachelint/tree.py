@@ -490,7 +490,7 @@ def _read_entries_cached(
     ]
     if rows.used != len(committed) or cached != len(committed):
         # facts.entries is in directory order, the order lookups need next time.
-        entrycache.save(git_dir, layout, (entrycache.row(e.directory, o, e) for e, o in committed))
+        entrycache.save(git_dir, layout, committed)
 
 
 def _read_entries(
