@@ -373,22 +373,23 @@ def _walk(repo: str, root: str, facts: TreeFacts) -> list[tuple[str, list[str]]]
             for de in it:
                 name = de.name
                 seen.add(name)
-                # DirEntry answers both from d_type, without a stat; links are sorted out
-                # first so is_dir() (which follows links) only sees real directories.
-                if de.is_symlink():
-                    path = prefix + name
-                    links.add(path)
-                    files.append(path)
-                elif de.is_dir():
+                # DirEntry answers from d_type, without a stat; regular files (two of every
+                # three names) are asked about first, and nothing follows a link.
+                if de.is_file(follow_symlinks=False):
+                    files.append(prefix + name)
+                    if name in ENTRY_FILES or name.startswith(TEMP_PREFIX):
+                        held.append(name)
+                elif de.is_dir(follow_symlinks=False):
                     path = prefix + name
                     dirs.append(path)
                     stack.append(path)
                     if name == ".git":
                         git_dirs.append(path)
-                else:
-                    files.append(prefix + name)
-                    if name in ENTRY_FILES or name.startswith(TEMP_PREFIX):
-                        held.append(name)
+                else:  # a symbolic link (or a fifo, socket or device: never read)
+                    path = prefix + name
+                    if de.is_symlink():
+                        links.add(path)
+                    files.append(path)
             if held:
                 holders.append((rel, held))
     return holders
@@ -482,6 +483,8 @@ def _read_entries_cached(
         _read_entries(facts, holders, unchanged)
     finally:
         cached = rows.close()
+    if len(facts.entries) == rows.used == cached:
+        return  # every entry came from its row and no row went unused: nothing to rewrite
     committed = [
         (e, object_id)
         for e in facts.entries
