@@ -268,7 +268,7 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: 
     # when every walked path is in the index they are empty and neither needs to run. Checked
     # on the walk before `exclude` dropped anything, so nested repositories are found exactly as
     # before.
-    strays = any(p not in facts.index for p in walked)
+    strays = not all(map(facts.index.__contains__, walked))  # C speed over 200,000 paths
     del walked
     if strays:
         git.submit("others", ["ls-files", "-z", "--others", "--exclude-standard", *spec])
