@@ -208,7 +208,7 @@ def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeF
     try:
         with _no_cyclic_gc():
             # Neither needs the walk: both run on the other core while Python walks.
-            git.submit("stage", ["ls-files", "-z", "--stage", *spec])
+            git.submit("stage", ["ls-files", "-z", "-v", "--stage", *spec])
             git.submit("changed", ["diff-files", "-z", "--name-only", *spec])
             if entry_cache:
                 git.submit("git-dir", ["rev-parse", "--absolute-git-dir"])
@@ -261,7 +261,7 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: 
     # Kept until the end: `_really_modified` reads the object ids of its few candidates from it
     # instead of listing the whole index a second time.
     stage = git.result("stage").out
-    facts.index, entry_objects = _parse_stage(stage, entry_objects=entry_cache)
+    facts.index, entry_objects, flagged = _parse_stage(stage, entry_objects=entry_cache)
     # git's --others listings walk the whole tree again (a second each at 200,000 files, twice as
     # long as the rest of the plumbing). Everything they can list is on disk and not in the index
     # (a nested repository shows as "sub/", but its .git is on disk and never in the index), so
@@ -277,7 +277,11 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: 
         )
 
     # diff-files ran right after ls-files, long before the walk ended: no wait in practice.
+    # It skips files marked assume-unchanged or skip-worktree: those are hashed like its own
+    # candidates, so such a mark can hide a change from neither the dirty rule nor the entry
+    # cache.
     candidates = set(split_z(git.result("changed").out))
+    candidates.update(flagged)
     if entry_cache:
         git_dir = Path(git.result("git-dir").out.decode("utf-8", "surrogateescape").strip())
         _read_entries_cached(facts, holders, git_dir, entry_objects, candidates)
@@ -413,27 +417,34 @@ _ENTRY_SUFFIX = "/" + ENTRY_FILE
 
 def _parse_stage(
     out: bytes, *, entry_objects: bool = False
-) -> tuple[dict[str, IndexEntry], dict[str, str]]:
-    """`ls-files --stage` records are "<mode> <object> <stage>\t<path>". Returns the index and,
-    if `entry_objects`, the object ids of the entry.json files by entry directory (what the entry
-    cache checks its rows against); other object ids are left out (only the few dirty candidates
-    need theirs, see `_really_modified`)."""
+) -> tuple[dict[str, IndexEntry], dict[str, str], list[str]]:
+    """`ls-files -v --stage` records are "<tag> <mode> <object> <stage>\t<path>". Returns the
+    index; if `entry_objects`, the object ids of the entry.json files by path (what the entry
+    cache checks its rows against; other ids are left out, only the few dirty candidates need
+    theirs, see `_really_modified`); and the paths whose tag is not "H": marked assume-unchanged
+    ("h") or skip-worktree ("S"), which git no longer compares with the disk, or unmerged."""
     index: dict[str, IndexEntry] = {}
     objects: dict[str, str] = {}
+    flagged: list[str] = []
     if not out:
-        return index, objects
-    shared: dict[str, IndexEntry] = {}
+        return index, objects, flagged
+    text = out.decode("utf-8", "surrogateescape")
     # Decode once and split as str: per-record bytes decoding doubled the cost at 200,000 files.
-    for record in out.decode("utf-8", "surrogateescape").rstrip("\0").split("\0"):
+    records = text.rstrip("\0").split("\0")
+    any_flags = text.count("\0H ") + text.startswith("H ") != len(records)
+    shared: dict[str, IndexEntry] = {}
+    for record in records:
         meta, _, path = record.partition("\t")
-        kind = meta[:6] + meta[-1]
+        kind = meta[2:8] + meta[-1]
         entry = shared.get(kind)
         if entry is None:
-            entry = shared[kind] = IndexEntry(meta[:6], int(meta[-1]))
+            entry = shared[kind] = IndexEntry(meta[2:8], int(meta[-1]))
         index[path] = entry
         if entry_objects and path.endswith(_ENTRY_SUFFIX):
-            objects[path] = meta[7:-2]
-    return index, objects
+            objects[path] = meta[9:-2]
+        if any_flags and meta[0] != "H":
+            flagged.append(path)
+    return index, objects, flagged
 
 
 def _parse_text_attr(out: bytes, paths: list[str]) -> dict[str, str]:
@@ -451,13 +462,13 @@ def _parse_text_attr(out: bytes, paths: list[str]) -> dict[str, str]:
 
 
 def _index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:
-    """Object ids of the `wanted` paths in the `ls-files --stage` output, parsed only when
+    """Object ids of the `wanted` paths in the `ls-files -v --stage` output, parsed only when
     diff-files reported candidates: cheaper than keeping 200,000 ids for the common clean case."""
     out: dict[str, str] = {}
     for record in split_z(stage):
         meta, _, path = record.partition("\t")
         if path in wanted:
-            out[path] = meta.split(" ")[1]
+            out[path] = meta.split(" ")[2]
     return out
 
 

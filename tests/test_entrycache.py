@@ -112,6 +112,16 @@ def test_a_same_size_edit_with_the_old_mtime_is_still_read_again(repo: Path) -> 
     assert "OPENAI" in providers
 
 
+def test_an_entry_marked_assume_unchanged_is_always_read(repo: Path) -> None:
+    facts_of(repo)
+    entry_json = entry_file(repo, "a")
+    git(repo, "update-index", "--assume-unchanged", entry_json.relative_to(repo).as_posix())
+    entry_json.write_text("{ not json")
+    assert git(repo, "diff-files", "--name-only") == ""  # git no longer compares it
+    facts = facts_of(repo)
+    assert [d for d, _ in facts.corrupt] == [entry_json.parent.relative_to(repo).as_posix()]
+
+
 def test_a_staged_change_gets_a_new_row(repo: Path) -> None:
     facts_of(repo)
     entry_json = entry_file(repo, "b")

@@ -121,8 +121,8 @@ def test_modified_files_need_one_ls_files_stage(
     assert facts.modified == {changed.relative_to(git_repo).as_posix()}
     calls = log.read_text().splitlines()
     assert any(c.startswith("hash-object") for c in calls)  # the candidates were checked
-    assert [c for c in calls if c.startswith("ls-files -z --stage")] == [
-        "ls-files -z --stage -- :(literal)eval-cache"
+    assert [c for c in calls if c.startswith("ls-files -z -v --stage")] == [
+        "ls-files -z -v --stage -- :(literal)eval-cache"
     ]
 
 

@@ -187,6 +187,19 @@ def test_dirty(repo: Path) -> None:
     assert found.path == victim.relative_to(repo).as_posix()
 
 
+@pytest.mark.parametrize("mark", ["--assume-unchanged", "--skip-worktree"])
+def test_dirty_behind_a_mark_that_stops_git_looking(repo: Path, mark: str) -> None:
+    """git diff-files and git status skip a file so marked; the linter hashes it anyway."""
+    victim = next((repo / "eval-cache").rglob("contents.data"))
+    rel = victim.relative_to(repo).as_posix()
+    git(repo, "update-index", mark, rel)
+    assert_no_findings(repo, "eval-cache-dirty")  # marked but unchanged: clean
+    victim.write_text('{"text": "rewritten by an offline run"}\n')
+    assert git(repo, "diff-files", "--name-only") == ""  # git itself no longer sees it
+    (found,) = assert_findings(repo, "eval-cache-dirty")
+    assert found.path == rel
+
+
 def test_touched_file_with_same_bytes_is_not_dirty(repo: Path) -> None:
     victim = next((repo / "eval-cache").rglob("contents.data"))
     victim.write_bytes(victim.read_bytes())
