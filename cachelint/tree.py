@@ -209,7 +209,11 @@ def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeF
         with _no_cyclic_gc():
             # Neither needs the walk: both run on the other core while Python walks.
             git.submit("stage", ["ls-files", "-z", "-v", "--stage", *spec])
-            git.submit("changed", ["diff-files", "-z", "--name-only", *spec])
+            # Without preloadIndex: its threads lstat the same files the walk lists, and on
+            # two cores that contention slowed the walk by a quarter (1.3 s to 1.0 s measured
+            # at 100,000 entries) for a diff-files that finishes long before the walk anyway.
+            unthreaded = ["-c", "core.preloadIndex=false"]
+            git.submit("changed", [*unthreaded, "diff-files", "-z", "--name-only", *spec])
             if entry_cache:
                 git.submit("git-dir", ["rev-parse", "--absolute-git-dir"])
             _collect(facts, git, spec, entry_cache=entry_cache)
