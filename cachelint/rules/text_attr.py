@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.tree import ATTRIBUTES, INFO_ATTRIBUTES, TreeFacts, under
+
+if TYPE_CHECKING:
+    import pathspec
 
 CODE = "eval-cache-text-attr"
 
@@ -43,6 +45,9 @@ def _sets_text(attrs: list[str]) -> bool:
 
 @cache
 def _matcher(pattern: str) -> pathspec.GitIgnoreSpec:
+    # Imported here: only a finding needs it, and importing pathspec costs ~30 ms on every check.
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines([pattern])
 
 
