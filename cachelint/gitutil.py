@@ -71,13 +71,23 @@ class GitProcess:
 
     def __init__(self, cmd: list[str], *, cwd: Path, stdin: bytes | None) -> None:
         self.cmd = cmd
-        self._out = tempfile.TemporaryFile()
-        self._err = tempfile.TemporaryFile()
         source: IO[bytes] | int = subprocess.DEVNULL
-        if stdin is not None:
-            source = tempfile.TemporaryFile()
-            source.write(stdin)
-            source.seek(0)
+        opened: list[IO[bytes]] = []
+        try:
+            self._out = _temp_file(opened)
+            self._err = _temp_file(opened)
+            if stdin is not None:
+                source = _temp_file(opened)
+                source.write(stdin)
+                source.seek(0)
+        except OSError as exc:
+            for fh in opened:
+                fh.close()
+            raise CachelintError(
+                f"cannot write a temporary file for `{' '.join(cmd)}` in "
+                f"{tempfile.gettempdir()} ({exc.strerror}); free space there or point TMPDIR "
+                "at a writable directory"
+            ) from None
         try:
             self._proc = subprocess.Popen(
                 cmd, cwd=cwd, env=_env(), stdin=source, stdout=self._out, stderr=self._err
@@ -104,6 +114,12 @@ class GitProcess:
     def _close(self) -> None:
         self._out.close()
         self._err.close()
+
+
+def _temp_file(opened: list[IO[bytes]]) -> IO[bytes]:
+    fh = tempfile.TemporaryFile()
+    opened.append(fh)
+    return fh
 
 
 def describe_failure(cmd: Sequence[str], result: GitResult) -> str:

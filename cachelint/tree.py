@@ -1,7 +1,8 @@
 """Facts about the cache tree, gathered once per check and shared by every rule.
 
 Rules never call git or walk the disk themselves: `collect` lists the tree with a few bulk git
-plumbing calls (always -z), walks each cache root once, and reads every entry once.
+plumbing calls (always -z), walks each cache root once, and reads every entry once, or takes it
+from the entry cache when git reports its entry.json unchanged (`cachelint.entrycache`).
 
 The plumbing runs one call after another on a background thread, queued before the Python walk,
 so git uses the second core while Python scans the disk and parses entry.json files; per-file git
@@ -207,7 +208,7 @@ def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeF
     git = _Plumbing(repo)
     try:
         with _no_cyclic_gc():
-            # Neither needs the walk: both run on the other core while Python walks.
+            # None of these needs the walk: they run on the other core while Python walks.
             git.submit("stage", ["ls-files", "-z", "-v", "--stage", *spec])
             # Without preloadIndex: its threads lstat the same files the walk lists, and on
             # two cores that contention slowed the walk by a quarter (1.3 s to 1.0 s measured

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -39,7 +40,7 @@ def rows(repo: Path) -> list[list[object]]:
     return [orjson.loads(line) for line in lines[1:]]
 
 
-def rewrite_rows(repo: Path, change) -> None:  # type: ignore[no-untyped-def]
+def rewrite_rows(repo: Path, change: Callable[[list[object]], list[object]]) -> None:
     """Edit every row of the cache file in place (keeping its header and object ids)."""
     header, *lines = cache_path(repo).read_bytes().splitlines()
     edited = [orjson.dumps(change(orjson.loads(line))) for line in lines]
