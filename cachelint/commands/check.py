@@ -146,10 +146,11 @@ def check(
     repo = repo_root(start)
     config = load(repo, config_path)
     rules = choose_rules(all_rules(), select=select, ignore=ignore, groups=groups)
-    facts = tree.collect(
-        config, now=now if now is not None else clock.now(), entry_cache=entry_cache
-    )
-    findings = sort_findings([f for rule in rules for f in rule.check(facts)])
+    with tree.no_cyclic_gc():
+        facts = tree.collect(
+            config, now=now if now is not None else clock.now(), entry_cache=entry_cache
+        )
+        findings = sort_findings([f for rule in rules for f in rule.check(facts)])
     worst, worst_length = facts.worst_path
     notes = []
     if facts.excluded:
