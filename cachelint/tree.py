@@ -419,6 +419,8 @@ def _exclusions(config: Config) -> _Matcher | None:
 
 
 _ENTRY_SUFFIX = "/" + ENTRY_FILE
+_REGULAR_TAG = "\0H 100644 "  # a record of a regular file, neither marked nor unmerged
+_REGULAR = IndexEntry("100644", 0)
 
 
 def _parse_stage(
@@ -436,7 +438,18 @@ def _parse_stage(
         return index, objects, flagged
     text = out.decode("utf-8", "surrogateescape")
     # Decode once and split as str: per-record bytes decoding doubled the cost at 200,000 files.
-    records = text.rstrip("\0").split("\0")
+    records = text.split("\0")
+    records.pop()  # the empty string after the last terminator
+    if text.count(_REGULAR_TAG) + text.startswith(_REGULAR_TAG[1:]) == len(records):
+        # The usual index: every record "H 100644 <object> 0\t<path>" (tag H is never an
+        # unmerged entry, so stage 0), the object ids all one length, so every path starts at
+        # the same offset; sliced and keyed at C speed, a third of the general loop's cost.
+        start = records[0].index("\t") + 1
+        index = dict.fromkeys([r[start:] for r in records], _REGULAR)
+        if entry_objects:
+            end = start - 3  # before " 0\t"
+            objects = {r[start:]: r[9:end] for r in records if r.endswith(_ENTRY_SUFFIX)}
+        return index, objects, flagged
     any_flags = text.count("\0H ") + text.startswith("H ") != len(records)
     shared: dict[str, IndexEntry] = {}
     for record in records:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,7 +19,7 @@ from cachelint.findings import Finding
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.rules import Rule, all_rules
 from cachelint.store import Store
-from cachelint.tree import TreeFacts, collect
+from cachelint.tree import IndexEntry, TreeFacts, _parse_stage, collect
 from tests.conftest import commit_all, git
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -498,6 +499,28 @@ def test_worst_path_counts_utf16_and_breaks_ties_across_ascii_and_wide_paths(rep
     ascii_dir.mkdir()
     (ascii_dir / "b.json").write_text("{}")
     assert facts_of(repo).worst_path == (f"eval-cache/{'z' * 60}/b.json", 78)
+
+
+def test_the_usual_index_parses_like_the_general_case(repo: Path) -> None:
+    """Every record a regular, unmarked file takes the sliced fast path; one executable file
+    sends the same listing through the record-by-record loop. Both must agree."""
+    put(repo, scenario="agent/tenant/other", text="three")
+    commit_all(repo)
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "-v", "--stage", "--", "eval-cache"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout
+    general = out.replace(b"H 100644 ", b"H 100755 ", 1)
+    assert general != out
+    for objects in (False, True):
+        fast_index, fast_objects, fast_flagged = _parse_stage(out, entry_objects=objects)
+        slow_index, slow_objects, slow_flagged = _parse_stage(general, entry_objects=objects)
+        assert fast_index.keys() == slow_index.keys() and len(fast_index) == 6
+        assert set(fast_index.values()) == {IndexEntry("100644", 0)}
+        assert fast_objects == slow_objects and fast_flagged == slow_flagged == []
+        assert len(fast_objects) == (3 if objects else 0)
 
 
 def test_clean_tree_skips_the_untracked_listings_but_finds_a_new_file(repo: Path) -> None:
