@@ -86,6 +86,10 @@ class Rows:
             return None
         try:
             _, _, layout, scenario, key, created, expires, provider, model, iteration = row
+            if not (key is None or type(key) is str) or not (
+                iteration is None or type(iteration) is str
+            ):
+                return None  # the other fields fail below: intern and fromisoformat take str
             kind = _LAYOUTS[layout]
             found = Entry(
                 kind,

@@ -157,6 +157,14 @@ def test_a_damaged_cache_file_is_ignored_and_rewritten(repo: Path) -> None:
     assert len(rows(repo)) == 3
 
 
+@pytest.mark.parametrize("field", [3, 4, 5, 7, 9])  # scenario, key, created, provider, iteration
+def test_a_row_with_a_wrong_type_is_not_used(repo: Path, field: int) -> None:
+    cold = facts_of(repo, entry_cache=False)
+    facts_of(repo)
+    rewrite_rows(repo, lambda row: [*row[:field], 12345, *row[field + 1 :]])
+    assert facts_of(repo).entries == cold.entries  # read from disk again, not from the rows
+
+
 def test_a_row_for_another_layout_setting_is_not_used(repo: Path) -> None:
     facts_of(repo)
     rewrite_rows(repo, lambda row: [*row[:3], "from-the-cache", *row[4:]])
