@@ -288,8 +288,8 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: 
     # cache.
     candidates = set(split_z(git.result("changed").out))
     candidates.update(flagged)
-    if entry_cache:
-        git_dir = Path(git.result("git-dir").out.decode("utf-8", "surrogateescape").strip())
+    git_dir = _git_dir(git.result("git-dir")) if entry_cache else None
+    if git_dir is not None:
         _read_entries_cached(facts, holders, git_dir, entry_objects, candidates)
     else:
         _read_entries(facts, holders)
@@ -315,6 +315,15 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: 
         candidates = {p for p in candidates if not drop(p)}
 
     facts.modified = _really_modified(facts, candidates, stage)
+
+
+def _git_dir(result: GitResult) -> Path | None:
+    """The repository's own git directory, or None (no entry cache this time) when git did not
+    name an existing absolute directory: a git older than 2.13 echoes `--absolute-git-dir` back,
+    and the cache must never land in the work tree."""
+    text = result.out.decode("utf-8", "surrogateescape").strip()
+    path = Path(text)
+    return path if text and path.is_absolute() and path.is_dir() else None
 
 
 class _Plumbing:

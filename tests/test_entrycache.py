@@ -197,3 +197,19 @@ def test_no_cache_neither_reads_nor_writes_it(repo: Path) -> None:
     assert cache_path(repo).read_bytes() == before  # a cached run would have added a row
     run_cachelint(repo, "check")
     assert len(rows(repo)) == 4
+
+
+def test_no_cache_unless_git_names_an_existing_absolute_git_dir(repo: Path) -> None:
+    """A git older than 2.13 echoes `--absolute-git-dir` back: that must not become a directory
+    in the work tree."""
+    from cachelint.gitutil import GitResult
+    from cachelint.tree import _git_dir
+
+    def named(text: str) -> Path | None:
+        return _git_dir(GitResult(0, text.encode() + b"\n", b""))
+
+    assert named(str(repo / ".git")) == repo / ".git"
+    assert named("--absolute-git-dir") is None
+    assert named(".git") is None
+    assert named(str(repo / "no-such-dir")) is None
+    assert named("") is None
