@@ -105,25 +105,6 @@ def build(repo: Path, size: int) -> None:
                 made += 1
 
 
-def _args(**kw: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "config_path": None,
-        "mode": None,
-        "refresh": False,
-        "agents": [],
-        "tenants": [],
-        "scenarios": [],
-        "trials": None,
-        "jobs": 1,
-        "fmt": "text",
-        "execution": "bench",
-        "junit": None,
-        "html": None,
-    }
-    base.update(kw)
-    return base
-
-
 @contextlib.contextmanager
 def _no_fsync() -> Iterator[None]:
     """Recording 20,000 entries with an fsync per file takes minutes here; the bytes written are
@@ -148,7 +129,8 @@ def record(repo: Path) -> float:
             out=io.StringIO(),
             err=io.StringIO(),
             transport_factory=factory,
-            **_args(refresh=True, execution="record"),
+            refresh=True,
+            execution="record",
         )
     assert rc == 0, "recording failed"
     return time.perf_counter() - started
@@ -179,7 +161,7 @@ def replay_in_process(repo: Path) -> float:
     best = float("inf")
     for i in range(3):
         started = time.perf_counter()
-        rc = run(repo, out=io.StringIO(), err=io.StringIO(), **_args(execution=f"inproc{i}"))
+        rc = run(repo, out=io.StringIO(), err=io.StringIO(), execution=f"inproc{i}")
         best = min(best, time.perf_counter() - started)
         assert rc == 0
     return best

@@ -108,22 +108,7 @@ class Outcome:
 
 def do_run(repo: Path, **kw: Any) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
-    args: dict[str, Any] = {
-        "config_path": None,
-        "mode": None,
-        "refresh": False,
-        "agents": [],
-        "tenants": [],
-        "scenarios": [],
-        "trials": None,
-        "jobs": 1,
-        "fmt": "text",
-        "execution": "test",
-        "junit": None,
-        "html": None,
-    }
-    args.update(kw)
-    rc = run(repo, out=out, err=err, **args)
+    rc = run(repo, out=out, err=err, **{"execution": "test", **kw})
     return Outcome(rc, out.getvalue(), err.getvalue())
 
 
