@@ -77,7 +77,6 @@ class TreeFacts:
     roots: tuple[str, ...]  # repo-relative cache roots that exist on disk
     missing_roots: tuple[str, ...] = ()  # configured roots that do not exist
     disk_files: list[str] = field(default_factory=list)  # files and symlinks on disk under roots
-    disk_dirs: list[str] = field(default_factory=list)  # directories on disk under roots
     symlinks: set[str] = field(default_factory=set)  # symlinks on disk (files or dirs)
     index: dict[str, IndexEntry] = field(default_factory=dict)  # index entries under roots
     untracked: set[str] = field(default_factory=set)  # --others --exclude-standard
@@ -376,7 +375,7 @@ def _walk(repo: str, root: str, facts: TreeFacts) -> list[tuple[str, list[str]]]
 
     Returns each directory holding entry files or temp files with their names (links left out),
     so entries are found without grouping 200,000 paths again."""
-    files, dirs, links, git_dirs = facts.disk_files, facts.disk_dirs, facts.symlinks, facts.git_dirs
+    files, links, git_dirs = facts.disk_files, facts.symlinks, facts.git_dirs
     seen = facts.walked_names
     holders: list[tuple[str, list[str]]] = []
     stack = [root]
@@ -400,7 +399,6 @@ def _walk(repo: str, root: str, facts: TreeFacts) -> list[tuple[str, list[str]]]
                         held.append(name)
                 elif de.is_dir(follow_symlinks=False):
                     path = prefix + name
-                    dirs.append(path)
                     stack.append(path)
                     if name == ".git":
                         git_dirs.append(path)
