@@ -21,11 +21,10 @@ rewritten, and a failed write is not an error. `cachelint check --no-cache` skip
 
 from __future__ import annotations
 
-import os
-import secrets
 import sys
 from collections.abc import Iterable
 from datetime import datetime
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,6 +32,7 @@ import orjson
 
 from cachelint import __version__
 from cachelint.config import Layout
+from cachelint.fsutil import atomic_write_chunks
 from cachelint.store import UNREAD_REQUEST, Entry
 
 # Bump when the meaning of a row changes (or what parse_entry accepts), so older rows are dropped.
@@ -138,27 +138,24 @@ class Rows:
 
 
 def save(git_dir: Path, layout: Layout, committed: Iterable[tuple[Entry, str]]) -> None:
-    """Replace the cache file with a row per (entry, object id), given in directory order: a
-    temp file, then a rename, so a reader sees the old file or the new one. Failing to write is
-    not an error. orjson writes the datetimes (as isoformat() would) and the layout's value."""
-    path = cache_file(git_dir)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    """Replace the cache file with a row per (entry, object id), given in directory order,
+    atomically and without an fsync (a torn file reads as damaged and is rebuilt). Failing to
+    write is not an error. orjson writes the datetimes (as isoformat() would) and the layout's
+    value."""
     dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    rows = (
+        dumps(
+            (e.directory, object_id, e.layout, e.scenario, e.key, e.created, e.expires)
+            + (e.provider, e.model, e.iteration),
+            option=newline,
+        )
+        for e, object_id in committed
+    )
     try:
-        path.parent.mkdir(exist_ok=True)
-        with open(tmp, "wb") as fh:
-            fh.write(dumps(_header(layout), option=newline))
-            fh.writelines(
-                dumps(
-                    (e.directory, object_id, e.layout, e.scenario, e.key, e.created, e.expires)
-                    + (e.provider, e.model, e.iteration),
-                    option=newline,
-                )
-                for e, object_id in committed
-            )
-        os.replace(tmp, path)
+        atomic_write_chunks(
+            cache_file(git_dir),
+            chain((dumps(_header(layout), option=newline),), rows),
+            durable=False,
+        )
     except (OSError, TypeError):  # orjson.JSONEncodeError is a TypeError (a lone surrogate)
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        pass

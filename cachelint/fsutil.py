@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 
 TEMP_PREFIX = ".cachelint-tmp-"
@@ -25,13 +26,21 @@ def _create_temp(directory: Path) -> tuple[int, Path]:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
+    atomic_write_chunks(path, (data,))
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, durable: bool = True) -> None:
+    """`atomic_write` of bytes produced piece by piece, so a large file is never whole in memory.
+    `durable=False` skips the fsync: for a file that is only a cache, where a torn write after a
+    power loss is detected and rebuilt, not lost data."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_temp(path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            fh.writelines(chunks)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
