@@ -137,6 +137,15 @@ class Rows:
             return None
 
 
+def has_rows(git_dir: Path, layout: Layout) -> bool:
+    """Whether the cache file holds a row for this layout setting."""
+    rows = Rows(git_dir, layout)
+    try:
+        return rows.read > 0
+    finally:
+        rows.close()
+
+
 def save(git_dir: Path, layout: Layout, committed: Iterable[tuple[Entry, str]]) -> None:
     """Replace the cache file with a row per (entry, object id), given in directory order,
     atomically and without an fsync (a torn file reads as damaged and is rebuilt). Failing to

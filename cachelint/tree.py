@@ -2,7 +2,9 @@
 
 Rules never call git or walk the disk themselves: `collect` lists the tree with a few bulk git
 plumbing calls (always -z), walks each cache root once, and reads every entry once, or takes it
-from the entry cache when git reports its entry.json unchanged (`cachelint.entrycache`).
+from the entry cache when git reports its entry.json unchanged (`cachelint.entrycache`). Without
+an entry cache, helper processes read the committed entries on the other cores while the walk
+goes on (`cachelint.readahead`).
 
 The plumbing runs one call after another on a background thread, queued before the Python walk,
 so git uses the second core while Python scans the disk and parses entry.json files; per-file git
@@ -19,7 +21,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -27,21 +29,18 @@ from itertools import compress
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
-import orjson
-
-from cachelint import entrycache
-from cachelint.config import Config, Layout
+from cachelint import entrycache, readahead
+from cachelint.config import Config
 from cachelint.errors import CorruptEntry
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, run_git, split_z, start_git
+from cachelint.readahead import read_entry
 from cachelint.store import (
     CACHE_DIR,
     CONTENTS_FILE,
     ENTRY_FILE,
     ENTRY_FILES,
     Entry,
-    decode_json,
-    parse_entry,
 )
 
 GITLINK = "160000"
@@ -88,6 +87,7 @@ class TreeFacts:
     entries: list[Entry] = field(default_factory=list)
     corrupt: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     excluded: int = 0  # files skipped by `exclude`
+    read_ahead: int = 0  # entries helper processes read for this check (`cachelint.readahead`)
     # Directories git shows as a whole ("sub/" in ls-files --others) or as a gitlink: nested
     # repositories, whose files git never tracks one by one.
     nested_repos: set[str] = field(default_factory=set)
@@ -117,11 +117,21 @@ class TreeFacts:
         return frozenset(self.disk_files)
 
     @cached_property
+    def gone(self) -> frozenset[str]:
+        """Paths in the index that are not on disk (usually none)."""
+        return frozenset(self.index.keys() - self.on_disk)
+
+    @cached_property
+    def unindexed(self) -> frozenset[str]:
+        """Paths on disk that are not in the index (usually none)."""
+        return frozenset(self.on_disk - self.index.keys())
+
+    @cached_property
     def files(self) -> frozenset[str]:
         """Every file path git could commit or already has: on disk or in the index. Unordered:
         sorting 200,000 paths costs more than every rule that reads them, so rules sort only
         what they report."""
-        return self.on_disk.union(self.index)
+        return self.on_disk | self.gone if self.gone else self.on_disk
 
     @cached_property
     def nodes(self) -> set[str]:
@@ -143,7 +153,7 @@ class TreeFacts:
         times, so rules about single names clear the whole tree by checking this set, which the
         walk gathers at no cost, and build `nodes` only when a name is suspect."""
         out = set(self.walked_names)
-        for path in self.index.keys() - self.on_disk:
+        for path in self.gone:
             out.update(path.split("/"))
         for root in self.config.cache:
             out.update(root.split("/"))
@@ -160,7 +170,8 @@ class TreeFacts:
         # only non-ASCII paths need encoding. Everything else here runs at C speed: 200,000
         # paths through a Python loop cost 0.2 s.
         wide: dict[str, int] = {}
-        if not "".join(files).isascii():
+        # Every part of every path is in `names` (a tenth of the text of 200,000 paths).
+        if not "".join(self.names).isascii():
             wide = {p: utf16_len(p) for p in files if not p.isascii()}
         length = max(max(map(len, files)), max(wide.values(), default=0))
         # Iterating the same frozenset twice yields the same order, so compress pairs them.
@@ -205,20 +216,39 @@ def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeF
     # `:(literal)` so a root named like a glob is never expanded by git.
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
     git = _Plumbing(repo)
+    ahead: list[readahead.Helpers] = []
+
+    git_dir: list[Path | None] = []  # filled on the git thread
+
+    def read_ahead(stage: GitResult) -> None:
+        """On the git thread, as soon as the index is listed: helpers read its entries while the
+        walk goes on, unless the entry cache will serve them."""
+        if git_dir and git_dir[0] is not None and entrycache.has_rows(git_dir[0], config.layout):
+            return
+        helpers = readahead.start(repo, stage.out, _cache_prefixes(roots), config.layout)
+        if helpers is not None:
+            ahead.append(helpers)
+
     try:
         with no_cyclic_gc():
             # None of these needs the walk: they run on the other core while Python walks.
-            git.submit("stage", ["ls-files", "-z", "-v", "--stage", *spec])
+            if entry_cache:
+                git.submit(
+                    "git-dir",
+                    ["rev-parse", "--absolute-git-dir"],
+                    then=lambda result: git_dir.append(_git_dir(result)),
+                )
+            git.submit("stage", ["ls-files", "-z", "-v", "--stage", *spec], then=read_ahead)
             # Without preloadIndex: its threads lstat the same files the walk lists, and on
             # two cores that contention slowed the walk by a quarter (1.3 s to 1.0 s measured
             # at 100,000 entries) for a diff-files that finishes long before the walk anyway.
             unthreaded = ["-c", "core.preloadIndex=false"]
             git.submit("changed", [*unthreaded, "diff-files", "-z", "--name-only", *spec])
-            if entry_cache:
-                git.submit("git-dir", ["rev-parse", "--absolute-git-dir"])
-            _collect(facts, git, spec, entry_cache=entry_cache)
+            _collect(facts, git, spec, entry_cache=entry_cache, ahead=ahead)
     finally:
         git.close()
+        for helpers in ahead:
+            helpers.close()
     if facts.ignored:
         facts.ignore_sources = _ignore_sources(repo, facts.ignored)
     return facts
@@ -239,7 +269,14 @@ def no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: bool) -> None:
+def _collect(
+    facts: TreeFacts,
+    git: _Plumbing,
+    spec: list[str],
+    *,
+    entry_cache: bool,
+    ahead: list[readahead.Helpers],
+) -> None:
     repo, config, roots = facts.repo, facts.config, facts.roots
 
     for root in config.cache:
@@ -263,8 +300,6 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: 
     if plain:
         git.submit("attrs", ["check-attr", "-z", "--stdin", "text"], stdin=_nul_joined(plain))
 
-    # Kept until the end: `_really_modified` reads the object ids of its few candidates from it
-    # instead of listing the whole index a second time.
     stage = git.result("stage").out
     facts.index, entry_objects, flagged = _parse_stage(stage, entry_objects=entry_cache)
     # git's --others listings walk the whole tree again (a second each at 200,000 files, twice as
@@ -287,11 +322,17 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: 
     # cache.
     candidates = set(split_z(git.result("changed").out))
     candidates.update(flagged)
+    # The object ids the dirty check compares with, and then the 20 MB listing can go.
+    recorded = _index_objects(stage, candidates) if candidates else {}
+    del stage
     git_dir = _git_dir(git.result("git-dir")) if entry_cache else None
+    # Filled by the git thread before it reported the index listed (see `read_ahead`).
+    read = ahead[0].entries() if ahead else None
+    facts.read_ahead = len(read or ())
     if git_dir is not None:
-        _read_entries_cached(facts, holders, git_dir, entry_objects, candidates)
+        _read_entries_cached(facts, holders, git_dir, entry_objects, candidates, read)
     else:
-        _read_entries(facts, holders)
+        _read_entries(facts, holders, None if read is None else read.get)
     _read_attributes(facts)
 
     if strays:
@@ -313,7 +354,7 @@ def _collect(facts: TreeFacts, git: _Plumbing, spec: list[str], *, entry_cache: 
         facts.ignored = {p for p in facts.ignored if not drop(p)}
         candidates = {p for p in candidates if not drop(p)}
 
-    facts.modified = _really_modified(facts, candidates, stage)
+    facts.modified = _really_modified(facts, candidates, recorded)
 
 
 def _git_dir(result: GitResult) -> Path | None:
@@ -323,6 +364,9 @@ def _git_dir(result: GitResult) -> Path | None:
     text = result.out.decode("utf-8", "surrogateescape").strip()
     path = Path(text)
     return path if text and path.is_absolute() and path.is_dir() else None
+
+
+_Job = tuple[str, list[str], bytes | None, Callable[[GitResult], None] | None]
 
 
 class _Plumbing:
@@ -335,15 +379,24 @@ class _Plumbing:
 
     def __init__(self, repo: Path) -> None:
         self._repo = repo
-        self._jobs: queue.Queue[tuple[str, list[str], bytes | None] | None] = queue.Queue()
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
         self._done: dict[str, threading.Event] = {}
         self._results: dict[str, GitResult | BaseException] = {}
         self._thread = threading.Thread(target=self._run, name="cachelint-git", daemon=True)
         self._thread.start()
 
-    def submit(self, name: str, args: list[str], *, stdin: bytes | None = None) -> None:
+    def submit(
+        self,
+        name: str,
+        args: list[str],
+        *,
+        stdin: bytes | None = None,
+        then: Callable[[GitResult], None] | None = None,
+    ) -> None:
+        """Queue `git ARGS`; `then(result)` runs on the git thread before `result(name)` returns
+        it."""
         self._done[name] = threading.Event()
-        self._jobs.put((name, args, stdin))
+        self._jobs.put((name, args, stdin, then))
 
     def result(self, name: str) -> GitResult:
         self._done[name].wait()
@@ -353,13 +406,22 @@ class _Plumbing:
         return outcome
 
     def close(self) -> None:
+        """Drop the calls not started yet and wait for the thread: the call under way may still
+        be starting processes (its `then`) that the caller must clean up."""
+        with suppress(queue.Empty):
+            while True:
+                self._jobs.get_nowait()
         self._jobs.put(None)
+        self._thread.join()
 
     def _run(self) -> None:
         while (job := self._jobs.get()) is not None:
-            name, args, stdin = job
+            name, args, stdin, then = job
             try:
-                self._results[name] = start_git(args, cwd=self._repo, stdin=stdin).result()
+                result = start_git(args, cwd=self._repo, stdin=stdin).result()
+                if then is not None:
+                    then(result)
+                self._results[name] = result
             except BaseException as exc:  # handed to the main thread by result()
                 self._results[name] = exc
             self._done[name].set()
@@ -506,31 +568,38 @@ def _read_entries_cached(
     git_dir: Path,
     entry_objects: dict[str, str],
     candidates: set[str],
+    ahead: dict[str, Entry] | None,
 ) -> None:
-    """`_read_entries`, taking each entry whose entry.json git reports unchanged from the entry
-    cache, then rewriting the cache if any row would be added, changed or dropped."""
+    """`_read_entries`, taking each entry from those helpers read `ahead` in this run if there
+    are any (they read only when the cache file has no rows), else from the entry cache where git
+    reports its entry.json unchanged; then rewriting the cache if any row would be added,
+    changed or dropped."""
     layout = facts.config.layout
-    rows = entrycache.Rows(git_dir, layout)
+    if ahead is not None:
+        _read_entries(facts, holders, ahead.get)
+        used = cached = 0
+    else:
+        rows = entrycache.Rows(git_dir, layout)
 
-    def unchanged(directory: str) -> Entry | None:
-        path = f"{directory}/{ENTRY_FILE}"
-        if path in candidates:
-            return None
-        return rows.lookup(directory, entry_objects.get(path))
+        def unchanged(directory: str) -> Entry | None:
+            path = f"{directory}/{ENTRY_FILE}"
+            if path in candidates:
+                return None
+            return rows.lookup(directory, entry_objects.get(path))
 
-    try:
-        _read_entries(facts, holders, unchanged)
-    finally:
-        cached = rows.close()
-    if len(facts.entries) == rows.used == cached:
-        return  # every entry came from its row and no row went unused: nothing to rewrite
+        try:
+            _read_entries(facts, holders, unchanged)
+        finally:
+            used, cached = rows.used, rows.close()
+        if len(facts.entries) == used == cached:
+            return  # every entry came from its row and no row went unused: nothing to rewrite
     committed = [
         (e, object_id)
         for e in facts.entries
         if (path := f"{e.directory}/{ENTRY_FILE}") not in candidates
         and (object_id := entry_objects.get(path)) is not None
     ]
-    if rows.used != len(committed) or cached != len(committed):
+    if used != len(committed) or cached != len(committed):
         # facts.entries is in directory order, the order lookups need next time.
         entrycache.save(git_dir, layout, committed)
 
@@ -547,17 +616,18 @@ def _read_entries(
     earlier check instead of reading it again."""
     repo = facts.repo
     layout = facts.config.layout
-    cache_prefixes = tuple(f"{root.rstrip('/')}/{CACHE_DIR}/" for root in facts.roots)
+    cache_prefixes = _cache_prefixes(facts.roots)
     # Nearly every entry directory holds the same two names: share one frozenset between them
     # (a set per directory was 20 MB at 100,000 entries).
     shared: dict[frozenset[str], frozenset[str]] = {}
+    entry_dirs, entries, corrupt = facts.entry_dirs, facts.entries, facts.corrupt
     for directory, found in sorted(holders):
         key = frozenset(found)
         names = shared.get(key)
         if names is None:
             names = shared[key] = frozenset(n for n in key if not n.startswith(TEMP_PREFIX))
         for temp in sorted(key - names) if len(key) > len(names) else ():
-            facts.corrupt.append(
+            corrupt.append(
                 (
                     f"{directory}/{temp}",
                     "leftover temp file from an interrupted write; delete it and re-record",
@@ -565,9 +635,14 @@ def _read_entries(
             )
         if not names or not directory.startswith(cache_prefixes):
             continue
-        facts.entry_dirs[directory] = names
+        entry = None
+        if unchanged is not None and ENTRY_FILE in names:
+            entry = unchanged(directory)
+            if entry is not None:
+                directory = entry.directory  # equal: keep one of the two strings, not both
+        entry_dirs[directory] = names
         if ENTRY_FILE not in names:
-            facts.corrupt.append(
+            corrupt.append(
                 (
                     directory,
                     f"{CONTENTS_FILE} without {ENTRY_FILE} (an interrupted write); delete the "
@@ -576,59 +651,26 @@ def _read_entries(
             )
             continue
         try:
-            entry = unchanged(directory) if unchanged is not None else None
             if entry is None:
-                entry = _read_entry(f"{repo}/{directory}/{ENTRY_FILE}", directory, layout)
+                entry = read_entry(f"{repo}/{directory}/{ENTRY_FILE}", directory, layout)
             if CONTENTS_FILE not in names:
                 raise CorruptEntry(f"{CONTENTS_FILE} is missing")
-            facts.entries.append(entry)
+            entries.append(entry)
         except CorruptEntry as exc:
-            facts.corrupt.append(
-                (directory, f"{exc}; delete the directory and re-record the entry")
-            )
+            corrupt.append((directory, f"{exc}; delete the directory and re-record the entry"))
 
 
-_READ_SIZE = 1 << 16
-_BOM = b"\xef\xbb\xbf"
-
-
-def _read_entry(path: str, directory: str, layout: Layout) -> Entry:
-    """The entry in `path`: what `parse_entry` makes of the stdlib's decoding of its bytes (the
-    store's own read), with the request left out, and faster.
-
-    store.read_entry goes through pathlib, io.open and a stat per entry; at 100,000 entries that
-    overhead was half of the whole check, and the walk already knows what exists. orjson decodes
-    twice as fast as json, but is stricter (NaN, lone surrogate escapes), words its errors
-    differently and reads an integer beyond 64 bits as a float: whenever orjson's result is not a
-    valid entry, the stdlib decodes again, so a corrupt finding reads exactly as it does through
-    the store. Corrupt entries are rare; the check for them costs nothing on valid ones."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            raw = os.read(fd, _READ_SIZE)
-            if len(raw) == _READ_SIZE:  # rare: a huge entry.json; one read covers the rest
-                raw += os.read(fd, os.fstat(fd).st_size)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise CorruptEntry(f"{ENTRY_FILE} cannot be read ({exc.strerror})") from None
-    if raw.startswith(_BOM):  # .NET writers may prefix one; the codec "utf-8-sig" is slower
-        raw = raw[3:]
-    try:
-        return parse_entry(orjson.loads(raw), directory, layout, keep_request=False)
-    except (orjson.JSONDecodeError, CorruptEntry):
-        pass
-    try:
-        data = decode_json(raw)
-    except ValueError as exc:
-        raise CorruptEntry(f"{ENTRY_FILE} is not valid JSON ({exc})") from None
-    return parse_entry(data, directory, layout, keep_request=False)
+def _cache_prefixes(roots: Iterable[str]) -> tuple[str, ...]:
+    """Where entry directories can be: under `<root>/cache/`."""
+    return tuple(f"{root.rstrip('/')}/{CACHE_DIR}/" for root in roots)
 
 
 def _read_attributes(facts: TreeFacts) -> None:
     """Read the attributes files that can apply under the roots: those in the directories above
     each root, those found inside by the walk, and .git/info/attributes (highest priority)."""
-    wanted: set[str] = {p for p in facts.disk_files if p.rpartition("/")[2] == ATTRIBUTES}
+    wanted: set[str] = set()
+    if ATTRIBUTES in facts.walked_names:  # else scanning 200,000 paths finds none
+        wanted = {p for p in facts.disk_files if p.rpartition("/")[2] == ATTRIBUTES}
     for root in facts.config.cache:
         parent = root
         while parent:
@@ -643,10 +685,13 @@ def _read_attributes(facts: TreeFacts) -> None:
             continue
 
 
-def _really_modified(facts: TreeFacts, candidates: Iterable[str], stage: bytes) -> set[str]:
+def _really_modified(
+    facts: TreeFacts, candidates: Iterable[str], recorded: dict[str, str]
+) -> set[str]:
     """diff-files compares stat data, so a file rewritten with the same bytes (or touched) shows
     up; hash the few candidates once with `git hash-object` (which applies the same filters as
-    `git add`) and keep only those whose content really differs from the index."""
+    `git add`) and keep only those whose content really differs from the index (`recorded`:
+    the candidates' object ids there)."""
     disk = facts.on_disk
     check = sorted(
         p
@@ -669,7 +714,6 @@ def _really_modified(facts: TreeFacts, candidates: Iterable[str], stage: bytes) 
         stdin="".join(p + "\n" for p in plain).encode("utf-8", "surrogateescape"),
     )
     shas = result.out.decode("ascii").split()
-    recorded = _index_objects(stage, set(plain))
     return odd | {p for p, sha in zip(plain, shas, strict=True) if sha != recorded.get(p)}
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
+from cachelint.readahead import read_entry as _read_entry
 from cachelint.store import (
     UNREAD_REQUEST,
     Entry,
@@ -19,7 +20,6 @@ from cachelint.store import (
     parse_entry,
     parse_time,
 )
-from cachelint.tree import _read_entry
 
 KEY = "0123456789abcdef" + "0" * 48
 DIR = "eval-cache/cache/s/0123456789abcdef"

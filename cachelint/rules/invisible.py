@@ -28,7 +28,7 @@ def _owner(path: str, containers: set[str]) -> str | None:
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
-    unseen = facts.on_disk - facts.index.keys() - facts.untracked - facts.ignored
+    unseen = facts.unindexed - facts.untracked - facts.ignored
     nested = facts.nested_repos
     git_dirs = set(facts.git_dirs)
     grouped: dict[str, int] = {}

@@ -16,8 +16,7 @@ CODE = "eval-cache-missing"
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
-    gone = facts.index.keys() - facts.on_disk
-    for path in sorted(gone):
+    for path in sorted(facts.gone):
         if facts.index[path].mode == GITLINK:
             continue
         yield Finding(

@@ -1,0 +1,167 @@
+"""Helper processes read the index's entries while the linter walks: a check with them must see
+exactly what a check without them sees, whatever they fail to hand back. Real repositories, real
+git, real helper processes (MIN_SLICE lowered so a small tree gets them)."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from cachelint import readahead
+from cachelint.config import Layout, load
+from cachelint.entrycache import CACHE_FILE
+from cachelint.store import UNREAD_REQUEST, Entry
+from cachelint.tree import TreeFacts, collect
+from tests.conftest import commit_all, git
+from tests.test_rules import NOW, put, write_meai
+
+
+def facts_of(repo: Path, *, helpers: bool, entry_cache: bool = False) -> TreeFacts:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(readahead, "MIN_SLICE", 1 if helpers else 10**9)
+        return collect(load(repo), now=NOW, entry_cache=entry_cache)
+
+
+def encoded(entries: list[Entry]) -> bytes:
+    return b"".join(readahead._encode(entries, Layout.AUTO))
+
+
+def same_facts(a: TreeFacts, b: TreeFacts) -> None:
+    assert a.entries == b.entries
+    assert [e.request is UNREAD_REQUEST for e in a.entries] == [
+        e.request is UNREAD_REQUEST for e in b.entries
+    ]
+    assert a.corrupt == b.corrupt
+    assert a.entry_dirs == b.entry_dirs
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    """Native entries in several scenarios (one with a non-ASCII name) and an MEAI entry."""
+    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    for n in range(6):
+        put(git_repo, scenario=f"support/acme/case-{n}", text=f"question {n}")
+    put(git_repo, scenario="support/café/b-c", text="dash")
+    put(git_repo, scenario="support/café/b", text="prefix of a sibling")
+    write_meai(git_repo)
+    commit_all(git_repo)
+    return git_repo
+
+
+def test_helpers_read_every_committed_entry(repo: Path) -> None:
+    with_helpers = facts_of(repo, helpers=True)
+    assert with_helpers.read_ahead == len(with_helpers.entries) == 9
+    same_facts(with_helpers, facts_of(repo, helpers=False))
+
+
+def test_a_small_tree_gets_no_helper(repo: Path) -> None:
+    facts = collect(load(repo), now=NOW, entry_cache=False)  # 9 entries, far below MIN_SLICE
+    assert facts.read_ahead == 0
+    assert len(facts.entries) == 9
+
+
+def test_what_helpers_cannot_read_the_linter_reads_and_reports(repo: Path) -> None:
+    broken = next((repo / "eval-cache" / "cache" / "support" / "acme" / "case-0").glob("*"))
+    (broken / "entry.json").write_text("{not json")
+    gone = next((repo / "eval-cache" / "cache" / "support" / "acme" / "case-1").glob("*"))
+    (gone / "contents.data").unlink()
+    linked = next((repo / "eval-cache" / "cache" / "support" / "acme" / "case-2").glob("*"))
+    (linked / "entry.json").unlink()
+    (linked / "entry.json").symlink_to(broken.parent.parent / "case-3" / "x.json")
+    put(repo, scenario="support/acme/untracked", text="not committed yet")
+    with_helpers = facts_of(repo, helpers=True)
+    without = facts_of(repo, helpers=False)
+    same_facts(with_helpers, without)
+    assert {path for path, _ in with_helpers.corrupt} >= {
+        broken.relative_to(repo).as_posix(),
+        gone.relative_to(repo).as_posix(),
+    }
+    linked_dir = linked.relative_to(repo).as_posix()
+    assert linked_dir in {path for path, _ in with_helpers.corrupt}  # no entry.json file
+    # 9 committed, 3 of them corrupt now, 1 untracked.
+    assert len(with_helpers.entries) == 7
+    # Helpers read what the index names: not the untracked entry, not through the link, and
+    # not the invalid JSON; `gone` is valid JSON (its missing contents.data is the linter's
+    # finding).
+    assert with_helpers.read_ahead == 7
+
+
+def test_excluded_entries_stay_excluded(repo: Path) -> None:
+    config = repo / "cachelint.toml"
+    config.write_text('exclude = ["**/case-4/**"]\n')
+    same_facts(facts_of(repo, helpers=True), facts_of(repo, helpers=False))
+    assert not any("case-4" in e.directory for e in facts_of(repo, helpers=True).entries)
+
+
+@pytest.mark.parametrize("program", ["/nonexistent/python", "/bin/false"])
+def test_a_helper_that_cannot_start_or_fails_costs_only_time(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, program: str
+) -> None:
+    expected = facts_of(repo, helpers=False)
+    monkeypatch.setattr(sys, "executable", program)
+    facts = facts_of(repo, helpers=True)
+    assert facts.read_ahead == 0
+    same_facts(facts, expected)
+
+
+def test_helpers_read_for_the_first_check_and_the_entry_cache_for_the_next(repo: Path) -> None:
+    cold = facts_of(repo, helpers=False)
+    first = facts_of(repo, helpers=True, entry_cache=True)
+    assert first.read_ahead == 9
+    assert (repo / ".git" / CACHE_FILE).exists()
+    warm = facts_of(repo, helpers=True, entry_cache=True)
+    assert warm.read_ahead == 0  # the cache file served them
+    same_facts(first, cold)
+    same_facts(warm, cold)
+
+
+def test_an_entry_changed_after_the_commit_is_read_as_it_is_on_disk(repo: Path) -> None:
+    entry = next((repo / "eval-cache" / "cache" / "support" / "acme" / "case-5").glob("*"))
+    path = entry / "entry.json"
+    path.write_text(path.read_text().replace('"model": "m"', '"model": "edited"'))
+    facts = facts_of(repo, helpers=True)
+    assert {e.model for e in facts.entries if e.directory.endswith(entry.name)} == {"edited"}
+    same_facts(facts, facts_of(repo, helpers=False))
+
+
+def test_slices_are_whole_records_in_order() -> None:
+    records = b"".join(b"H 100644 %040d 0\tdir/%05d/entry.json\0" % (n, n) for n in range(1000))
+    for count in (1, 2, 3, 4):
+        slices = readahead._slices(records, count)
+        assert len(slices) == count
+        assert b"".join(slices) == records
+        assert all(s.endswith(b"\0") and s.startswith(b"H ") for s in slices)
+
+
+def test_columns_round_trip_both_layouts() -> None:
+    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    native = Entry(Layout.CACHELINT, "r/cache/a/0123", "a", "0123abcd", moment, moment, "p", "m")
+    native = native._replace(request=UNREAD_REQUEST)
+    meai = Entry(Layout.MEAI, "r/cache/S/1/" + "A" * 96, "S", None, moment, None, None, None, "1")
+    decoded = readahead._decode(encoded([native, meai]), Layout.AUTO)
+    assert decoded == {native.directory: native, meai.directory: meai}
+    assert decoded[native.directory].request is UNREAD_REQUEST
+
+
+def test_a_name_json_cannot_hold_drops_only_that_entry() -> None:
+    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    good = Entry(Layout.CACHELINT, "r/cache/a/01", "a", "01ab", moment, moment, "p", "m")
+    odd = good._replace(directory="r/cache/\udcff/01")  # undecodable bytes, surrogateescape
+    decoded = readahead._decode(encoded([good, odd]), Layout.AUTO)
+    assert list(decoded) == [good.directory]
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"{not json", b'{"header": {"cachelint": "0.0"}, "columns": []}', b"[1, 2]"]
+)
+def test_anything_else_decodes_to_nothing(data: bytes) -> None:
+    assert readahead._decode(data, Layout.AUTO) == {}
+
+
+def test_helpers_never_change_the_work_tree(repo: Path) -> None:
+    before = git(repo, "status", "--porcelain", "--ignored")
+    facts_of(repo, helpers=True)
+    assert git(repo, "status", "--porcelain", "--ignored") == before
