@@ -5,10 +5,10 @@ store.read_entry accepts), then times N rounds of:
 
 - the plumbing floor: the three listings any integrity check of the tree needs, back to back
   (`ls-files --stage`, `ls-files --others --exclude-standard`, `ls-files | check-attr text`);
-- `cachelint check` as a subprocess, twice: cold (`--no-cache`: every entry read from disk, as on
-  a fresh clone in CI) and warm (entries git reports unchanged come from the entry cache in
-  .git/cachelint/, as for a pre-commit hook after its first run). The first run with the cache
-  also writes it, so it is timed apart.
+- `cachelint check` as a subprocess, three ways: cold (`--no-cache`: every entry read from disk),
+  first (no entry cache yet, as on a fresh clone in CI: every entry read from disk, and the
+  entry cache in .git/cachelint/ written) and warm (entries git reports unchanged come from the
+  entry cache, as for a pre-commit hook after its first run).
 
 Peak memory is what cachelint's processes (itself and its helper processes) held at once: the
 larger of its own peak RSS (wait4) and their proportional set size (PSS: a page shared by N
@@ -300,7 +300,7 @@ class Row:
     build_s: float
     floors: list[float]
     colds: list[float]  # --no-cache, each timed right after floors[i]
-    first_s: float  # the first run with the cache: reads everything and writes the cache
+    firsts: list[float]  # no entry cache: reads everything and writes the cache
     warms: list[float]  # timed right after colds[i]
     peak_mb: float  # cachelint and its helpers at once
     with_git_mb: float  # and the git processes it runs
@@ -313,6 +313,9 @@ class Row:
         drifts by 30% within a minute, pairs compare like with like where best-of-N each would
         pair a fast floor with a slow check, or the reverse."""
         return sorted(t / f for t, f in zip(times, floors, strict=True))
+
+    def runs(self) -> list[tuple[str, list[float]]]:
+        return [("cold", self.colds), ("first", self.firsts), ("warm", self.warms)]
 
     def summary(self, times: list[float]) -> tuple[float, float, float]:
         """(median, lowest, highest) ratio to the floor."""
@@ -354,25 +357,26 @@ def measure(base: Path, entries: int, repeat: int, *, reuse: bool = False) -> Ro
         build_s = time.perf_counter() - start
     floor(repo)  # warm the page cache and git's index for both sides alike
     run_check(repo, "--no-cache")
-    shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
-    first = run_check(repo)
     # Interleaved, so a slow spell of a shared machine hits every column alike.
     floors: list[float] = []
     cold: list[CheckRun] = []
+    first: list[CheckRun] = []
     warm: list[CheckRun] = []
     for _ in range(repeat):
         start = time.perf_counter()
         floor(repo)
         floors.append(time.perf_counter() - start)
         cold.append(run_check(repo, "--no-cache"))
+        shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
+        first.append(run_check(repo))
         warm.append(run_check(repo))
     last = warm[-1]
-    if {r.last_line for r in (*cold, *warm)} != {last.last_line}:
-        raise BenchError("cold and warm checks reported differently; the entry cache is wrong")
+    if {r.last_line for r in (*cold, *first, *warm)} != {last.last_line}:
+        raise BenchError("cold, first and warm checks disagree; the entry cache is wrong")
     cold_mb = tree_peak_mb(repo, "--no-cache")
     shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
     first_mb = tree_peak_mb(repo)
-    peak = max(cold_mb[0], first_mb[0], *(r.peak_mb for r in [first, *cold, *warm]))
+    peak = max(cold_mb[0], first_mb[0], *(r.peak_mb for r in [*cold, *first, *warm]))
     with_git = max(peak, cold_mb[1], first_mb[1])
     return Row(
         entries,
@@ -380,7 +384,7 @@ def measure(base: Path, entries: int, repeat: int, *, reuse: bool = False) -> Ro
         build_s,
         floors,
         [r.seconds for r in cold],
-        first.seconds,
+        [r.seconds for r in first],
         [r.seconds for r in warm],
         peak,
         with_git,
@@ -392,22 +396,21 @@ def measure(base: Path, entries: int, repeat: int, *, reuse: bool = False) -> Ro
 def table(rows: Sequence[Row]) -> str:
     head = (
         f"{'entries':>8} {'files':>8} {'floor s':>8} {'cold s':>7} {'first s':>8} {'warm s':>7} "
-        f"{'cold ratio':>17} {'warm ratio':>17} {'peak MB':>8} {'+git MB':>8}  "
-        f"goal (ratio <= {GOAL_RATIO}, peak < {GOAL_MB:.0f} MB)"
+        f"{'cold ratio':>17} {'first ratio':>17} {'warm ratio':>17} {'peak MB':>8} "
+        f"{'+git MB':>8}  goal (ratio <= {GOAL_RATIO}, peak < {GOAL_MB:.0f} MB)"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
-        cold, warm = r.summary(r.colds), r.summary(r.warms)
+        ratios = [(name, r.summary(times)) for name, times in r.runs()]
         verdicts = [
             f"{name} {'met' if ratio[0] <= GOAL_RATIO and r.peak_mb < GOAL_MB else 'MISSED'}"
-            for name, ratio in (("cold", cold), ("warm", warm))
+            for name, ratio in ratios
         ]
         lines.append(
             f"{r.entries:>8,} {r.files:>8,} {min(r.floors):>8.3f} {min(r.colds):>7.3f} "
-            f"{r.first_s:>8.3f} {min(r.warms):>7.3f} "
-            f"{cold[0]:>5.2f} ({cold[1]:.2f}-{cold[2]:.2f}) "
-            f"{warm[0]:>5.2f} ({warm[1]:.2f}-{warm[2]:.2f}) "
-            f"{r.peak_mb:>8.1f} {r.with_git_mb:>8.1f}  {', '.join(verdicts)}"
+            f"{min(r.firsts):>8.3f} {min(r.warms):>7.3f} "
+            + " ".join(f"{m:>5.2f} ({lo:.2f}-{hi:.2f})" for _, (m, lo, hi) in ratios)
+            + f" {r.peak_mb:>8.1f} {r.with_git_mb:>8.1f}  {', '.join(verdicts)}"
         )
     lines.append(
         "seconds: the fastest run of each; ratio: the median of each run over the floor timed "
