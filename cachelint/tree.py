@@ -221,14 +221,15 @@ def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeF
     # `:(literal)` so a root named like a glob is never expanded by git.
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
     git = _Plumbing(repo)
+    # Filled on the git thread: the git directory, then the helpers reading ahead (if any).
+    known_git_dir: list[Path | None] = []
     ahead: list[readahead.Helpers] = []
-
-    git_dir: list[Path | None] = []  # filled on the git thread
 
     def read_ahead(stage: GitResult) -> None:
         """On the git thread, as soon as the index is listed: helpers read its entries while the
         walk goes on, unless the entry cache will serve them."""
-        if git_dir and git_dir[0] is not None and entrycache.has_rows(git_dir[0], config.layout):
+        git_dir = known_git_dir[0] if known_git_dir else None
+        if git_dir is not None and entrycache.has_rows(git_dir, config.layout):
             return
         helpers = readahead.start(repo, stage.out, _cache_prefixes(roots), config.layout)
         if helpers is not None:
@@ -241,7 +242,7 @@ def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeF
                 git.submit(
                     "git-dir",
                     ["rev-parse", "--absolute-git-dir"],
-                    then=lambda result: git_dir.append(_git_dir(result)),
+                    then=lambda result: known_git_dir.append(_git_dir(result)),
                 )
             git.submit("stage", ["ls-files", "-z", "-v", "--stage", *spec], then=read_ahead)
             # Without preloadIndex: its threads lstat the same files the walk lists, and on
@@ -339,7 +340,7 @@ def _collect(
         facts.index = {p: e for p, e in facts.index.items() if not drop(p)}
         facts.excluded += before_index - len(facts.index)
         candidates = {p for p in candidates if not drop(p)}
-    # Filled by the git thread before it reported the index listed (see `read_ahead`).
+    # `ahead` was filled on the git thread before it reported the index listed.
     if ahead:
         # While the helpers finish, what every check reports anyway and no entry changes (the
         # summary's worst path, and the names it needs): 0.2 s at 100,000 entries, else idle.

@@ -5,12 +5,13 @@ git, real helper processes (MIN_SLICE lowered so a small tree gets them)."""
 from __future__ import annotations
 
 import sys
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from cachelint import readahead
+from cachelint import readahead, tree
 from cachelint.config import Layout, load
 from cachelint.entrycache import CACHE_FILE
 from cachelint.store import UNREAD_REQUEST, Entry
@@ -165,3 +166,53 @@ def test_helpers_never_change_the_work_tree(repo: Path) -> None:
     before = git(repo, "status", "--porcelain", "--ignored")
     facts_of(repo, helpers=True)
     assert git(repo, "status", "--porcelain", "--ignored") == before
+
+
+def test_plumbing_runs_then_on_its_thread_before_handing_the_result_over(repo: Path) -> None:
+    seen: list[tuple[str, bytes]] = []
+    git = tree._Plumbing(repo)
+    try:
+        git.submit(
+            "top",
+            ["rev-parse", "--show-toplevel"],
+            then=lambda r: seen.append((threading.current_thread().name, r.out)),
+        )
+        result = git.result("top")
+    finally:
+        git.close()
+    assert seen == [("cachelint-git", result.out)]
+
+
+def test_plumbing_hands_a_failing_then_to_the_caller(repo: Path) -> None:
+    def fail(_: object) -> None:
+        raise RuntimeError("then failed")
+
+    git = tree._Plumbing(repo)
+    try:
+        git.submit("top", ["rev-parse", "--show-toplevel"], then=fail)
+        with pytest.raises(RuntimeError, match="then failed"):
+            git.result("top")
+    finally:
+        git.close()
+
+
+def test_plumbing_close_drops_calls_not_started_and_waits_for_the_one_under_way(
+    repo: Path,
+) -> None:
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def hold(_: object) -> None:
+        started.set()
+        release.wait(10)
+        ran.append("hold")
+
+    git = tree._Plumbing(repo)
+    git.submit("hold", ["rev-parse", "HEAD"], then=hold)
+    assert started.wait(10)
+    for name in ("a", "b"):  # queued while the thread is busy
+        git.submit(name, ["rev-parse", "HEAD"], then=lambda _, n=name: ran.append(n))
+    threading.Timer(0.2, release.set).start()
+    git.close()
+    assert ran == ["hold"]
+    assert not git._thread.is_alive()
