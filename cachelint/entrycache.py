@@ -22,7 +22,7 @@ rewritten, and a failed write is not an error. `cachelint check --no-cache` skip
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from itertools import chain
 from pathlib import Path
@@ -149,22 +149,26 @@ def has_rows(git_dir: Path, layout: Layout) -> bool:
 def save(git_dir: Path, layout: Layout, committed: Iterable[tuple[Entry, str]]) -> None:
     """Replace the cache file with a row per (entry, object id), given in directory order,
     atomically and without an fsync (a torn file reads as damaged and is rebuilt). Failing to
-    write is not an error. orjson writes the datetimes (as isoformat() would) and the layout's
-    value."""
-    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
-    rows = (
-        dumps(
-            (e.directory, object_id, e.layout, e.scenario, e.key, e.created, e.expires)
-            + (e.provider, e.model, e.iteration),
-            option=newline,
-        )
-        for e, object_id in committed
-    )
+    write is not an error."""
+    newline = orjson.OPT_APPEND_NEWLINE
+    header = orjson.dumps(_header(layout), option=newline)
     try:
-        atomic_write_chunks(
-            cache_file(git_dir),
-            chain((dumps(_header(layout), option=newline),), rows),
-            durable=False,
-        )
-    except (OSError, TypeError):  # orjson.JSONEncodeError is a TypeError (a lone surrogate)
+        atomic_write_chunks(cache_file(git_dir), chain((header,), _rows(committed)), durable=False)
+    except OSError:
         pass
+
+
+def _rows(committed: Iterable[tuple[Entry, str]]) -> Iterator[bytes]:
+    """orjson writes the datetimes (as isoformat() would) and the layout's value. An entry whose
+    directory git named with undecodable bytes holds a lone surrogate, which JSON cannot: it gets
+    no row, so it is read from disk each time, and the others still get theirs."""
+    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    for e, object_id in committed:
+        try:
+            yield dumps(
+                (e.directory, object_id, e.layout, e.scenario, e.key, e.created, e.expires)
+                + (e.provider, e.model, e.iteration),
+                option=newline,
+            )
+        except TypeError:  # orjson.JSONEncodeError
+            continue

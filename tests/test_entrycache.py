@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -147,6 +148,19 @@ def test_untracked_and_corrupt_entries_get_no_row(repo: Path) -> None:
     assert broken.relative_to(repo).as_posix() not in cached
     assert not any("support/acme/later" in d for d in cached)
     assert len(cached) == len(facts.entries) - 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names of arbitrary bytes")
+def test_an_entry_under_an_undecodable_name_gets_no_row_and_the_others_do(repo: Path) -> None:
+    entry = put(repo, scenario="support/odd/x", text="odd name")
+    odd = os.fsencode(entry.parent.parent) + b"/\xff"  # not UTF-8: a lone surrogate in Python
+    os.rename(os.fsencode(entry.parent), odd)
+    commit_all(repo)
+    cold = facts_of(repo, entry_cache=False)
+    assert len(cold.entries) == 4 and any("\udcff" in e.directory for e in cold.entries)
+    facts_of(repo)  # writes the cache
+    assert len(rows(repo)) == 3
+    assert facts_of(repo).entries == cold.entries  # three from their rows, one from disk
 
 
 def test_a_damaged_cache_file_is_ignored_and_rewritten(repo: Path) -> None:
