@@ -25,7 +25,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from itertools import compress
+from itertools import compress, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
@@ -532,9 +533,11 @@ def _parse_stage(
         paths = [r[start:] for r in records]
         index = dict.fromkeys(paths, _REGULAR)
         if entry_objects:  # keyed by the index's own path strings: 10 MB less at 100,000
-            end = start - 3  # before " 0\t"
-            pairs = zip(paths, records, strict=True)
-            objects = {p: r[9:end] for p, r in pairs if p.endswith(_ENTRY_SUFFIX)}
+            # At C speed too: a comprehension over 200,000 pairs cost 0.1 s.
+            wanted = list(map(str.endswith, paths, repeat(_ENTRY_SUFFIX)))
+            object_id = itemgetter(slice(9, start - 3))  # "H 100644 <object> 0\t"
+            ids = map(object_id, compress(records, wanted))
+            objects = dict(zip(compress(paths, wanted), ids, strict=True))
         return index, objects, flagged
     shared: dict[str, IndexEntry] = {}
     for record in records:
