@@ -147,21 +147,25 @@ def has_rows(git_dir: Path, layout: Layout) -> bool:
 
 
 def save(git_dir: Path, layout: Layout, committed: Iterable[tuple[Entry, str]]) -> None:
-    """Replace the cache file with a row per (entry, object id), given in directory order,
-    atomically and without an fsync (a torn file reads as damaged and is rebuilt). Failing to
-    write is not an error."""
-    newline = orjson.OPT_APPEND_NEWLINE
-    header = orjson.dumps(_header(layout), option=newline)
+    """Replace the cache file with a row per (entry, object id), given in directory order."""
+    write(git_dir, layout, encode_rows(committed))
+
+
+def write(git_dir: Path, layout: Layout, rows: Iterable[bytes]) -> None:
+    """Replace the cache file with these encoded rows, atomically and without an fsync (a torn
+    file reads as damaged and is rebuilt). Failing to write is not an error."""
+    header = orjson.dumps(_header(layout), option=orjson.OPT_APPEND_NEWLINE)
     try:
-        atomic_write_chunks(cache_file(git_dir), chain((header,), _rows(committed)), durable=False)
+        atomic_write_chunks(cache_file(git_dir), chain((header,), rows), durable=False)
     except OSError:
         pass
 
 
-def _rows(committed: Iterable[tuple[Entry, str]]) -> Iterator[bytes]:
-    """orjson writes the datetimes (as isoformat() would) and the layout's value. An entry whose
-    directory git named with undecodable bytes holds a lone surrogate, which JSON cannot: it gets
-    no row, so it is read from disk each time, and the others still get theirs."""
+def encode_rows(committed: Iterable[tuple[Entry, str]]) -> Iterator[bytes]:
+    """A line per (entry, object id). orjson writes the datetimes (as isoformat() would) and the
+    layout's value. An entry whose directory git named with undecodable bytes holds a lone
+    surrogate, which JSON cannot: it gets no row, so it is read from disk each time, and the
+    others still get theirs."""
     dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
     for e, object_id in committed:
         try:

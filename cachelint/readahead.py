@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set
+from contextlib import suppress
 from datetime import datetime
 from itertools import pairwise, repeat
 from pathlib import Path
@@ -30,7 +32,7 @@ from typing import IO, TypeVar, cast
 
 import orjson
 
-from cachelint import __version__
+from cachelint import __version__, entrycache
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
 from cachelint.store import ENTRY_FILE, UNREAD_REQUEST, Entry, decode_json, parse_entry
@@ -46,9 +48,15 @@ _T = TypeVar("_T")
 
 _ENTRY_SUFFIX = "/" + ENTRY_FILE
 _RECORD_END = _ENTRY_SUFFIX.encode() + b"\0"
-# The path of an entry.json record: "<tag> <mode> <object> <stage>\t<path>\0".
-_ENTRY_PATH = re.compile(rb"\t([^\0]*" + re.escape(_ENTRY_SUFFIX.encode()) + rb")\0")
+# The object id and path of an entry.json record "<tag> <mode> <object> 0\t<path>\0" (stage 0:
+# an unmerged entry is the linter's to read).
+_ENTRY_RECORD = re.compile(
+    rb"(?:^|\0)[^\0 ]+ [0-7]+ ([0-9a-f]+) 0\t([^\0]*"
+    + re.escape(_ENTRY_SUFFIX.encode())
+    + rb")(?=\0)"
+)
 _READ_SIZE = 1 << 16
+_COPY_SIZE = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 # Never follow a link or wait on a fifo: a helper opens what the index names, before the walk has
 # said what is there. O_BINARY: Windows would otherwise turn CRLF into LF and stop at a Ctrl-Z.
@@ -97,9 +105,11 @@ class Helpers:
     """Helper processes, each reading a slice of the index's entries. Their stderr is dropped:
     a helper that fails only leaves its entries to the linter."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, *, rows: bool) -> None:
         self._layout = layout
+        self._rows = rows
         self._running: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
+        self._answered: list[IO[bytes]] = []
 
     def entries(self) -> dict[str, Entry]:
         """The entries the helpers read, by directory; waits for them."""
@@ -107,8 +117,25 @@ class Helpers:
         for proc, out in self._running:
             if proc.wait() == 0:  # a helper that failed may have written anything
                 out.seek(0)
-                found.update(_decode(out.read(), self._layout))
+                read = _decode(out.readline(), self._layout)
+                if read:
+                    found.update(read)
+                    self._answered.append(out)
         return found
+
+    def rows(self, *, leaving_out: Set[str] = frozenset()) -> Iterator[bytes]:
+        """With `rows`, the entry cache rows (`entrycache.encode_rows`) of what `entries` gave,
+        each helper's in directory order, but those of the directories `leaving_out`: copied as
+        they are when there are none (the usual case), decoded line by line otherwise."""
+        for out in self._answered:
+            if not leaving_out:
+                while chunk := out.read(_COPY_SIZE):
+                    yield chunk
+                continue
+            for line in out:
+                with suppress(orjson.JSONDecodeError, IndexError, TypeError):
+                    if orjson.loads(line)[0] not in leaving_out:
+                        yield line
 
     def close(self) -> None:
         for proc, out in self._running:
@@ -125,7 +152,8 @@ class Helpers:
             with tempfile.TemporaryFile() as source:
                 source.write(records)
                 source.seek(0)
-                command = [sys.executable, "-m", __name__, self._layout.value, *prefixes]
+                rows = ["--rows"] if self._rows else []
+                command = [sys.executable, "-m", __name__, *rows, self._layout.value, *prefixes]
                 proc = subprocess.Popen(
                     command, cwd=repo, stdin=source, stdout=out, stderr=subprocess.DEVNULL
                 )
@@ -135,15 +163,17 @@ class Helpers:
         self._running.append((proc, out))
 
 
-def start(repo: Path, stage: bytes, prefixes: Sequence[str], layout: Layout) -> Helpers | None:
+def start(
+    repo: Path, stage: bytes, prefixes: Sequence[str], layout: Layout, *, rows: bool = False
+) -> Helpers | None:
     """Helpers reading the entries under `prefixes` (`<root>/cache/`) that `stage`, the output
-    of `git ls-files -z -v --stage`, lists; None when there are too few to be worth it or no
-    helper could start."""
+    of `git ls-files -z -v --stage`, lists, and with `rows` also encoding their entry cache
+    rows; None when there are too few entries to be worth it or no helper could start."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     count = min(cores or 1, MAX_HELPERS, stage.count(_RECORD_END) // MIN_SLICE)
     if count < 1 or not sys.executable:
         return None
-    helpers = Helpers(layout)
+    helpers = Helpers(layout, rows=rows)
     try:
         for records in _slices(stage, count):
             helpers._start(repo, records, prefixes)
@@ -165,26 +195,40 @@ def _slices(stage: bytes, count: int) -> list[bytes]:
 
 
 def main() -> int:
-    """The helper: `python -m cachelint.readahead LAYOUT PREFIX...` in the repository's top
-    directory, `ls-files -z -v --stage` records on stdin, `_encode`d entries on stdout."""
-    layout = Layout(sys.argv[1])
-    prefixes = tuple(sys.argv[2:])
-    # Only the entry.json paths, found at C speed: a list of every record's fields took more
+    """The helper: `python -m cachelint.readahead [--rows] LAYOUT PREFIX...` in the repository's
+    top directory, `ls-files -z -v --stage` records on stdin. On stdout: a line of `_encode`d
+    entries, then with --rows their entry cache rows."""
+    args = sys.argv[1:]
+    rows = args[:1] == ["--rows"]
+    if rows:
+        args = args[1:]
+    layout = Layout(args[0])
+    prefixes = tuple(args[1:])
+    # Only the entry.json records, found at C speed: a list of every record's fields took more
     # memory than the entries.
-    found = _ENTRY_PATH.findall(sys.stdin.buffer.read())
-    paths = [p.decode("utf-8", "surrogateescape") for p in found]
+    found = _ENTRY_RECORD.findall(sys.stdin.buffer.read())
+    records = [(o.decode("ascii"), p.decode("utf-8", "surrogateescape")) for o, p in found]
     del found
-    entries: list[Entry] = []
-    for path in paths:
+    read: list[tuple[Entry, str]] = []
+    for object_id, path in records:
         if not path.startswith(prefixes):
             continue
         directory = path[: -len(_ENTRY_SUFFIX)]
         try:
-            entries.append(read_entry(path, directory, layout))
+            read.append((read_entry(path, directory, layout), object_id))
         except CorruptEntry:
             continue  # the linter reads it again and reports it
-    del paths
-    sys.stdout.buffer.writelines(_encode(entries, layout))
+    del records
+    out = sys.stdout.buffer
+    with tempfile.TemporaryFile() as encoded_rows:
+        if rows:  # in the linter's lookup order; encoded now, as `_encode` empties the list
+            read.sort(key=lambda pair: pair[0].directory)
+            encoded_rows.writelines(entrycache.encode_rows(read))
+        out.writelines(_encode([entry for entry, _ in read], layout))
+        out.write(b"\n")
+        del read
+        encoded_rows.seek(0)
+        shutil.copyfileobj(encoded_rows, out, _COPY_SIZE)
     return 0
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cachelint import readahead, tree
+from cachelint import entrycache, readahead, tree
 from cachelint.config import Layout, load
 from cachelint.entrycache import CACHE_FILE
 from cachelint.store import UNREAD_REQUEST, Entry
@@ -216,3 +216,56 @@ def test_plumbing_close_drops_calls_not_started_and_waits_for_the_one_under_way(
     git.close()
     assert ran == ["hold"]
     assert not git._thread.is_alive()
+
+
+def test_the_first_check_takes_the_entry_cache_rows_from_the_helpers(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = repo / ".git" / CACHE_FILE
+    facts_of(repo, helpers=False, entry_cache=True)
+    written_by_the_linter = cache.read_bytes().splitlines()
+    cache.unlink()
+
+    def not_here(_: object) -> None:
+        raise AssertionError("the linter encoded rows the helpers had encoded")
+
+    monkeypatch.setattr(entrycache, "encode_rows", not_here)  # in this process only
+    first = facts_of(repo, helpers=True, entry_cache=True)
+    monkeypatch.undo()
+    written_by_helpers = cache.read_bytes().splitlines()
+    # The same header and rows; each helper's rows in the linter's order.
+    assert written_by_helpers[0] == written_by_the_linter[0]
+    assert sorted(written_by_helpers[1:]) == sorted(written_by_the_linter[1:])
+    assert len(written_by_helpers) == 1 + len(first.entries)
+    warm = facts_of(repo, helpers=True, entry_cache=True)
+    assert warm.read_ahead == 0
+    same_facts(warm, first)
+
+
+def test_rows_of_entries_changed_or_left_out_are_dropped(repo: Path) -> None:
+    (repo / "cachelint.toml").write_text('exclude = ["**/case-4/**"]\n')  # read, then left out
+    entry = next((repo / "eval-cache" / "cache" / "support" / "acme" / "case-5").glob("*"))
+    path = entry / "entry.json"
+    path.write_text(path.read_text().replace('"model": "m"', '"model": "edited"'))
+    cache = repo / ".git" / CACHE_FILE
+    facts_of(repo, helpers=False, entry_cache=True)
+    expected = sorted(cache.read_bytes().splitlines())
+    cache.unlink()
+    facts = facts_of(repo, helpers=True, entry_cache=True)
+    assert facts.read_ahead == 9
+    written = sorted(cache.read_bytes().splitlines())
+    assert written == expected
+    assert len(written) == 1 + 7  # the header; neither case-4 nor the edited case-5
+
+
+def test_an_entry_the_check_read_itself_leaves_the_helpers_rows_filtered(repo: Path) -> None:
+    put(repo, scenario="support/acme/new", text="staged, not committed")
+    broken = next((repo / "eval-cache" / "cache" / "support" / "acme" / "case-0").glob("*"))
+    (broken / "entry.json").write_text("{not json")  # the helpers skip it, the check reports it
+    git(repo, "add", "-A")
+    cache = repo / ".git" / CACHE_FILE
+    first = facts_of(repo, helpers=True, entry_cache=True)
+    assert first.read_ahead == 9  # 10 staged entries, one not JSON
+    assert len(first.corrupt) == 1
+    assert len(cache.read_bytes().splitlines()) == 1 + 9
+    same_facts(facts_of(repo, helpers=True, entry_cache=True), facts_of(repo, helpers=False))
