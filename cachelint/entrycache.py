@@ -162,17 +162,23 @@ def write(git_dir: Path, layout: Layout, rows: Iterable[bytes]) -> None:
 
 
 def encode_rows(committed: Iterable[tuple[Entry, str]]) -> Iterator[bytes]:
-    """A line per (entry, object id). orjson writes the datetimes (as isoformat() would) and the
+    """A line per (entry, object id), but for an entry `encode_row` cannot write."""
+    for entry, object_id in committed:
+        row = encode_row(entry, object_id)
+        if row is not None:
+            yield row
+
+
+def encode_row(e: Entry, object_id: str) -> bytes | None:
+    """The line of this entry. orjson writes the datetimes (as isoformat() would) and the
     layout's value. An entry whose directory git named with undecodable bytes holds a lone
-    surrogate, which JSON cannot: it gets no row, so it is read from disk each time, and the
-    others still get theirs."""
-    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
-    for e, object_id in committed:
-        try:
-            yield dumps(
-                (e.directory, object_id, e.layout, e.scenario, e.key, e.created, e.expires)
-                + (e.provider, e.model, e.iteration),
-                option=newline,
-            )
-        except TypeError:  # orjson.JSONEncodeError
-            continue
+    surrogate, which JSON cannot: None, so it gets no row and is read from disk each time, and
+    the others still get theirs."""
+    try:
+        return orjson.dumps(
+            (e.directory, object_id, e.layout, e.scenario, e.key, e.created, e.expires)
+            + (e.provider, e.model, e.iteration),
+            option=orjson.OPT_APPEND_NEWLINE,
+        )
+    except TypeError:  # orjson.JSONEncodeError
+        return None

@@ -204,29 +204,33 @@ def main() -> int:
         args = args[1:]
     layout = Layout(args[0])
     prefixes = tuple(args[1:])
+    data = sys.stdin.buffer.read()
     # Only the entry.json records, found at C speed: a list of every record's fields took more
     # memory than the entries.
-    found = _ENTRY_RECORD.findall(sys.stdin.buffer.read())
-    records = [(o.decode("ascii"), p.decode("utf-8", "surrogateescape")) for o, p in found]
-    del found
-    read: list[tuple[Entry, str]] = []
-    for object_id, path in records:
-        if not path.startswith(prefixes):
-            continue
-        directory = path[: -len(_ENTRY_SUFFIX)]
-        try:
-            read.append((read_entry(path, directory, layout), object_id))
-        except CorruptEntry:
-            continue  # the linter reads it again and reports it
-    del records
-    out = sys.stdout.buffer
+    records = [
+        (record[2].decode("utf-8", "surrogateescape"), record[1])
+        for record in _ENTRY_RECORD.finditer(data)
+    ]
+    del data
+    entries: list[Entry] = []
     with tempfile.TemporaryFile() as encoded_rows:
-        if rows:  # in the linter's lookup order; encoded now, as `_encode` empties the list
-            read.sort(key=lambda pair: pair[0].directory)
-            encoded_rows.writelines(entrycache.encode_rows(read))
-        out.writelines(_encode([entry for entry, _ in read], layout))
+        if rows:  # read in the linter's lookup order, each row written as its entry is read
+            records.sort(key=lambda record: record[0][: -len(_ENTRY_SUFFIX)])
+        for path, object_id in records:
+            if not path.startswith(prefixes):
+                continue
+            directory = path[: -len(_ENTRY_SUFFIX)]
+            try:
+                entry = read_entry(path, directory, layout)
+            except CorruptEntry:
+                continue  # the linter reads it again and reports it
+            entries.append(entry)
+            if rows and (row := entrycache.encode_row(entry, object_id.decode())) is not None:
+                encoded_rows.write(row)
+        del records
+        out = sys.stdout.buffer
+        out.writelines(_encode(entries, layout))
         out.write(b"\n")
-        del read
         encoded_rows.seek(0)
         shutil.copyfileobj(encoded_rows, out, _COPY_SIZE)
     return 0
