@@ -395,7 +395,8 @@ class _Plumbing:
 
     Started all at once, four git processes and the Python walk (the critical path) fought over
     two cores and the walk got a fraction of one. Queued, git runs back to back on the other core
-    while Python keeps its own; the thread only waits in `communicate`, which releases the GIL.
+    while Python keeps its own; the thread waits for git (`waitpid`, which releases the GIL) and
+    runs a call's short `then`.
     """
 
     def __init__(self, repo: Path) -> None:
