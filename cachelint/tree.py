@@ -480,14 +480,17 @@ def _walk(repo: str, root: str, facts: TreeFacts) -> list[tuple[str, Sequence[st
             held: list[str] = []
             for de in it:
                 name = de.name
-                seen.add(name)
                 # DirEntry answers from d_type, without a stat; regular files (two of every
                 # three names) are asked about first, and nothing follows a link.
                 if de.is_file(follow_symlinks=False):
                     files.append(prefix + name)
                     if name in ENTRY_FILES or name.startswith(TEMP_PREFIX):
                         held.append(name)
-                elif de.is_dir(follow_symlinks=False):
+                        continue  # into `seen` with its directory's names, below
+                    seen.add(name)
+                    continue
+                seen.add(name)
+                if de.is_dir(follow_symlinks=False):
                     path = prefix + name
                     stack.append(path)
                     if name == ".git":
@@ -500,6 +503,8 @@ def _walk(repo: str, root: str, facts: TreeFacts) -> list[tuple[str, Sequence[st
             if held:
                 names = tuple(held)
                 holders.append((rel, held_alike.setdefault(names, names)))
+    for names in held_alike:  # a few distinct tuples, not 200,000 names one by one
+        seen.update(names)
     return holders
 
 
