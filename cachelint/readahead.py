@@ -5,7 +5,7 @@ entry.json files than walking the tree: 16 us each here, 1.6 s at 100,000 entrie
 that also walks. Threads cannot share that work (the GIL: two reader threads were slower than
 one), but processes can, and the index names every committed entry.json within 0.1 s, long
 before the walk ends. So as soon as `git ls-files --stage` answers, its records are cut into one
-slice per core, and a helper for each (`python -m cachelint.readahead`) reads the entries of its
+slice per core, and a helper process for each (`main` below) reads the entries of its
 slice with `read_entry`, the function the linter reads with itself. It hands them back as JSON
 columns that the linter turns into entries at C speed, and the linter takes an entry from them
 instead of reading it when its walk meets that entry directory.
@@ -45,6 +45,16 @@ MAX_HELPERS = 4
 _REQUEST = Entry._fields.index("request")
 _LAYOUTS = {layout.value: layout for layout in Layout}
 _T = TypeVar("_T")
+
+# The helper runs in the repository's top directory, which `python -m` or `-c` would put first on
+# sys.path: a pull request could then run its own orjson.py in the CI that lints it. Isolated
+# (-I: nor PYTHON* variables, nor the user's site-packages), it finds cachelint where this process
+# did, after the interpreter's own packages.
+_HELPER_CODE = (
+    "import sys; sys.path.append(sys.argv.pop(1)); from cachelint.readahead import main; "
+    "sys.exit(main())"
+)
+_PACKAGES = str(Path(__file__).resolve().parent.parent)
 
 _ENTRY_SUFFIX = "/" + ENTRY_FILE
 _RECORD_END = _ENTRY_SUFFIX.encode() + b"\0"
@@ -153,7 +163,8 @@ class Helpers:
                 source.write(records)
                 source.seek(0)
                 rows = ["--rows"] if self._rows else []
-                command = [sys.executable, "-m", __name__, *rows, self._layout.value, *prefixes]
+                helper = [sys.executable, "-I", "-c", _HELPER_CODE, _PACKAGES]
+                command = [*helper, *rows, self._layout.value, *prefixes]
                 proc = subprocess.Popen(
                     command, cwd=repo, stdin=source, stdout=out, stderr=subprocess.DEVNULL
                 )
@@ -195,9 +206,9 @@ def _slices(stage: bytes, count: int) -> list[bytes]:
 
 
 def main() -> int:
-    """The helper: `python -m cachelint.readahead [--rows] LAYOUT PREFIX...` in the repository's
-    top directory, `ls-files -z -v --stage` records on stdin. On stdout: a line of `_encode`d
-    entries, then with --rows their entry cache rows."""
+    """The helper (`python -I -c _HELPER_CODE PACKAGES [--rows] LAYOUT PREFIX...`), in the
+    repository's top directory, `ls-files -z -v --stage` records on stdin. On stdout: a line of
+    `_encode`d entries, then with --rows their entry cache rows."""
     args = sys.argv[1:]
     rows = args[:1] == ["--rows"]
     if rows:

@@ -269,3 +269,16 @@ def test_an_entry_the_check_read_itself_leaves_the_helpers_rows_filtered(repo: P
     assert len(first.corrupt) == 1
     assert len(cache.read_bytes().splitlines()) == 1 + 9
     same_facts(facts_of(repo, helpers=True, entry_cache=True), facts_of(repo, helpers=False))
+
+
+@pytest.mark.parametrize("module", ["orjson.py", "cachelint/__init__.py"])
+def test_helpers_never_import_code_from_the_checked_repository(repo: Path, module: str) -> None:
+    # A helper runs in the repository's top directory; `python -m` there would put it first on
+    # sys.path, so a pull request could run its own code in the CI that lints it.
+    marker = repo.parent / "imported"
+    planted = repo / module
+    planted.parent.mkdir(exist_ok=True)
+    planted.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    facts = facts_of(repo, helpers=True)
+    assert not marker.exists()
+    assert facts.read_ahead == 9
