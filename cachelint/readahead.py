@@ -48,8 +48,8 @@ _T = TypeVar("_T")
 
 # The helper runs in the repository's top directory, which `python -m` or `-c` would put first on
 # sys.path: a pull request could then run its own orjson.py in the CI that lints it. Isolated
-# (-I: nor PYTHON* variables, nor the user's site-packages), it finds cachelint where this process
-# did, after the interpreter's own packages.
+# (-I: no such entry, no PYTHON* variables, no user site-packages), it finds cachelint where this
+# process did, after the interpreter's own packages.
 _HELPER_CODE = (
     "import sys; sys.path.append(sys.argv.pop(1)); from cachelint.readahead import main; "
     "sys.exit(main())"
@@ -148,12 +148,14 @@ class Helpers:
                         yield line
 
     def close(self) -> None:
+        """Stop any helper still running and drop their answers."""
         for proc, out in self._running:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
             out.close()
         self._running = []
+        self._answered = []
 
     def _start(self, repo: Path, records: bytes, prefixes: Sequence[str]) -> None:
         out = tempfile.TemporaryFile()
