@@ -27,9 +27,13 @@ os.environ.pop("CACHELINT_NOW", None)
 PROJECT = Path(__file__).resolve().parent.parent
 
 
-def git(repo: Path, *args: str, input: bytes | None = None) -> str:
-    """Run git in `repo`, fail the test with git's stderr if it fails, return stdout."""
-    proc = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True)
+def git(
+    repo: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
+) -> str:
+    """Run git in `repo`, fail the test with git's stderr if it fails, return stdout. `env` adds
+    to the environment."""
+    environ = {**os.environ, **env} if env else None
+    proc = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True, env=environ)
     if proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode()}")
     return proc.stdout.decode()
@@ -50,9 +54,11 @@ def run_cachelint(
     )
 
 
-def commit_all(repo: Path, message: str = "commit") -> None:
+def commit_all(repo: Path, message: str = "commit", *, committer_date: str | None = None) -> None:
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "--no-gpg-sign", "--no-verify", "--allow-empty", "-m", message)
+    env = {"GIT_COMMITTER_DATE": committer_date} if committer_date else None
+    commit = ["commit", "-q", "--no-gpg-sign", "--no-verify", "--allow-empty", "-m", message]
+    git(repo, *commit, env=env)
 
 
 @pytest.fixture

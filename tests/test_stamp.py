@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -163,14 +162,7 @@ def test_stamp_pinned_at_is_the_date_of_the_newest_pin_commit(git_repo: Path) ->
     setup_repo(git_repo)
     record(git_repo)
     (git_repo / "eval-cache/.keep").write_text("")
-    env = dict(os.environ, GIT_COMMITTER_DATE="2025-12-24T23:30:00-03:00")
-    subprocess.run(["git", "add", "-A"], cwd=git_repo, check=True)
-    subprocess.run(
-        ["git", "commit", "-q", "--no-gpg-sign", "--no-verify", "-m", "pins"],
-        cwd=git_repo,
-        env=env,
-        check=True,
-    )
+    commit_all(git_repo, "pins", committer_date="2025-12-24T23:30:00-03:00")
     assert stamp_mod.pinned_at(git_repo, ["Directory.Packages.props"], NOW).isoformat() == (
         "2025-12-25"  # committer date in UTC
     )
@@ -414,14 +406,7 @@ def test_stamp_round_trips_deterministically(tmp_path: Path) -> None:
 def test_stamp_pinned_at_is_today_while_a_pin_file_has_uncommitted_changes(git_repo: Path) -> None:
     setup_repo(git_repo)
     # A fixed committer date, so the clean case cannot coincide with NOW on any real day.
-    env = dict(os.environ, GIT_COMMITTER_DATE="2025-12-24T12:00:00+00:00")
-    subprocess.run(["git", "add", "-A"], cwd=git_repo, check=True)
-    subprocess.run(
-        ["git", "commit", "-q", "--no-gpg-sign", "--no-verify", "-m", "pins"],
-        cwd=git_repo,
-        env=env,
-        check=True,
-    )
+    commit_all(git_repo, "pins", committer_date="2025-12-24T12:00:00+00:00")
     clean = stamp_mod.pinned_at(git_repo, ["Directory.Packages.props"], NOW)
     assert clean.isoformat() == "2025-12-24"
     props = git_repo / "Directory.Packages.props"
