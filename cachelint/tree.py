@@ -25,7 +25,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
@@ -312,9 +312,7 @@ def _collect(
         git.submit("attrs", ["check-attr", "-z", "--stdin", "text"], stdin=_nul_joined(plain))
 
     stage = git.result("stage").out
-    # The entry cache checks its rows against these; helpers encode their own rows.
-    want_objects = entry_cache and not ahead
-    facts.index, entry_objects, flagged = _parse_stage(stage, entry_objects=want_objects)
+    facts.index, entry_objects, flagged = _parse_stage(stage, entry_objects=entry_cache)
     # git's --others listings walk the whole tree again (a second each at 200,000 files, twice as
     # long as the rest of the plumbing). Everything they can list is on disk and not in the index
     # (a nested repository shows as "sub/", but its .git is on disk and never in the index), so
@@ -355,7 +353,7 @@ def _collect(
     read = ahead[0].entries() if ahead else None
     facts.read_ahead = len(read or ())
     if git_dir is not None and read is not None:
-        _read_entries_ahead(facts, holders, git_dir, candidates, ahead[0], read)
+        _read_entries_ahead(facts, holders, git_dir, entry_objects, candidates, ahead[0], read)
     elif git_dir is not None:
         _read_entries_cached(facts, holders, git_dir, entry_objects, candidates)
     else:
@@ -639,20 +637,35 @@ def _read_entries_ahead(
     facts: TreeFacts,
     holders: list[tuple[str, Sequence[str]]],
     git_dir: Path,
+    entry_objects: dict[str, str],
     candidates: set[str],
     helpers: readahead.Helpers,
     ahead: dict[str, Entry],
 ) -> None:
     """`_read_entries`, taking the entries helpers read in this run, which they do only when the
     cache file has no rows; then writing the rows they encoded as the new cache file (0.2 s not
-    spent here), less those of entries git reports changed or the check left out. An entry this
-    process read itself gets its row from the next check."""
+    spent here), less those of entries git reports changed or the check left out, and adding
+    rows for the committed entries this process read itself (all of them if the helpers
+    failed: else no later check would have rows either)."""
     own = _read_entries(facts, holders, ahead.get)
     suffix = len(_ENTRY_SUFFIX)
     stale = {path[:-suffix] for path in candidates if path.endswith(_ENTRY_SUFFIX)}
+    read_here: list[tuple[Entry, str]] = []
     if own or len(facts.entries) != len(ahead):
         stale |= ahead.keys() - {e.directory for e in facts.entries}
-    entrycache.write(git_dir, facts.config.layout, helpers.rows(leaving_out=stale))
+        read_here = [
+            (e, object_id)
+            for e in facts.entries
+            if e.directory not in ahead
+            and (path := f"{e.directory}/{ENTRY_FILE}") not in candidates
+            and (object_id := entry_objects.get(path)) is not None
+        ]
+    rows: Iterable[bytes] = helpers.rows(leaving_out=stale)
+    if read_here:
+        # After the helpers' rows, so out of order: the next check reads those entries again
+        # where it misses their rows, and rewrites the file in order.
+        rows = chain(rows, entrycache.encode_rows(read_here))
+    entrycache.write(git_dir, facts.config.layout, rows)
 
 
 def _read_entries(

@@ -282,3 +282,15 @@ def test_helpers_never_import_code_from_the_checked_repository(repo: Path, modul
     facts = facts_of(repo, helpers=True)
     assert not marker.exists()
     assert facts.read_ahead == 9
+
+
+def test_entries_the_check_read_itself_get_rows_when_the_helpers_failed(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # starts, then fails
+    facts_of(repo, helpers=True, entry_cache=True)
+    assert len((repo / ".git" / CACHE_FILE).read_bytes().splitlines()) == 1 + 9
+    monkeypatch.undo()
+    warm = facts_of(repo, helpers=True, entry_cache=True)
+    assert warm.read_ahead == 0  # the cache file served them
+    same_facts(warm, facts_of(repo, helpers=False))
