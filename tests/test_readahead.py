@@ -137,6 +137,26 @@ def test_slices_are_whole_records_in_order() -> None:
         assert all(s.endswith(b"\0") and s.startswith(b"H ") for s in slices)
 
 
+def test_helpers_take_the_committed_entry_json_records_only() -> None:
+    oid = b"%040d"
+    stage = b"".join(
+        [
+            b"H 100644 " + oid % 1 + b" 0\tr/cache/a/01/entry.json\0",
+            b"H 100644 " + oid % 2 + b" 0\tr/cache/a/01/contents.data\0",
+            b"h 100644 " + oid % 3 + b" 0\tr/cache/tab\there/02/entry.json\0",  # marked
+            b"M 100644 " + oid % 4 + b" 1\tr/cache/a/03/entry.json\0",  # unmerged: the linter's
+            b"M 100644 " + oid % 5 + b" 2\tr/cache/a/03/entry.json\0",
+            b"H 100644 " + oid % 6 + b" 0\tr/cache/\xff/04/entry.json\0",
+            b"H 100644 " + oid % 7 + b" 0\tr/cache/a/05/entry.json.orig\0",
+        ]
+    )
+    assert readahead._entry_records(stage) == [
+        ("r/cache/a/01/entry.json", oid % 1),
+        ("r/cache/tab\there/02/entry.json", oid % 3),
+        ("r/cache/\udcff/04/entry.json", oid % 6),
+    ]
+
+
 def test_columns_round_trip_both_layouts() -> None:
     moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
     native = Entry(Layout.CACHELINT, "r/cache/a/0123", "a", "0123abcd", moment, moment, "p", "m")
