@@ -12,21 +12,23 @@ entry.json when the row was written, and a row is used only while
 Any other entry is read from disk. Only valid entries get a row; a corrupt one is read every time,
 so its finding is always worded from the bytes on disk.
 
-The file (`<git dir>/cachelint/entries.jsonl`, never in the cache tree) is a header line, then one
-JSON array per entry sorted by directory. The linter visits entries in that same order, so it
-streams the rows beside its own walk instead of holding 100,000 of them (a dict of them cost
-85 MB). Losing the file only costs time: an unreadable, foreign or damaged file is ignored and
-rewritten, and a failed write is not an error. `cachelint check --no-cache` skips it.
+The file (`<git dir>/cachelint/entries.jsonl`, never in the cache tree) is a header line, then
+lines of columns: each a JSON array holding one array per field (the object id of entry.json,
+then an entry's fields up to its request), all of the same length. A check turns a line into
+entries at C speed; a row per entry took twice as long. The first check of a clone writes the
+lines its helpers (`cachelint.readahead`) encoded, as they are. Losing the file only costs time:
+an unreadable, foreign or damaged file is ignored and rewritten, and a failed write is not an
+error. `cachelint check --no-cache` skips it.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
-from typing import IO, Any
+from typing import NamedTuple, TypeVar, cast
 
 import orjson
 
@@ -35,150 +37,145 @@ from cachelint.config import Layout
 from cachelint.fsutil import atomic_write_chunks
 from cachelint.store import UNREAD_REQUEST, Entry
 
-# Bump when the meaning of a row changes (or what parse_entry accepts), so older rows are dropped.
-FORMAT = 1
+# Bump when the meaning of a column changes (or what parse_entry accepts), so older files are
+# dropped. 1 was a row per entry.
+FORMAT = 2
 CACHE_FILE = "cachelint/entries.jsonl"
 
-# [directory, object id, layout, scenario, key, created, expires, provider, model, iteration]
-Row = list[Any]
+_REQUEST = Entry._fields.index("request")
 _LAYOUTS = {layout.value: layout for layout in Layout}
+_T = TypeVar("_T")
+
+
+class Cached(NamedTuple):
+    """Entries by directory, and the object id entry.json had in the index when each was read."""
+
+    entries: dict[str, Entry]
+    objects: dict[str, str]
 
 
 def cache_file(git_dir: Path) -> Path:
     return git_dir / CACHE_FILE
 
 
-def _header(layout: Layout) -> dict[str, object]:
-    """What the rows depend on besides the bytes of entry.json."""
-    return {"format": FORMAT, "cachelint": __version__, "layout": layout.value}
+def header(layout: Layout) -> bytes:
+    """The first line: what the columns depend on besides the bytes of entry.json."""
+    fields = {"format": FORMAT, "cachelint": __version__, "layout": layout.value}
+    return orjson.dumps(fields, option=orjson.OPT_APPEND_NEWLINE)
 
 
-class Rows:
-    """The rows of the cache file, read in directory order as `lookup` asks for them."""
-
-    def __init__(self, git_dir: Path, layout: Layout) -> None:
-        self.read = 0  # rows read from the file so far
-        self.used = 0  # rows `lookup` turned into entries
-        self._fh: IO[bytes] | None = None
-        self._current: Row | None = None
-        try:
-            fh = open(cache_file(git_dir), "rb")  # noqa: SIM115 - closed by close()
-        except OSError:
-            return
-        self._fh = fh
-        if self._decode(fh.readline()) != _header(layout):
-            self.close()
-            return
-        self._advance()
-
-    def lookup(self, directory: str, object_id: str | None) -> Entry | None:
-        """The entry of `directory` if its row was written for `object_id` (the object id the
-        index has now); None when there is no such row or it is malformed.
-
-        Calls must come in increasing directory order: rows before `directory` are skipped."""
-        while self._current is not None and self._current[0] < directory:
-            self._advance()
-        row = self._current
-        if row is None or row[0] != directory:
-            return None
-        self._advance()
-        if object_id is None or row[1] != object_id:
-            return None
-        try:
-            _, _, layout, scenario, key, created, expires, provider, model, iteration = row
-            if not (key is None or type(key) is str) or not (
-                iteration is None or type(iteration) is str
-            ):
-                return None  # the other fields fail below: intern and fromisoformat take str
-            kind = _LAYOUTS[layout]
-            found = Entry(
-                kind,
-                directory,
-                sys.intern(scenario),
-                key,
-                None if created is None else datetime.fromisoformat(created),
-                None if expires is None else datetime.fromisoformat(expires),
-                None if provider is None else sys.intern(provider),
-                None if model is None else sys.intern(model),
-                iteration,
-                # As a read leaves it: a native entry's request is validated, then not kept; an
-                # MEAI entry has none.
-                UNREAD_REQUEST if kind is Layout.CACHELINT else None,
-            )
-        except (KeyError, TypeError, ValueError):
-            return None
-        self.used += 1
-        return found
-
-    def close(self) -> int:
-        """Stop reading; the number of rows the file holds (0 when it is unusable)."""
-        if self._fh is None:
-            return 0
-        if self._current is not None:
-            self.read += sum(1 for _ in self._fh)
-        self._fh.close()
-        self._fh = self._current = None
-        return self.read
-
-    def _advance(self) -> None:
-        assert self._fh is not None
-        row = self._decode(self._fh.readline())
-        if isinstance(row, list) and len(row) == 10 and isinstance(row[0], str):
-            self.read += 1
-            self._current = row
-        else:  # the end, or a damaged line: nothing after it is trusted
-            self._current = None
-
-    @staticmethod
-    def _decode(line: bytes) -> Any:
-        try:
-            return orjson.loads(line) if line else None
-        except orjson.JSONDecodeError:
-            return None
-
-
-def has_rows(git_dir: Path, layout: Layout) -> bool:
-    """Whether the cache file holds a row for this layout setting."""
-    rows = Rows(git_dir, layout)
+def encode(entries: Sequence[Entry], objects: Sequence[str]) -> bytes:
+    """A line of columns: `objects[i]` is the object id of `entries[i]`'s entry.json. orjson
+    writes the datetimes (as isoformat() would) and the layout's value. An entry whose directory
+    git named with undecodable bytes holds a lone surrogate, which JSON cannot: it is left out,
+    so it is read from disk each time, and the others keep theirs."""
+    fields = list(zip(*entries, strict=True))[:_REQUEST] if entries else [()] * _REQUEST
     try:
-        return rows.read > 0
-    finally:
-        rows.close()
+        return orjson.dumps([objects, *fields], option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # orjson.JSONEncodeError
+        kept = [i for i, entry in enumerate(entries) if _encodable(entry)]
+        return encode([entries[i] for i in kept], [objects[i] for i in kept])
 
 
-def save(git_dir: Path, layout: Layout, committed: Iterable[tuple[Entry, str]]) -> None:
-    """Replace the cache file with a row per (entry, object id), given in directory order."""
-    write(git_dir, layout, encode_rows(committed))
-
-
-def write(git_dir: Path, layout: Layout, rows: Iterable[bytes]) -> None:
-    """Replace the cache file with these encoded rows, atomically and without an fsync (a torn
-    file reads as damaged and is rebuilt). Failing to write is not an error."""
-    header = orjson.dumps(_header(layout), option=orjson.OPT_APPEND_NEWLINE)
+def _encodable(entry: Entry) -> bool:
     try:
-        atomic_write_chunks(cache_file(git_dir), chain((header,), rows), durable=False)
+        orjson.dumps(entry[:_REQUEST])
+    except TypeError:  # orjson.JSONEncodeError
+        return False
+    return True
+
+
+def decode(line: bytes) -> Cached | None:
+    """What `encode` wrote; None when it is not that (a damaged line, a wrong type anywhere)."""
+    try:
+        columns = orjson.loads(line)
+        (objects, kinds, directories, scenarios, keys) = columns[:5]
+        (created, expires, providers, models, iterations) = columns[5:]
+        if not (_all_str(objects) and _all_str(directories) and _all_str(scenarios)):
+            return None
+        if not (_all_str(keys, optional=True) and _all_str(iterations, optional=True)):
+            return None  # the other columns fail below: intern and fromisoformat take str
+        kinds = list(map(_LAYOUTS.__getitem__, kinds))
+        # As a read leaves it: a native entry's request is validated, then not kept; an MEAI
+        # entry has none.
+        requests = [UNREAD_REQUEST if kind is Layout.CACHELINT else None for kind in kinds]
+        fields = zip(
+            kinds,
+            directories,
+            map(sys.intern, scenarios),  # thousands of entries share one: one string each
+            keys,
+            _each(datetime.fromisoformat, created),
+            _each(datetime.fromisoformat, expires),
+            _each(sys.intern, providers),
+            _each(sys.intern, models),
+            iterations,
+            requests,
+            strict=True,
+        )
+        # tuple.__new__ builds each Entry at C speed; Entry._make is a Python call per entry
+        # (which only checks the length, fixed here by the columns).
+        built = cast(Iterator[Entry], map(tuple.__new__, repeat(Entry), fields))
+        entries = dict(zip(directories, built, strict=True))
+        return Cached(entries, dict(zip(directories, objects, strict=True)))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _all_str(column: list[object], *, optional: bool = False) -> bool:
+    kinds = set(map(type, column))  # at C speed
+    return kinds <= ({str, type(None)} if optional else {str})
+
+
+def _each(convert: Callable[[str], _T], values: list[str | None]) -> Iterator[_T | None]:
+    """`convert` each value but None; at C speed when there is no None."""
+    if None not in values:
+        return map(convert, cast(list[str], values))
+    return (None if value is None else convert(value) for value in values)
+
+
+def load(git_dir: Path, layout: Layout) -> Cached:
+    """The cache file's entries for this layout setting; none when it is missing, foreign or
+    damaged anywhere."""
+    nothing = Cached({}, {})
+    try:
+        with open(cache_file(git_dir), "rb") as fh:
+            if fh.readline() != header(layout):
+                return nothing
+            lines = fh.readlines()
+    except OSError:
+        return nothing
+    if len(lines) == 1:
+        return decode(lines[0]) or nothing
+    found = nothing
+    for line in lines:
+        read = decode(line)
+        if read is None:
+            return nothing
+        found.entries.update(read.entries)
+        found.objects.update(read.objects)
+    return found
+
+
+def has_entries(git_dir: Path, layout: Layout) -> bool:
+    """Whether the cache file holds an entry for this layout setting, without decoding it: its
+    header matches and a line of columns follows whose first column is not empty."""
+    try:
+        with open(cache_file(git_dir), "rb") as fh:
+            return fh.readline() == header(layout) and fh.read(3) == b'[["'
+    except OSError:
+        return False
+
+
+def save(git_dir: Path, layout: Layout, committed: Sequence[tuple[Entry, str]]) -> None:
+    """Replace the cache file with these (entry, object id) pairs."""
+    entries = [entry for entry, _ in committed]
+    write(git_dir, layout, [encode(entries, [object_id for _, object_id in committed])])
+
+
+def write(git_dir: Path, layout: Layout, lines: Iterable[bytes]) -> None:
+    """Replace the cache file with these lines of columns, atomically and without an fsync (a
+    torn file reads as damaged and is rebuilt). Failing to write is not an error."""
+    try:
+        atomic_write_chunks(cache_file(git_dir), chain((header(layout),), lines), durable=False)
     except OSError:
         pass
-
-
-def encode_rows(committed: Iterable[tuple[Entry, str]]) -> Iterator[bytes]:
-    """A line per (entry, object id), but for an entry `encode_row` cannot write."""
-    for entry, object_id in committed:
-        row = encode_row(entry, object_id)
-        if row is not None:
-            yield row
-
-
-def encode_row(e: Entry, object_id: str) -> bytes | None:
-    """The line of this entry. orjson writes the datetimes (as isoformat() would) and the
-    layout's value. An entry whose directory git named with undecodable bytes holds a lone
-    surrogate, which JSON cannot: None, so it gets no row and is read from disk each time, and
-    the others still get theirs."""
-    try:
-        return orjson.dumps(
-            (e.directory, object_id, e.layout, e.scenario, e.key, e.created, e.expires)
-            + (e.provider, e.model, e.iteration),
-            option=orjson.OPT_APPEND_NEWLINE,
-        )
-    except TypeError:  # orjson.JSONEncodeError
-        return None

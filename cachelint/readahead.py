@@ -6,9 +6,10 @@ that also walks. Threads cannot share that work (the GIL: two reader threads wer
 one), but processes can, and the index names every committed entry.json within 0.1 s, long
 before the walk ends. So as soon as `git ls-files --stage` answers, its records are cut into one
 slice per core, and a helper process for each (`main` below) reads the entries of its
-slice with `read_entry`, the function the linter reads with itself. It hands them back as JSON
-columns that the linter turns into entries at C speed, and the linter takes an entry from them
-instead of reading it when its walk meets that entry directory.
+slice with `read_entry`, the function the linter reads with itself. It hands them back as a line
+of the entry cache's columns (`entrycache.encode`, with their object ids), which the linter turns
+into entries at C speed and takes an entry from instead of reading it when its walk meets that
+entry directory. On the first check of a clone those lines become the entry cache as they are.
 
 Helpers only ever save time. Whatever they do not hand back (a corrupt entry, an untracked one,
 everything of a helper that could not start or failed) the linter reads itself with the same
@@ -19,32 +20,25 @@ from __future__ import annotations
 
 import gc
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence, Set
-from contextlib import suppress
-from datetime import datetime
-from itertools import pairwise, repeat
+from collections.abc import Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
-from typing import IO, TypeVar, cast
+from typing import IO
 
 import orjson
 
-from cachelint import __version__, entrycache
+from cachelint import entrycache
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
-from cachelint.store import ENTRY_FILE, UNREAD_REQUEST, Entry, decode_json, parse_entry
+from cachelint.store import ENTRY_FILE, Entry, decode_json, parse_entry
 
 # Entries per helper below which its start-up (~0.1 s of interpreter and imports) costs more than
 # reading them in the linter.
 MIN_SLICE = 5_000
 MAX_HELPERS = 4
-
-_REQUEST = Entry._fields.index("request")
-_LAYOUTS = {layout.value: layout for layout in Layout}
-_T = TypeVar("_T")
 
 # The helper runs in the repository's top directory, which `python -m` or `-c` would put first on
 # sys.path: a pull request could then run its own orjson.py in the CI that lints it. Isolated
@@ -108,37 +102,34 @@ class Helpers:
     """Helper processes, each reading a slice of the index's entries. Their stderr is dropped:
     a helper that fails only leaves its entries to the linter."""
 
-    def __init__(self, layout: Layout, *, rows: bool) -> None:
+    def __init__(self, layout: Layout) -> None:
         self._layout = layout
-        self._rows = rows
         self._running: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
         self._answered: list[IO[bytes]] = []
 
     def entries(self) -> dict[str, Entry]:
         """The entries the helpers read, by directory; waits for them."""
         found: dict[str, Entry] = {}
+        header = entrycache.header(self._layout)
         for proc, out in self._running:
-            if proc.wait() == 0:  # a helper that failed may have written anything
-                out.seek(0)
-                read = _decode(out.readline(), self._layout)
-                if read:
-                    found.update(read)
-                    self._answered.append(out)
+            if proc.wait() != 0:  # a helper that failed may have written anything
+                continue
+            out.seek(0)
+            if out.readline() != header:
+                continue
+            read = entrycache.decode(out.readline())
+            if read is not None:
+                found.update(read.entries)
+                self._answered.append(out)
         return found
 
-    def rows(self, *, leaving_out: Set[str] = frozenset()) -> Iterator[bytes]:
-        """With `rows`, the entry cache rows (`entrycache.encode_rows`) of what `entries` gave,
-        each helper's in directory order, but those of the directories `leaving_out`: copied as
-        they are when there are none (the usual case), decoded line by line otherwise."""
+    def lines(self) -> Iterator[bytes]:
+        """The entry cache lines of what `entries` gave, as the helpers wrote them."""
         for out in self._answered:
-            if not leaving_out:
-                while chunk := out.read(_COPY_SIZE):
-                    yield chunk
-                continue
-            for line in out:
-                with suppress(orjson.JSONDecodeError, IndexError, TypeError):
-                    if orjson.loads(line)[0] not in leaving_out:
-                        yield line
+            out.seek(0)
+            out.readline()  # the header
+            while chunk := out.read(_COPY_SIZE):
+                yield chunk
 
     def close(self) -> None:
         """Stop any helper still running and drop their answers."""
@@ -157,9 +148,8 @@ class Helpers:
             with tempfile.TemporaryFile() as source:
                 source.write(records)
                 source.seek(0)
-                rows = ["--rows"] if self._rows else []
                 helper = [sys.executable, "-I", "-c", _HELPER_CODE, _PACKAGES]
-                command = [*helper, *rows, self._layout.value, *prefixes]
+                command = [*helper, self._layout.value, *prefixes]
                 proc = subprocess.Popen(
                     command, cwd=repo, stdin=source, stdout=out, stderr=subprocess.DEVNULL
                 )
@@ -169,17 +159,15 @@ class Helpers:
         self._running.append((proc, out))
 
 
-def start(
-    repo: Path, stage: bytes, prefixes: Sequence[str], layout: Layout, *, rows: bool = False
-) -> Helpers | None:
+def start(repo: Path, stage: bytes, prefixes: Sequence[str], layout: Layout) -> Helpers | None:
     """Helpers reading the entries under `prefixes` (`<root>/cache/`) that `stage`, the output
-    of `git ls-files -z -v --stage`, lists, and with `rows` also encoding their entry cache
-    rows; None when there are too few entries to be worth it or no helper could start."""
+    of `git ls-files -z -v --stage`, lists; None when there are too few entries to be worth it
+    or no helper could start."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     count = min(cores or 1, MAX_HELPERS, stage.count(_RECORD_END) // MIN_SLICE)
     if count < 1 or not sys.executable:
         return None
-    helpers = Helpers(layout, rows=rows)
+    helpers = Helpers(layout)
     try:
         for records in _slices(stage, count):
             helpers._start(repo, records, prefixes)
@@ -201,44 +189,31 @@ def _slices(stage: bytes, count: int) -> list[bytes]:
 
 
 def main() -> int:
-    """The helper (`python -I -c _HELPER_CODE PACKAGES [--rows] LAYOUT PREFIX...`), in the
-    repository's top directory, `ls-files -z -v --stage` records on stdin. On stdout: a line of
-    `_encode`d entries, then with --rows their entry cache rows."""
+    """The helper (`python -I -c _HELPER_CODE PACKAGES LAYOUT PREFIX...`), in the repository's
+    top directory, `ls-files -z -v --stage` records on stdin. On stdout: the entry cache's header
+    and a line of columns of the entries it read."""
     # Everything a helper builds is kept to the end and none of it is in a cycle: the cyclic
     # collector would only rescan the growing list of entries (0.2 s at 100,000 entries).
     gc.disable()
-    args = sys.argv[1:]
-    rows = args[:1] == ["--rows"]
-    if rows:
-        args = args[1:]
-    layout = Layout(args[0])
-    prefixes = tuple(args[1:])
-    records = _entry_records(sys.stdin.buffer.read())
+    layout = Layout(sys.argv[1])
+    prefixes = tuple(sys.argv[2:])
     entries: list[Entry] = []
-    with tempfile.TemporaryFile() as encoded_rows:
-        if rows:  # read in the linter's lookup order, each row written as its entry is read
-            records.sort(key=lambda record: record[0][: -len(_ENTRY_SUFFIX)])
-        for path, object_id in records:
-            if not path.startswith(prefixes):
-                continue
-            directory = path[: -len(_ENTRY_SUFFIX)]
-            try:
-                entry = read_entry(path, directory, layout)
-            except CorruptEntry:
-                continue  # the linter reads it again and reports it
-            entries.append(entry)
-            if rows and (row := entrycache.encode_row(entry, object_id.decode())) is not None:
-                encoded_rows.write(row)
-        del records
-        out = sys.stdout.buffer
-        out.writelines(_encode(entries, layout))
-        out.write(b"\n")
-        encoded_rows.seek(0)
-        shutil.copyfileobj(encoded_rows, out, _COPY_SIZE)
+    objects: list[str] = []
+    for path, object_id in _entry_records(sys.stdin.buffer.read()):
+        if not path.startswith(prefixes):
+            continue
+        try:
+            entries.append(read_entry(path, path[: -len(_ENTRY_SUFFIX)], layout))
+        except CorruptEntry:
+            continue  # the linter reads it again and reports it
+        objects.append(object_id)
+    out = sys.stdout.buffer
+    out.write(entrycache.header(layout))
+    out.write(entrycache.encode(entries, objects))
     return 0
 
 
-def _entry_records(stage: bytes) -> list[tuple[str, bytes]]:
+def _entry_records(stage: bytes) -> list[tuple[str, str]]:
     """The path and object id of each entry.json record "<tag> <mode> <object> <stage>\t<path>"
     in `stage`, unmerged ones left out (the linter reads and reports those). Split at C speed:
     a regex finding them took 0.45 s at 100,000 entries, this 0.05 s."""
@@ -249,80 +224,8 @@ def _entry_records(stage: bytes) -> list[tuple[str, bytes]]:
             meta, _, path = record.partition(b"\t")
             fields = meta.split(b" ")
             if len(fields) == 4 and fields[3] == b"0":
-                found.append((path.decode("utf-8", "surrogateescape"), fields[2]))
+                found.append((path.decode("utf-8", "surrogateescape"), fields[2].decode()))
     return found
-
-
-def _header(layout: Layout) -> dict[str, str]:
-    return {"cachelint": __version__, "layout": layout.value}
-
-
-def _encode(entries: list[Entry], layout: Layout) -> list[bytes]:
-    """The entries as columns, a list per field up to the request (a read never keeps one),
-    which the linter turns back into entries at C speed (a row per entry took twice as long).
-    `entries` is emptied and each column dropped once encoded: the helper's memory is the
-    entries'."""
-    columns = list(zip(*entries, strict=True))[:_REQUEST] or [()] * _REQUEST
-    parts = [b'{"header":' + orjson.dumps(_header(layout)) + b',"columns":[']
-    try:
-        for i in range(len(columns)):
-            parts.append((b"," if i else b"") + orjson.dumps(columns[i]))
-            columns[i] = ()
-    except TypeError:  # orjson.JSONEncodeError: a lone surrogate from an undecodable name
-        return _encode([e for e in entries if _encodable(e)], layout)
-    finally:
-        entries.clear()
-    parts.append(b"]}")
-    return parts
-
-
-def _encodable(entry: Entry) -> bool:
-    try:
-        orjson.dumps(entry[:_REQUEST])
-    except TypeError:  # orjson.JSONEncodeError
-        return False
-    return True
-
-
-def _decode(data: bytes, layout: Layout) -> dict[str, Entry]:
-    """What `_encode` wrote, by directory; nothing if it is not that."""
-    try:
-        document = orjson.loads(data)
-        if document["header"] != _header(layout):
-            return {}
-        kinds, directories, scenarios, keys, created, expires, providers, models, iterations = (
-            document["columns"]
-        )
-        kinds = list(map(_LAYOUTS.__getitem__, kinds))
-        # As a read leaves it: a native entry's request is validated, then not kept; an MEAI
-        # entry has none.
-        requests = [UNREAD_REQUEST if kind is Layout.CACHELINT else None for kind in kinds]
-        fields = zip(
-            kinds,
-            directories,
-            map(sys.intern, scenarios),  # thousands of entries share one: one string each
-            keys,
-            _each(datetime.fromisoformat, created),
-            _each(datetime.fromisoformat, expires),
-            _each(sys.intern, providers),
-            _each(sys.intern, models),
-            iterations,
-            requests,
-            strict=True,
-        )
-        # tuple.__new__ builds each Entry at C speed; Entry._make is a Python call per entry
-        # (which only checks the length, fixed here by the columns).
-        built = map(tuple.__new__, repeat(Entry), fields)
-        return dict(zip(directories, cast(Iterator[Entry], built), strict=True))
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        return {}
-
-
-def _each(convert: Callable[[str], _T], values: list[str | None]) -> Iterator[_T | None]:
-    """`convert` each value but None; at C speed when there is no None."""
-    if None not in values:
-        return map(convert, cast(list[str], values))
-    return (None if value is None else convert(value) for value in values)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,16 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 
 import orjson
 import pytest
 
-from cachelint.config import load
+from cachelint import entrycache
+from cachelint.config import Layout, load
 from cachelint.entrycache import CACHE_FILE
+from cachelint.store import UNREAD_REQUEST, Entry
 from cachelint.tree import TreeFacts, collect
 from tests.conftest import commit_all, git, run_cachelint
 from tests.test_rules import NOW, put, write_meai
@@ -36,16 +39,28 @@ def entry_file(repo: Path, scenario: str) -> Path:
     )
 
 
-def rows(repo: Path) -> list[list[object]]:
-    lines = cache_path(repo).read_bytes().splitlines()
-    return [orjson.loads(line) for line in lines[1:]]
+# The columns of a line of the cache file.
+FIELDS = ("object", *Entry._fields[: Entry._fields.index("request")])
+Row = dict[str, object]
 
 
-def rewrite_rows(repo: Path, change: Callable[[list[object]], list[object]]) -> None:
-    """Edit every row of the cache file in place (keeping its header and object ids)."""
-    header, *lines = cache_path(repo).read_bytes().splitlines()
-    edited = [orjson.dumps(change(orjson.loads(line))) for line in lines]
-    cache_path(repo).write_bytes(b"\n".join([header, *edited]) + b"\n")
+def rows(repo: Path) -> list[Row]:
+    """The cache file's entries, each as its fields by name."""
+    _, *lines = cache_path(repo).read_bytes().splitlines()
+    found = []
+    for line in lines:
+        columns = orjson.loads(line)
+        assert len(columns) == len(FIELDS)
+        found += [dict(zip(FIELDS, values, strict=True)) for values in zip(*columns, strict=True)]
+    return found
+
+
+def rewrite_rows(repo: Path, change: Callable[[Row], Row]) -> None:
+    """Edit every entry of the cache file in place (keeping its header)."""
+    header = cache_path(repo).read_bytes().splitlines()[0]
+    edited = [change(row) for row in rows(repo)]
+    columns = [[row[field] for row in edited] for field in FIELDS]
+    cache_path(repo).write_bytes(header + b"\n" + orjson.dumps(columns) + b"\n")
 
 
 @pytest.fixture
@@ -58,17 +73,17 @@ def repo(git_repo: Path) -> Path:
     return git_repo
 
 
-def test_first_check_writes_a_row_per_committed_entry(repo: Path) -> None:
+def test_first_check_writes_every_committed_entry(repo: Path) -> None:
     facts = facts_of(repo)
     written = rows(repo)
-    assert [r[0] for r in written] == sorted(e.directory for e in facts.entries)
+    assert {r["directory"] for r in written} == {e.directory for e in facts.entries}
     assert len(written) == 3
     objects = {}  # path -> object id, from "<mode> <object> <stage>\t<path>"
     for line in git(repo, "ls-files", "--stage", "--", "eval-cache").splitlines():
         meta, path = line.split("\t")
         objects[path] = meta.split(" ")[1]
     for row in written:
-        assert row[1] == objects[f"{row[0]}/entry.json"]
+        assert row["object"] == objects[f"{row['directory']}/entry.json"]
 
 
 def test_a_warm_check_sees_exactly_what_a_cold_one_sees(repo: Path) -> None:
@@ -83,10 +98,7 @@ def test_rows_are_used_while_git_reports_entry_json_unchanged(repo: Path) -> Non
     facts_of(repo)
 
     # Only a reused row can put this scenario name into the facts: no file on disk says it.
-    def rename(row: list[object]) -> list[object]:
-        return [*row[:3], "from-the-cache", *row[4:]]
-
-    rewrite_rows(repo, rename)
+    rewrite_rows(repo, lambda row: {**row, "scenario": "from-the-cache"})
     assert {e.scenario for e in facts_of(repo).entries} == {"from-the-cache"}
     assert {e.scenario for e in facts_of(repo, entry_cache=False).entries} != {"from-the-cache"}
 
@@ -132,7 +144,7 @@ def test_a_staged_change_gets_a_new_row(repo: Path) -> None:
     entry_json.write_text(json.dumps(data, indent=2))
     git(repo, "add", "-A")
     assert "restaged" in {e.model for e in facts_of(repo).entries}
-    assert "restaged" in {r[8] for r in rows(repo)}
+    assert "restaged" in {r["model"] for r in rows(repo)}
     assert "restaged" in {e.model for e in facts_of(repo).entries}  # now from the new row
 
 
@@ -144,7 +156,7 @@ def test_untracked_and_corrupt_entries_get_no_row(repo: Path) -> None:
     put(repo, scenario="support/acme/later", text="not added")
     facts = facts_of(repo)
     assert len(facts.corrupt) == 1
-    cached = {r[0] for r in rows(repo)}
+    cached = {str(r["directory"]) for r in rows(repo)}
     assert broken.relative_to(repo).as_posix() not in cached
     assert not any("support/acme/later" in d for d in cached)
     assert len(cached) == len(facts.entries) - 1
@@ -165,23 +177,25 @@ def test_an_entry_under_an_undecodable_name_gets_no_row_and_the_others_do(repo: 
 
 def test_a_damaged_cache_file_is_ignored_and_rewritten(repo: Path) -> None:
     facts_of(repo)
-    cache_path(repo).write_bytes(b'{"format": 1}\n["half a row"\n\x00\xff')
+    header = cache_path(repo).read_bytes().splitlines()[0]
+    cache_path(repo).write_bytes(header + b'\n[["half a column"\n\x00\xff')
     cold = facts_of(repo, entry_cache=False)
     assert facts_of(repo).entries == cold.entries
     assert len(rows(repo)) == 3
 
 
-@pytest.mark.parametrize("field", [3, 4, 5, 7, 9])  # scenario, key, created, provider, iteration
-def test_a_row_with_a_wrong_type_is_not_used(repo: Path, field: int) -> None:
+@pytest.mark.parametrize("field", FIELDS)
+def test_a_wrong_type_in_any_column_leaves_the_whole_file_unused(repo: Path, field: str) -> None:
     cold = facts_of(repo, entry_cache=False)
     facts_of(repo)
-    rewrite_rows(repo, lambda row: [*row[:field], 12345, *row[field + 1 :]])
-    assert facts_of(repo).entries == cold.entries  # read from disk again, not from the rows
+    rewrite_rows(repo, lambda row: {**row, "scenario": "from-the-cache"})
+    rewrite_rows(repo, lambda row: {**row, field: 12345} if row["layout"] == "cachelint" else row)
+    assert facts_of(repo).entries == cold.entries  # read from disk again, not from the file
 
 
 def test_a_row_for_another_layout_setting_is_not_used(repo: Path) -> None:
     facts_of(repo)
-    rewrite_rows(repo, lambda row: [*row[:3], "from-the-cache", *row[4:]])
+    rewrite_rows(repo, lambda row: {**row, "scenario": "from-the-cache"})
     pyproject = repo / "pyproject.toml"
     pyproject.write_text('[tool.cachelint]\nlayout = "auto"\n')
     assert "from-the-cache" in {e.scenario for e in facts_of(repo).entries}
@@ -227,3 +241,41 @@ def test_no_cache_unless_git_names_an_existing_absolute_git_dir(repo: Path) -> N
     assert named(".git") is None
     assert named(str(repo / "no-such-dir")) is None
     assert named("") is None
+
+
+def test_columns_round_trip_both_layouts() -> None:
+    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    native = Entry(Layout.CACHELINT, "r/cache/a/0123", "a", "0123abcd", moment, moment, "p", "m")
+    native = native._replace(request=UNREAD_REQUEST)
+    meai = Entry(Layout.MEAI, "r/cache/S/1/" + "A" * 96, "S", None, moment, None, None, None, "1")
+    decoded = entrycache.decode(entrycache.encode([native, meai], ["0" * 40, "1" * 40]))
+    assert decoded is not None
+    assert decoded.entries == {native.directory: native, meai.directory: meai}
+    assert decoded.entries[native.directory].request is UNREAD_REQUEST
+    assert decoded.objects == {native.directory: "0" * 40, meai.directory: "1" * 40}
+
+
+def test_a_name_json_cannot_hold_drops_only_that_entry() -> None:
+    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    good = Entry(Layout.CACHELINT, "r/cache/a/01", "a", "01ab", moment, moment, "p", "m")
+    odd = good._replace(directory="r/cache/\udcff/01")  # undecodable bytes, surrogateescape
+    decoded = entrycache.decode(entrycache.encode([good, odd], ["0" * 40, "1" * 40]))
+    assert decoded is not None
+    assert list(decoded.entries) == [good.directory]
+    assert decoded.objects == {good.directory: "0" * 40}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"", b"[[not json", b"[]", b"[1, 2]", b'[["a"], ["cachelint"]]', b'{"header": {}}', b"[" * 9],
+)
+def test_anything_else_decodes_to_nothing(line: bytes) -> None:
+    assert entrycache.decode(line) is None
+
+
+def test_columns_of_different_lengths_decode_to_nothing() -> None:
+    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    entry = Entry(Layout.CACHELINT, "r/cache/a/01", "a", "01ab", moment, moment, "p", "m")
+    columns = orjson.loads(entrycache.encode([entry], ["0" * 40]))
+    columns[4].append("02cd")  # one key too many
+    assert entrycache.decode(orjson.dumps(columns)) is None

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from cachelint import entrycache, readahead, tree
 from cachelint.config import Layout, load
 from cachelint.entrycache import CACHE_FILE
-from cachelint.store import UNREAD_REQUEST, Entry
+from cachelint.store import UNREAD_REQUEST
 from cachelint.tree import TreeFacts, collect
 from tests.conftest import commit_all, git
 from tests.test_rules import NOW, put, write_meai
@@ -24,10 +23,6 @@ def facts_of(repo: Path, *, helpers: bool, entry_cache: bool = False) -> TreeFac
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(readahead, "MIN_SLICE", 1 if helpers else 10**9)
         return collect(load(repo), now=NOW, entry_cache=entry_cache)
-
-
-def encoded(entries: list[Entry]) -> bytes:
-    return b"".join(readahead._encode(entries, Layout.AUTO))
 
 
 def same_facts(a: TreeFacts, b: TreeFacts) -> None:
@@ -151,35 +146,10 @@ def test_helpers_take_the_committed_entry_json_records_only() -> None:
         ]
     )
     assert readahead._entry_records(stage) == [
-        ("r/cache/a/01/entry.json", oid % 1),
-        ("r/cache/tab\there/02/entry.json", oid % 3),
-        ("r/cache/\udcff/04/entry.json", oid % 6),
+        ("r/cache/a/01/entry.json", (oid % 1).decode()),
+        ("r/cache/tab\there/02/entry.json", (oid % 3).decode()),
+        ("r/cache/\udcff/04/entry.json", (oid % 6).decode()),
     ]
-
-
-def test_columns_round_trip_both_layouts() -> None:
-    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    native = Entry(Layout.CACHELINT, "r/cache/a/0123", "a", "0123abcd", moment, moment, "p", "m")
-    native = native._replace(request=UNREAD_REQUEST)
-    meai = Entry(Layout.MEAI, "r/cache/S/1/" + "A" * 96, "S", None, moment, None, None, None, "1")
-    decoded = readahead._decode(encoded([native, meai]), Layout.AUTO)
-    assert decoded == {native.directory: native, meai.directory: meai}
-    assert decoded[native.directory].request is UNREAD_REQUEST
-
-
-def test_a_name_json_cannot_hold_drops_only_that_entry() -> None:
-    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    good = Entry(Layout.CACHELINT, "r/cache/a/01", "a", "01ab", moment, moment, "p", "m")
-    odd = good._replace(directory="r/cache/\udcff/01")  # undecodable bytes, surrogateescape
-    decoded = readahead._decode(encoded([good, odd]), Layout.AUTO)
-    assert list(decoded) == [good.directory]
-
-
-@pytest.mark.parametrize(
-    "data", [b"", b"{not json", b'{"header": {"cachelint": "0.0"}, "columns": []}', b"[1, 2]"]
-)
-def test_anything_else_decodes_to_nothing(data: bytes) -> None:
-    assert readahead._decode(data, Layout.AUTO) == {}
 
 
 def test_helpers_never_change_the_work_tree(repo: Path) -> None:
@@ -238,56 +208,57 @@ def test_plumbing_close_drops_calls_not_started_and_waits_for_the_one_under_way(
     assert not git._thread.is_alive()
 
 
-def test_the_first_check_takes_the_entry_cache_rows_from_the_helpers(
+def cached(repo: Path) -> entrycache.Cached:
+    return entrycache.load(repo / ".git", Layout.AUTO)
+
+
+def test_the_first_check_takes_the_entry_cache_from_the_helpers(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = repo / ".git" / CACHE_FILE
     facts_of(repo, helpers=False, entry_cache=True)
-    written_by_the_linter = cache.read_bytes().splitlines()
+    written_by_the_linter = cached(repo)
     cache.unlink()
 
-    def not_here(_: object) -> None:
-        raise AssertionError("the linter encoded rows the helpers had encoded")
+    def not_here(*_: object) -> None:
+        raise AssertionError("the linter encoded entries the helpers had encoded")
 
-    monkeypatch.setattr(entrycache, "encode_rows", not_here)  # in this process only
+    monkeypatch.setattr(entrycache, "encode", not_here)  # in this process only
     first = facts_of(repo, helpers=True, entry_cache=True)
     monkeypatch.undo()
-    written_by_helpers = cache.read_bytes().splitlines()
-    # The same header and rows; each helper's rows in the linter's order.
-    assert written_by_helpers[0] == written_by_the_linter[0]
-    assert sorted(written_by_helpers[1:]) == sorted(written_by_the_linter[1:])
-    assert len(written_by_helpers) == 1 + len(first.entries)
+    assert len(cache.read_bytes().splitlines()) == 1 + 2  # the header, a line per helper
+    assert cached(repo) == written_by_the_linter
+    assert len(written_by_the_linter.entries) == len(first.entries) == 9
     warm = facts_of(repo, helpers=True, entry_cache=True)
     assert warm.read_ahead == 0
     same_facts(warm, first)
 
 
-def test_rows_of_entries_changed_or_left_out_are_dropped(repo: Path) -> None:
+def test_entries_changed_or_left_out_are_not_cached(repo: Path) -> None:
     (repo / "cachelint.toml").write_text('exclude = ["**/case-4/**"]\n')  # read, then left out
     entry = next((repo / "eval-cache" / "cache" / "support" / "acme" / "case-5").glob("*"))
     path = entry / "entry.json"
     path.write_text(path.read_text().replace('"model": "m"', '"model": "edited"'))
     cache = repo / ".git" / CACHE_FILE
     facts_of(repo, helpers=False, entry_cache=True)
-    expected = sorted(cache.read_bytes().splitlines())
+    expected = cached(repo)
     cache.unlink()
     facts = facts_of(repo, helpers=True, entry_cache=True)
     assert facts.read_ahead == 9
-    written = sorted(cache.read_bytes().splitlines())
-    assert written == expected
-    assert len(written) == 1 + 7  # the header; neither case-4 nor the edited case-5
+    assert cached(repo) == expected
+    assert len(expected.entries) == 7  # neither case-4 nor the edited case-5
+    assert not any("case-4" in d or "case-5" in d for d in expected.entries)
 
 
-def test_an_entry_the_check_read_itself_leaves_the_helpers_rows_filtered(repo: Path) -> None:
+def test_an_entry_the_check_read_itself_is_cached_beside_the_helpers_entries(repo: Path) -> None:
     put(repo, scenario="support/acme/new", text="staged, not committed")
     broken = next((repo / "eval-cache" / "cache" / "support" / "acme" / "case-0").glob("*"))
     (broken / "entry.json").write_text("{not json")  # the helpers skip it, the check reports it
     git(repo, "add", "-A")
-    cache = repo / ".git" / CACHE_FILE
     first = facts_of(repo, helpers=True, entry_cache=True)
     assert first.read_ahead == 9  # 10 staged entries, one not JSON
     assert len(first.corrupt) == 1
-    assert len(cache.read_bytes().splitlines()) == 1 + 9
+    assert set(cached(repo).entries) == {e.directory for e in first.entries}
     same_facts(facts_of(repo, helpers=True, entry_cache=True), facts_of(repo, helpers=False))
 
 
@@ -309,7 +280,7 @@ def test_entries_the_check_read_itself_get_rows_when_the_helpers_failed(
 ) -> None:
     monkeypatch.setattr(sys, "executable", "/bin/false")  # starts, then fails
     facts_of(repo, helpers=True, entry_cache=True)
-    assert len((repo / ".git" / CACHE_FILE).read_bytes().splitlines()) == 1 + 9
+    assert len(cached(repo).entries) == 9
     monkeypatch.undo()
     warm = facts_of(repo, helpers=True, entry_cache=True)
     assert warm.read_ahead == 0  # the cache file served them
