@@ -108,7 +108,8 @@ class Helpers:
         self._answered: list[IO[bytes]] = []
 
     def entries(self) -> dict[str, Entry]:
-        """The entries the helpers read, by directory; waits for them."""
+        """The entries the helpers read, by directory; waits for them. (Their object ids are
+        the index's, which the linter has.)"""
         found: dict[str, Entry] = {}
         header = entrycache.header(self._layout)
         for proc, out in self._running:
@@ -117,7 +118,7 @@ class Helpers:
             out.seek(0)
             if out.readline() != header:
                 continue
-            read = entrycache.decode(out.readline())
+            read = entrycache.decode_lines(out, objects=False)
             if read is not None:
                 found.update(read.entries)
                 self._answered.append(out)

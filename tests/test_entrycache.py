@@ -279,3 +279,25 @@ def test_columns_of_different_lengths_decode_to_nothing() -> None:
     columns = orjson.loads(entrycache.encode([entry], ["0" * 40]))
     columns[4].append("02cd")  # one key too many
     assert entrycache.decode(orjson.dumps(columns)) is None
+
+
+def test_a_file_of_several_lines_reads_as_one(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(entrycache, "LINE_ENTRIES", 2)
+    cold = facts_of(repo, entry_cache=False)
+    facts_of(repo)
+    assert len(cache_path(repo).read_bytes().splitlines()) == 1 + 2  # 3 entries: 2, then 1
+    cached = entrycache.load(repo / ".git", Layout.AUTO)
+    assert sorted(cached.entries.values()) == sorted(cold.entries)
+    assert facts_of(repo).entries == cold.entries
+
+
+def test_one_damaged_line_leaves_the_whole_file_unused(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(entrycache, "LINE_ENTRIES", 2)
+    facts_of(repo)
+    header, first, second = cache_path(repo).read_bytes().splitlines()
+    cache_path(repo).write_bytes(b"\n".join([header, first, second[:-5]]) + b"\n")
+    assert entrycache.load(repo / ".git", Layout.AUTO) == entrycache.Cached({}, {})
+    assert len(facts_of(repo).entries) == 3  # read from disk, and the file written anew
+    assert len(rows(repo)) == 3
