@@ -192,12 +192,15 @@ def _slices(stage: bytes, count: int) -> list[bytes]:
 def main() -> int:
     """The helper (`python -I -c _HELPER_CODE PACKAGES LAYOUT PREFIX...`), in the repository's
     top directory, `ls-files -z -v --stage` records on stdin. On stdout: the entry cache's header
-    and a line of columns of the entries it read."""
-    # Everything a helper builds is kept to the end and none of it is in a cycle: the cyclic
-    # collector would only rescan the growing list of entries (0.2 s at 100,000 entries).
+    and lines of columns of the entries it read, each written as soon as it is full, so a helper
+    holds one line's entries at a time."""
+    # What a helper builds is kept until its line is written and none of it is in a cycle: the
+    # cyclic collector would only rescan the entries (0.2 s at 100,000 entries).
     gc.disable()
     layout = Layout(sys.argv[1])
     prefixes = tuple(sys.argv[2:])
+    out = sys.stdout.buffer
+    out.write(entrycache.header(layout))
     entries: list[Entry] = []
     objects: list[str] = []
     for path, object_id in _entry_records(sys.stdin.buffer.read()):
@@ -208,8 +211,9 @@ def main() -> int:
         except CorruptEntry:
             continue  # the linter reads it again and reports it
         objects.append(object_id)
-    out = sys.stdout.buffer
-    out.write(entrycache.header(layout))
+        if len(entries) == entrycache.LINE_ENTRIES:
+            out.write(entrycache.encode(entries, objects))
+            entries, objects = [], []
     out.write(entrycache.encode(entries, objects))
     return 0
 

@@ -4,6 +4,7 @@ git, real helper processes (MIN_SLICE lowered so a small tree gets them)."""
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
 from pathlib import Path
@@ -285,3 +286,28 @@ def test_entries_the_check_read_itself_get_rows_when_the_helpers_failed(
     warm = facts_of(repo, helpers=True, entry_cache=True)
     assert warm.read_ahead == 0  # the cache file served them
     same_facts(warm, facts_of(repo, helpers=False))
+
+
+def test_a_helper_writes_a_line_each_time_one_is_full(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Run in this process (the helper's `main`), so the line length can be lowered."""
+    stage = git(repo, "ls-files", "-z", "-v", "--stage").encode()
+    monkeypatch.setattr(entrycache, "LINE_ENTRIES", 4)
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(sys, "argv", ["helper", "auto", "eval-cache/cache/"])
+    answer = tmp_path / "answer"
+    with (tmp_path / "stage").open("w+b") as source, answer.open("wb") as out:
+        source.write(stage)
+        source.seek(0)
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(source))
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out))
+        assert readahead.main() == 0
+        sys.stdout.flush()
+    header, *lines = answer.read_bytes().splitlines(keepends=True)
+    assert header == entrycache.header(Layout.AUTO)
+    assert len(lines) == 3  # 9 entries: 4, 4, 1
+    read = entrycache.decode_lines(lines)
+    assert read is not None
+    same = facts_of(repo, helpers=False)
+    assert read.entries == {e.directory: e for e in same.entries}
