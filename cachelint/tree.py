@@ -285,10 +285,6 @@ def _collect(
     ahead: list[readahead.Helpers],
 ) -> None:
     repo, config, roots = facts.repo, facts.config, facts.roots
-    git_dir = _git_dir(git.result("git-dir")) if entry_cache else None
-    # Loaded before the walk, while little else is in memory: decoding 100,000 entries holds
-    # their columns (70 MB) for a moment.
-    cached = entrycache.load(git_dir, config.layout) if git_dir is not None else None
 
     for root in config.cache:
         if os.path.islink(repo / root):
@@ -338,6 +334,7 @@ def _collect(
     # The object ids the dirty check compares with, and then the 20 MB listing can go.
     recorded = _index_objects(stage, candidates) if candidates else {}
     del stage
+    git_dir = _git_dir(git.result("git-dir")) if entry_cache else None
     facts.nested_repos.update(facts.index_paths(GITLINK))
     if drop is not None:
         before_index = len(facts.index)
@@ -353,8 +350,8 @@ def _collect(
     facts.read_ahead = len(read or ())
     if git_dir is not None and read is not None:
         _read_entries_ahead(facts, holders, git_dir, entry_objects, candidates, ahead[0], read)
-    elif git_dir is not None and cached is not None:
-        _read_entries_cached(facts, holders, git_dir, cached, entry_objects, candidates)
+    elif git_dir is not None:
+        _read_entries_cached(facts, holders, git_dir, entry_objects, candidates)
     else:
         _read_entries(facts, holders, None if read is None else read.get)
     _read_attributes(facts)
@@ -601,14 +598,15 @@ def _read_entries_cached(
     facts: TreeFacts,
     holders: list[tuple[str, Sequence[str]]],
     git_dir: Path,
-    cached: entrycache.Cached,
     entry_objects: dict[str, str],
     candidates: set[str],
 ) -> None:
     """`_read_entries`, taking each entry whose entry.json git reports unchanged from the entry
-    cache (`cached`, what it held), then rewriting it if any entry would be added, changed or
-    dropped."""
+    cache, then rewriting it if any entry would be added, changed or dropped. Loaded only now,
+    after the index listing's parse, whose moment of 70 MB was the check's peak with the
+    entries already loaded beside it."""
     layout = facts.config.layout
+    cached = entrycache.load(git_dir, layout)
     used = 0
 
     def unchanged(directory: str) -> Entry | None:
