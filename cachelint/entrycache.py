@@ -2,14 +2,14 @@
 
 Reading and validating 100,000 entry.json files is the largest part of a check. A pre-commit hook
 runs check on every commit that touches the cache, and nearly every entry is the one it read last
-time. This cache lets git say which ones: each row carries the object id git's index had for
-entry.json when the row was written, and a row is used only while
+time. This cache lets git say which ones: each entry in it carries the object id git's index had
+for its entry.json when it was read, and it is used only while
 
 - the index still holds that object id for that path, and
 - `git diff-files` does not list the path (git's own stat check, racy-git handling included: the
   same trust `git status` and `git commit -a` place in it).
 
-Any other entry is read from disk. Only valid entries get a row; a corrupt one is read every time,
+Any other entry is read from disk. Only valid entries are kept; a corrupt one is read every time,
 so its finding is always worded from the bytes on disk.
 
 The file (`<git dir>/cachelint/entries.jsonl`, never in the cache tree) is a header line, then
@@ -134,7 +134,10 @@ def decode(line: bytes, *, objects: bool = True) -> Cached | None:
         return None
 
 
-def _all_str(column: list[object], *, optional: bool = False) -> bool:
+def _all_str(column: object, *, optional: bool = False) -> bool:
+    """Whether `column` is a list of strings (or None, if `optional`)."""
+    if type(column) is not list:
+        return False
     kinds = set(map(type, column))  # at C speed
     return kinds <= ({str, type(None)} if optional else {str})
 

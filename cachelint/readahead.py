@@ -6,7 +6,7 @@ that also walks. Threads cannot share that work (the GIL: two reader threads wer
 one), but processes can, and the index names every committed entry.json within 0.1 s, long
 before the walk ends. So as soon as `git ls-files --stage` answers, its records are cut into one
 slice per core, and a helper process for each (`main` below) reads the entries of its
-slice with `read_entry`, the function the linter reads with itself. It hands them back as a line
+slice with `read_entry`, the function the linter reads with itself. It hands them back as lines
 of the entry cache's columns (`entrycache.encode`, with their object ids), which the linter turns
 into entries at C speed and takes an entry from instead of reading it when its walk meets that
 entry directory. On the first check of a clone those lines become the entry cache as they are.

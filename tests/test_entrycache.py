@@ -267,7 +267,16 @@ def test_a_name_json_cannot_hold_drops_only_that_entry() -> None:
 
 @pytest.mark.parametrize(
     "line",
-    [b"", b"[[not json", b"[]", b"[1, 2]", b'[["a"], ["cachelint"]]', b'{"header": {}}', b"[" * 9],
+    [
+        b"",
+        b"[[not json",
+        b"[]",
+        b"[1, 2]",
+        b'[["a"], ["cachelint"]]',
+        b'{"header": {}}',
+        b"[" * 9,
+        b'["o", "cachelint", "d", "s", "k", "c", "e", "p", "m", "i"]',  # strings, not columns
+    ],
 )
 def test_anything_else_decodes_to_nothing(line: bytes) -> None:
     assert entrycache.decode(line) is None
