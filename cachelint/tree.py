@@ -20,13 +20,13 @@ import gc
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from itertools import compress, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
@@ -290,7 +290,7 @@ def _collect(
         if os.path.islink(repo / root):
             facts.symlinks.add(root)
             facts.disk_files.append(root)
-    holders: list[tuple[str, Sequence[str]]] = []
+    holders: list[tuple[str, tuple[str, ...]]] = []
     for root in roots:
         holders += _walk(str(repo), root, facts)
 
@@ -302,7 +302,7 @@ def _collect(
         facts.disk_files = [p for p in walked if not drop(p)]
         facts.excluded = len(walked) - len(facts.disk_files)
         facts.symlinks = {p for p in facts.symlinks if not drop(p)}
-        holders = [(d, [n for n in names if not drop(f"{d}/{n}")]) for d, names in holders]
+        holders = [(d, tuple(n for n in names if not drop(f"{d}/{n}"))) for d, names in holders]
     plain = [p for p in facts.disk_files if p not in facts.symlinks]
     if plain:
         git.submit("attrs", ["check-attr", "-z", "--stdin", "text"], stdin=_nul_joined(plain))
@@ -450,7 +450,7 @@ def _nul_joined(paths: list[str]) -> bytes:
     return ("\0".join(paths) + "\0").encode("utf-8", "surrogateescape")
 
 
-def _walk(repo: str, root: str, facts: TreeFacts) -> list[tuple[str, Sequence[str]]]:
+def _walk(repo: str, root: str, facts: TreeFacts) -> list[tuple[str, tuple[str, ...]]]:
     """One scandir pass: symlinks are recorded, never followed (a link can point out of the
     tree or loop); `.git` directories are noted because git silently skips them.
 
@@ -458,7 +458,7 @@ def _walk(repo: str, root: str, facts: TreeFacts) -> list[tuple[str, Sequence[st
     so entries are found without grouping 200,000 paths again."""
     files, links, git_dirs = facts.disk_files, facts.symlinks, facts.git_dirs
     seen = facts.walked_names
-    holders: list[tuple[str, Sequence[str]]] = []
+    holders: list[tuple[str, tuple[str, ...]]] = []
     # Nearly every entry directory holds the same two names: one tuple for all of them, not a
     # list each (9 MB at 100,000 entries).
     held_alike: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -596,7 +596,7 @@ def _index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:
 
 def _read_entries_cached(
     facts: TreeFacts,
-    holders: list[tuple[str, Sequence[str]]],
+    holders: list[tuple[str, tuple[str, ...]]],
     git_dir: Path,
     entry_objects: dict[str, str],
     candidates: set[str],
@@ -628,7 +628,7 @@ def _read_entries_cached(
 
 def _read_entries_ahead(
     facts: TreeFacts,
-    holders: list[tuple[str, Sequence[str]]],
+    holders: list[tuple[str, tuple[str, ...]]],
     git_dir: Path,
     entry_objects: dict[str, str],
     candidates: set[str],
@@ -666,7 +666,7 @@ def _committed(
 
 def _read_entries(
     facts: TreeFacts,
-    holders: list[tuple[str, Sequence[str]]],
+    holders: list[tuple[str, tuple[str, ...]]],
     unchanged: Callable[[str], Entry | None] | None = None,
 ) -> int:
     """Read every entry once; anything unreadable becomes a (path, reason) in `facts.corrupt`.
@@ -679,11 +679,24 @@ def _read_entries(
     repo = facts.repo
     layout = facts.config.layout
     cache_prefixes = _cache_prefixes(facts.roots)
+    entry_dirs, entries, corrupt = facts.entry_dirs, facts.entries, facts.corrupt
+    ordered = sorted(holders)
+    if unchanged is not None and _all_plain(ordered, cache_prefixes):
+        # The usual tree, where every directory holds exactly the two entry files, the loop
+        # below comes down to asking `unchanged` about each: done at C speed, 0.15 s less at
+        # 100,000 entries when it has them all.
+        directories = list(map(itemgetter(0), ordered))
+        known = list(map(unchanged, directories))
+        if None not in known:
+            # Keyed by the entries' own directory strings: equal, and one of the two is kept.
+            entry_dirs.update(dict.fromkeys(map(attrgetter("directory"), known), _PAIR))
+            entries.extend(cast(list[Entry], known))
+            return 0
+        unchanged = dict(zip(directories, known, strict=True)).get  # each was asked once
     # Nearly every entry directory holds the same two names: share one frozenset between them
     # (a set per directory was 20 MB at 100,000 entries).
-    shared: dict[frozenset[str], frozenset[str]] = {}
-    entry_dirs, entries, corrupt = facts.entry_dirs, facts.entries, facts.corrupt
-    for directory, found in sorted(holders):
+    shared: dict[frozenset[str], frozenset[str]] = {_PAIR: _PAIR}
+    for directory, found in ordered:
         key = frozenset(found)
         names = shared.get(key)
         if names is None:
@@ -722,6 +735,19 @@ def _read_entries(
         except CorruptEntry as exc:
             corrupt.append((directory, f"{exc}; delete the directory and re-record the entry"))
     return own
+
+
+_PAIR = frozenset(ENTRY_FILES)
+# The walk's name tuples of a directory holding exactly the two entry files, in either order.
+_PAIRS = frozenset({ENTRY_FILES, ENTRY_FILES[::-1]})
+
+
+def _all_plain(holders: list[tuple[str, tuple[str, ...]]], cache_prefixes: tuple[str, ...]) -> bool:
+    """Whether every holder is an entry directory under a cache root with both entry files and
+    nothing else (no temp file), checked at C speed."""
+    return all(map(_PAIRS.__contains__, map(itemgetter(1), holders))) and all(
+        map(str.startswith, map(itemgetter(0), holders), repeat(cache_prefixes))
+    )
 
 
 def _cache_prefixes(roots: Iterable[str]) -> tuple[str, ...]:
