@@ -110,6 +110,40 @@ def test_runs_from_a_subdirectory(repo: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("where", ["top", "inside", "elsewhere"])
+def test_findings_do_not_depend_on_the_working_directory(
+    repo: Path,
+    where: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk and the check's own reads open paths relative to the working directory when
+    that is shorter; every finding must come out the same from anywhere."""
+    (repo / "eval-cache" / "aux.json").write_text("{}")  # untracked, and a Windows device name
+    broken = put(repo, scenario="support/acme/broken", text="broken")
+    (broken / "entry.json").write_text("{ not json")  # read by the check itself, no helpers here
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    monkeypatch.chdir({"top": repo, "inside": repo / "eval-cache", "elsewhere": elsewhere}[where])
+    out = io.StringIO()
+    code = check(
+        repo,
+        config_path=None,
+        fmt="json",
+        select=TREE_CODES,
+        ignore=frozenset(),
+        strict=False,
+        now=NOW,
+        entry_cache=False,
+        out=out,
+    )
+    assert code == 1
+    found = {(f["path"], f["code"]) for f in json.loads(out.getvalue())["findings"]}
+    broken_dir = broken.relative_to(repo).as_posix()
+    assert (broken_dir, "eval-cache-corrupt") in found
+    assert ("eval-cache/aux.json", "eval-cache-untracked") in found
+    assert ("eval-cache/aux.json", "eval-cache-windows-name") in found
+
+
 # ---- the typed function, as `cachelint stamp --check` calls it -----------------------------
 
 
