@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cachelint import entrycache
+from cachelint import __version__, entrycache
 from cachelint.config import Layout, load
 from cachelint.entrycache import CACHE_FILE
 from cachelint.store import UNREAD_REQUEST, Entry
@@ -309,4 +309,16 @@ def test_one_damaged_line_leaves_the_whole_file_unused(
     cache_path(repo).write_bytes(b"\n".join([header, first, second[:-5]]) + b"\n")
     assert entrycache.load(repo / ".git", Layout.AUTO) == entrycache.Cached({}, {})
     assert len(facts_of(repo).entries) == 3  # read from disk, and the file written anew
+    assert len(rows(repo)) == 3
+
+
+def test_a_file_of_the_row_format_is_ignored_and_rewritten(repo: Path) -> None:
+    """Format 1 held a row per entry; a cache file left by an older cachelint must not be read."""
+    cold = facts_of(repo, entry_cache=False)
+    header = {"format": 1, "cachelint": __version__, "layout": "auto"}
+    row = [cold.entries[0].directory, "0" * 40, "cachelint", "from-the-cache", None, None, None]
+    cache_path(repo).parent.mkdir(exist_ok=True)
+    cache_path(repo).write_bytes(orjson.dumps(header) + b"\n" + orjson.dumps(row) + b"\n")
+    assert facts_of(repo).entries == cold.entries
+    assert orjson.loads(cache_path(repo).read_bytes().splitlines()[0])["format"] == 2
     assert len(rows(repo)) == 3
