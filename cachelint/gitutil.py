@@ -134,6 +134,16 @@ def split_z(out: bytes) -> list[str]:
     return [p.decode("utf-8", "surrogateescape") for p in out.rstrip(b"\0").split(b"\0")]
 
 
+def stage_record(record: bytes) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """(mode, object id, stage, path) of one record of `git ls-files -z --stage`, "<mode>
+    <object> <stage>\t<path>" (with -v, a tag and a space in front); None if it is not one."""
+    meta, tab, path = record.partition(b"\t")
+    fields = meta.split(b" ")
+    if not tab or len(fields) < 3:
+        return None
+    return fields[-3], fields[-2], fields[-1], path
+
+
 def repo_root(start: Path) -> Path:
     """The top of the work tree containing `start`, or a one-line error outside any repository."""
     result = run_git(["rev-parse", "--show-toplevel"], cwd=start, check=False)

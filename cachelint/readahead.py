@@ -33,6 +33,7 @@ import orjson
 from cachelint import entrycache
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
+from cachelint.gitutil import stage_record
 from cachelint.store import ENTRY_FILE, Entry, decode_json, parse_entry
 
 # Entries per helper below which its start-up (~0.1 s of interpreter and imports) costs more than
@@ -225,11 +226,11 @@ def _entry_records(stage: bytes) -> list[tuple[str, str]]:
     suffix = _ENTRY_SUFFIX.encode()
     found = []
     for record in stage.split(b"\0"):
-        if record.endswith(suffix):
-            meta, _, path = record.partition(b"\t")
-            fields = meta.split(b" ")
-            if len(fields) == 4 and fields[3] == b"0":
-                found.append((path.decode("utf-8", "surrogateescape"), fields[2].decode()))
+        # Only the entry.json records are parsed: half of them, at C speed.
+        if record.endswith(suffix) and (parsed := stage_record(record)) is not None:
+            _, object_id, number, path = parsed
+            if number == b"0":
+                found.append((path.decode("utf-8", "surrogateescape"), object_id.decode()))
     return found
 
 

@@ -34,7 +34,7 @@ from cachelint import entrycache, readahead
 from cachelint.config import Config
 from cachelint.errors import CorruptEntry
 from cachelint.fsutil import TEMP_PREFIX
-from cachelint.gitutil import GitResult, run_git, split_z, start_git
+from cachelint.gitutil import GitResult, run_git, split_z, stage_record, start_git
 from cachelint.readahead import read_entry
 from cachelint.store import (
     CACHE_DIR,
@@ -599,11 +599,11 @@ def _parse_text_attr(out: bytes, paths: list[str]) -> dict[str, str]:
 def _index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:
     """Object ids of the `wanted` paths in the `ls-files -v --stage` output, parsed only when
     diff-files reported candidates: cheaper than keeping 200,000 ids for the common clean case."""
+    paths = {path.encode("utf-8", "surrogateescape"): path for path in wanted}
     out: dict[str, str] = {}
-    for record in split_z(stage):
-        meta, _, path = record.partition("\t")
-        if path in wanted:
-            out[path] = meta.split(" ")[2]
+    for parsed in map(stage_record, stage.split(b"\0")):
+        if parsed is not None and (path := paths.get(parsed[3])) is not None:
+            out[path] = parsed[1].decode()
     return out
 
 

@@ -13,6 +13,7 @@ import pytest
 from cachelint import gitutil
 from cachelint.errors import CachelintError, GitError
 from cachelint.gitutil import start_git
+from tests.conftest import commit_all, git
 
 
 def test_a_large_listing_comes_back_whole(git_repo: Path) -> None:
@@ -49,3 +50,23 @@ def test_no_room_for_temp_files_is_one_line(
     assert "cannot write a temporary file for `git ls-files -z`" in message
     assert "No space left on device" in message and "TMPDIR" in message
     assert made[0].closed  # the one it did open is not left behind
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_stage_records_read_what_ls_files_writes(git_repo: Path, tagged: bool) -> None:
+    (git_repo / "a\tb.txt").write_text("tab in the name\n")
+    (git_repo / "sub").mkdir()
+    (git_repo / "sub" / "x.json").write_text("{}\n")
+    commit_all(git_repo)
+    git(git_repo, "update-index", "--assume-unchanged", "sub/x.json")
+    args = ["ls-files", "-z", "--stage", *(["-v"] if tagged else [])]
+    listing = gitutil.run_git(args, cwd=git_repo).out
+    parsed = [gitutil.stage_record(r) for r in listing.split(b"\0")]
+    assert parsed[-1] is None  # after the last terminator
+    expected = []
+    for line in git(git_repo, "ls-files", "--stage", "-z").split("\0")[:-1]:
+        meta, path = line.split("\t", 1)
+        mode, object_id, number = meta.split(" ")
+        expected.append((mode.encode(), object_id.encode(), number.encode(), path.encode()))
+    assert parsed[:-1] == expected
+    assert gitutil.stage_record(b"not a record") is None

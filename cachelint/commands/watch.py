@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 from cachelint.config import Config, load
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding, sort_findings
-from cachelint.gitutil import describe_failure, repo_root, run_git, split_z
+from cachelint.gitutil import describe_failure, repo_root, run_git, split_z, stage_record
 
 if TYPE_CHECKING:  # green imports blake3 and the canonical JSON stack: load it only when gating
     from cachelint import green
@@ -101,18 +101,17 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
     index = run_git(["ls-files", "-s", "-z"], cwd=config.repo).out
     blobs: dict[str, str] = {}  # path -> blob id
     record_blob: str | None = None
-    for item in index.split(b"\0"):
-        if not item:
+    for parsed in map(stage_record, index.split(b"\0")):
+        if parsed is None:
             continue
-        meta, _, raw_path = item.partition(b"\t")
-        mode, blob, _stage = meta.decode().split(" ")
+        mode, object_id, _, raw_path = parsed
         path = raw_path.decode("utf-8", "surrogateescape")
-        if mode == "160000":  # a submodule has no content here to hash
+        if mode == b"160000":  # a submodule has no content here to hash
             continue
         if path == config.green_record:
-            record_blob = blob
+            record_blob = object_id.decode()
         elif selector.relevant(path):
-            blobs[path] = blob
+            blobs[path] = object_id.decode()
     wanted = sorted({*blobs.values(), *([record_blob] if record_blob else [])})
     contents = _cat_blobs(config.repo, wanted)
     state = green.GreenState()
