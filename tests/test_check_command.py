@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,14 @@ TREE = ",".join(TREE_CODES)
 
 
 cachelint = run_cachelint
+
+
+def checked(repo: Path, fmt: str = "json", **options: Any) -> tuple[int, str]:
+    """`check` as `cachelint stamp --check` calls it: the exit code and what it wrote."""
+    defaults: dict[str, Any] = {"config_path": None, "select": None, "ignore": (), "strict": False}
+    out = io.StringIO()
+    code = check(repo, fmt=fmt, now=NOW, out=out, **{**defaults, **options})
+    return code, out.getvalue()
 
 
 @pytest.fixture
@@ -124,20 +133,9 @@ def test_findings_do_not_depend_on_the_working_directory(
     (broken / "entry.json").write_text("{ not json")  # read by the check itself, no helpers here
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     monkeypatch.chdir({"top": repo, "inside": repo / "eval-cache", "elsewhere": elsewhere}[where])
-    out = io.StringIO()
-    code = check(
-        repo,
-        config_path=None,
-        fmt="json",
-        select=TREE_CODES,
-        ignore=frozenset(),
-        strict=False,
-        now=NOW,
-        entry_cache=False,
-        out=out,
-    )
+    code, written = checked(repo, select=TREE_CODES, entry_cache=False)
     assert code == 1
-    found = {(f["path"], f["code"]) for f in json.loads(out.getvalue())["findings"]}
+    found = {(f["path"], f["code"]) for f in json.loads(written)["findings"]}
     broken_dir = broken.relative_to(repo).as_posix()
     assert (broken_dir, "eval-cache-corrupt") in found
     assert ("eval-cache/aux.json", "eval-cache-untracked") in found
@@ -150,48 +148,17 @@ def test_findings_do_not_depend_on_the_working_directory(
 def test_groups_limit_the_rules(repo: Path) -> None:
     # The tree's only problem is one that no stamp rule looks at.
     (repo / "eval-cache" / "aux.json").write_text("{}")
-    out = io.StringIO()
-    code = check(
-        repo,
-        config_path=None,
-        fmt="text",
-        select=None,
-        ignore=frozenset(),
-        strict=False,
-        groups=frozenset({"tree"}),
-        now=NOW,
-        out=out,
-    )
-    assert code == 1 and "eval-cache-windows-name" in out.getvalue()
-    out = io.StringIO()
-    check(
-        repo,
-        config_path=None,
-        fmt="json",
-        select=(),
-        ignore=(),
-        strict=False,
-        groups=frozenset({"stamp"}),
-        now=NOW,
-        out=out,
-    )
-    assert "eval-cache-windows-name" not in out.getvalue()
+    code, written = checked(repo, "text", groups=frozenset({"tree"}))
+    assert code == 1 and "eval-cache-windows-name" in written
+    _, written = checked(repo, select=(), groups=frozenset({"stamp"}))
+    assert "eval-cache-windows-name" not in written
 
 
 def test_unknown_format_is_a_usage_error(repo: Path) -> None:
     with pytest.raises(
         CachelintError, match="--format 'xml' is not a findings format; use one of text, json"
     ):
-        check(
-            repo,
-            config_path=None,
-            fmt="xml",
-            select=None,
-            ignore=(),
-            strict=False,
-            now=NOW,
-            out=io.StringIO(),
-        )
+        checked(repo, "xml")
 
 
 def test_warnings_fail_only_with_strict(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
