@@ -4,6 +4,7 @@ git, real helper processes (MIN_SLICE lowered so a small tree gets them)."""
 
 from __future__ import annotations
 
+import gc
 import io
 import sys
 import threading
@@ -303,7 +304,10 @@ def test_a_helper_writes_a_line_each_time_one_is_full(
         source.seek(0)
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(source))
         monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(out))
-        assert readahead.main() == 0
+        try:
+            assert readahead.main() == 0
+        finally:
+            gc.enable()  # the helper turns the collector off for its short life
         sys.stdout.flush()
     header, *lines = answer.read_bytes().splitlines(keepends=True)
     assert header == entrycache.header(Layout.AUTO)
