@@ -107,6 +107,7 @@ class Helpers:
         self._layout = layout
         self._running: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
         self._answered: list[IO[bytes]] = []
+        self._records: list[IO[bytes]] = []  # each helper's stdin: its slice of the listing
 
     def entries(self) -> dict[str, Entry]:
         """The entries the helpers read, by directory; waits for them. (Their object ids are
@@ -133,6 +134,16 @@ class Helpers:
             while chunk := out.read(_COPY_SIZE):
                 yield chunk
 
+    def entry_objects(self) -> dict[str, str]:
+        """The object id of every entry.json record handed to the helpers, by path: what the
+        linter's own parse of the index listing would give, read from the helpers' input files
+        only when it is needed (rarely: see `tree._read_entries_ahead`)."""
+        found: dict[str, str] = {}
+        for records in self._records:
+            records.seek(0)
+            found.update(_entry_records(records.read()))
+        return found
+
     def close(self) -> None:
         """Stop any helper still running and drop their answers."""
         for proc, out in self._running:
@@ -140,25 +151,30 @@ class Helpers:
                 proc.kill()
                 proc.wait()
             out.close()
+        for records in self._records:
+            records.close()
         self._running = []
         self._answered = []
+        self._records = []
 
     def _start(self, repo: Path, records: bytes, prefixes: Sequence[str]) -> None:
+        # Files, not pipes, either way: see gitutil.GitProcess.
         out = tempfile.TemporaryFile()
+        source = tempfile.TemporaryFile()
         try:
-            # A file, not a pipe, either way: see gitutil.GitProcess.
-            with tempfile.TemporaryFile() as source:
-                source.write(records)
-                source.seek(0)
-                helper = [sys.executable, "-I", "-c", _HELPER_CODE, _PACKAGES]
-                command = [*helper, self._layout.value, *prefixes]
-                proc = subprocess.Popen(
-                    command, cwd=repo, stdin=source, stdout=out, stderr=subprocess.DEVNULL
-                )
+            source.write(records)
+            source.seek(0)
+            helper = [sys.executable, "-I", "-c", _HELPER_CODE, _PACKAGES]
+            command = [*helper, self._layout.value, *prefixes]
+            proc = subprocess.Popen(
+                command, cwd=repo, stdin=source, stdout=out, stderr=subprocess.DEVNULL
+            )
         except BaseException:
             out.close()
+            source.close()
             raise
         self._running.append((proc, out))
+        self._records.append(source)
 
 
 def start(repo: Path, stage: bytes, prefixes: Sequence[str], layout: Layout) -> Helpers | None:

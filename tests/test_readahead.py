@@ -55,6 +55,22 @@ def test_helpers_read_every_committed_entry(repo: Path) -> None:
     same_facts(with_helpers, facts_of(repo, helpers=False))
 
 
+def test_helpers_give_the_object_ids_the_index_listing_has(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a first check encodes the entry cache with when it cannot copy the helpers' lines."""
+    stage = git(repo, "ls-files", "-z", "-v", "--stage").encode()
+    monkeypatch.setattr(readahead, "MIN_SLICE", 1)
+    helpers = readahead.start(repo, stage, ["eval-cache/cache/"], Layout.AUTO)
+    assert helpers is not None
+    try:
+        objects = helpers.entry_objects()
+    finally:
+        helpers.close()
+    assert objects == tree._parse_stage(stage, entry_objects=True)[1]
+    assert len(objects) == 9
+
+
 def test_a_small_tree_gets_no_helper(repo: Path) -> None:
     facts = collect(load(repo), now=NOW, entry_cache=False)  # 9 entries, far below MIN_SLICE
     assert facts.read_ahead == 0
