@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from itertools import compress, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, eq, itemgetter
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
@@ -179,10 +179,13 @@ class TreeFacts:
         # Every part of every path is in `names` (a tenth of the text of 200,000 paths).
         if not "".join(self.names).isascii():
             wide = {p: utf16_len(p) for p in files if not p.isascii()}
-        length = max(max(map(len, files)), max(wide.values(), default=0))
+        lengths = list(map(len, files))
+        length = max(max(lengths), max(wide.values(), default=0))
         # Iterating the same frozenset twice yields the same order, so compress pairs them.
-        tied = [p for p in compress(files, map(length.__eq__, map(len, files))) if p not in wide]
-        tied += [p for p, n in wide.items() if n == length]
+        tied: Iterable[str] = compress(files, map(eq, lengths, repeat(length)))
+        if wide:
+            tied = [p for p in tied if p not in wide]
+            tied += [p for p, n in wide.items() if n == length]
         return min(tied), length
 
     def index_paths(self, mode: str) -> list[str]:
