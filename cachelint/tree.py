@@ -94,6 +94,9 @@ class TreeFacts:
     nested_repos: set[str] = field(default_factory=set)
     git_dirs: list[str] = field(default_factory=list)  # directories named .git under the roots
     modified: set[str] = field(default_factory=set)  # tracked, content differs from the index
+    # Index paths marked skip-worktree, as a sparse checkout marks what it leaves out: git does
+    # not expect them on disk.
+    skip_worktree: set[str] = field(default_factory=set)
     ignore_sources: dict[str, IgnoreSource] = field(default_factory=dict)
     entry_dirs: dict[str, frozenset[str]] = field(default_factory=dict)  # entry dir -> file names
     # Lines of every attributes file that can apply to a file under a root, keyed by its
@@ -346,6 +349,7 @@ def _collect(
     # cache.
     candidates = set(split_z(git.result("changed").out))
     candidates.update(flagged)
+    facts.skip_worktree = {p for p, tag in flagged.items() if tag in _SKIP_WORKTREE}
     # The object ids the dirty check compares with, and then the 20 MB listing can go.
     recorded = _index_objects(stage, candidates) if candidates else {}
     del stage
@@ -545,19 +549,21 @@ def _exclusions(config: Config) -> _Matcher | None:
 _ENTRY_SUFFIX = "/" + ENTRY_FILE
 _REGULAR_TAG = "\0H 100644 "  # a record of a regular file, neither marked nor unmerged
 _REGULAR = IndexEntry("100644", 0)
+_SKIP_WORKTREE = ("S", "s")  # ls-files -v: "s" is also marked assume-unchanged
 
 
 def _parse_stage(
     out: bytes, *, entry_objects: bool = False
-) -> tuple[dict[str, IndexEntry], dict[str, str], list[str]]:
+) -> tuple[dict[str, IndexEntry], dict[str, str], dict[str, str]]:
     """`ls-files -v --stage` records are "<tag> <mode> <object> <stage>\t<path>". Returns the
     index; if `entry_objects`, the object ids of the entry.json files by path (what the entry
     cache checks its rows against; other ids are left out, only the few dirty candidates need
-    theirs, see `_really_modified`); and the paths whose tag is not "H": marked assume-unchanged
-    ("h") or skip-worktree ("S"), which git no longer compares with the disk, or unmerged."""
+    theirs, see `_really_modified`); and the tag of each path whose tag is not "H": marked
+    assume-unchanged ("h") or skip-worktree ("S", "s"), which git no longer compares with the
+    disk, or unmerged ("M")."""
     index: dict[str, IndexEntry] = {}
     objects: dict[str, str] = {}
-    flagged: list[str] = []
+    flagged: dict[str, str] = {}
     if not out:
         return index, objects, flagged
     text = out.decode("utf-8", "surrogateescape")
@@ -592,7 +598,7 @@ def _parse_stage(
         if entry_objects and path.endswith(_ENTRY_SUFFIX):
             objects[path] = meta[9:-2]
         if any_flags and meta[0] != "H":
-            flagged.append(path)
+            flagged[path] = meta[0]
     return index, objects, flagged
 
 

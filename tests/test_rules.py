@@ -182,6 +182,22 @@ def test_missing(repo: Path) -> None:
     assert found.path == rel and f"git checkout -- {rel}" in found.message
 
 
+def test_a_file_a_sparse_checkout_left_out_is_missing_as_such(repo: Path) -> None:
+    put(repo, scenario="agent/tenant/elsewhere", text="kept")
+    commit_all(repo)
+    git(repo, "sparse-checkout", "set", "--no-cone", "/*", "!/eval-cache/cache/agent/tenant/hello/")
+    assert not (repo / "eval-cache" / "cache" / "agent" / "tenant" / "hello").exists()
+    found = assert_findings(repo, "eval-cache-missing")
+    assert len(found) == 4  # both files of both entries left out
+    for finding in found:
+        assert "/agent/tenant/hello/" in finding.path
+        assert (
+            "skip-worktree" in finding.message and "git sparse-checkout disable" in finding.message
+        )
+        assert "deleted from the working tree" not in finding.message
+    assert len(facts_of(repo).entries) == 1  # the entry still checked out
+
+
 def test_dirty(repo: Path) -> None:
     victim = next((repo / "eval-cache").rglob("contents.data"))
     victim.write_text('{"text": "rewritten by an offline run"}\n')
@@ -520,7 +536,7 @@ def test_the_usual_index_parses_like_the_general_case(repo: Path) -> None:
         slow_index, slow_objects, slow_flagged = _parse_stage(general, entry_objects=objects)
         assert fast_index.keys() == slow_index.keys() and len(fast_index) == 6
         assert set(fast_index.values()) == {IndexEntry("100644", 0)}
-        assert fast_objects == slow_objects and fast_flagged == slow_flagged == []
+        assert fast_objects == slow_objects and fast_flagged == slow_flagged == {}
         assert len(fast_objects) == (3 if objects else 0)
 
 
