@@ -29,7 +29,6 @@ class Format(str, Enum):
 
 
 JSON_FORMAT_VERSION = 1
-INFORMATION_URI = "https://github.com/cachelint/cachelint"
 # The OASIS URL is the schema's own `$id`; GitHub code scanning accepts it.
 SARIF_SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -254,7 +253,7 @@ def render_sarif(findings: list[Finding], summary: CheckSummary, rules: Sequence
                 "name": "cachelint",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "informationUri": INFORMATION_URI,
+                # No informationUri (optional): cachelint has no published home page to name.
                 "rules": [_sarif_rule(code, described[code]) for code in codes],
             }
         },
