@@ -110,8 +110,8 @@ class Helpers:
         self._records: list[IO[bytes]] = []  # each helper's stdin: its slice of the listing
 
     def entries(self) -> dict[str, Entry]:
-        """The entries the helpers read, by directory; waits for them. (Their object ids are
-        the index's, which the linter has.)"""
+        """The entries the helpers read, by directory; waits for them. (Their object ids stay
+        in their lines, for `lines`, and in their input, for `entry_objects`.)"""
         found: dict[str, Entry] = {}
         header = entrycache.header(self._layout)
         for proc, out in self._running:
@@ -248,7 +248,3 @@ def _entry_records(stage: bytes) -> list[tuple[str, str]]:
             if number == b"0":
                 found.append((path.decode("utf-8", "surrogateescape"), object_id.decode()))
     return found
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -557,7 +557,7 @@ def _parse_stage(
 ) -> tuple[dict[str, IndexEntry], dict[str, str], dict[str, str]]:
     """`ls-files -v --stage` records are "<tag> <mode> <object> <stage>\t<path>". Returns the
     index; if `entry_objects`, the object ids of the entry.json files by path (what the entry
-    cache checks its rows against; other ids are left out, only the few dirty candidates need
+    cache checks its entries against; other ids are left out, only the few dirty candidates need
     theirs, see `_really_modified`); and the tag of each path whose tag is not "H": marked
     assume-unchanged ("h") or skip-worktree ("S", "s"), which git no longer compares with the
     disk, or unmerged ("M")."""
