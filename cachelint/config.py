@@ -7,6 +7,7 @@ value is a `ConfigError` naming the file, the key and what is allowed.
 
 from __future__ import annotations
 
+import reprlib
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,8 @@ class Config:
     results: str = "eval-results"
     watch: tuple[str, ...] = ()
     green_record: str = ".eval-green.json"
+    max_entry_bytes: int = 64 * 1024 * 1024
+    secret_allow: tuple[str, ...] = ()
     target: TargetConfig = field(default_factory=TargetConfig)
 
     def cache_roots(self) -> list[Path]:
@@ -172,6 +175,8 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "results": ("results", _relpath),
     "watch": ("watch", _str_list(_glob)),
     "green-record": ("green_record", _relpath),
+    "max-entry-bytes": ("max_entry_bytes", _int(1024, 1 << 40)),
+    "secret-allow": ("secret_allow", _str_list(_str)),
     "target": ("target", _table),
 }
 
@@ -191,6 +196,16 @@ _TARGET_KEYS: dict[str, tuple[str, Check]] = {
 }
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 120
+
+
+def _show(value: Any) -> str:
+    """`repr` bounded in depth and length: a value nested 500 levels deep is bad input to name,
+    not a RecursionError."""
+    return _REPR.repr(value)
+
+
 def _apply(
     table: Mapping[str, Any], keys: dict[str, tuple[str, Check]], where: str
 ) -> dict[str, Any]:
@@ -203,7 +218,7 @@ def _apply(
         try:
             out[attr] = check(value)
         except ValueError as exc:
-            raise ConfigError(f"{where}: key {key!r} = {value!r}: expected {exc}") from None
+            raise ConfigError(f"{where}: key {key!r} = {_show(value)}: expected {exc}") from None
     return out
 
 
@@ -213,6 +228,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax and retry") from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ConfigError(
+            f"{path}: invalid TOML: nested too deeply; flatten the arrays or tables"
+        ) from None
     except UnicodeDecodeError as exc:  # tomllib decodes before parsing and lets this escape
         raise ConfigError(
             f"{path}: invalid TOML: not UTF-8 (byte {exc.start}); save the file as UTF-8"
@@ -286,7 +305,15 @@ def _check_consistency(config: Config) -> None:
 
 def load(repo: Path, config_path: Path | None = None) -> Config:
     """Load the configuration for `repo` (an explicit file wins, then cachelint.toml, then
-    pyproject.toml's [tool.cachelint], then the defaults)."""
+    pyproject.toml's [tool.cachelint], then the defaults), its paths confined to the repository."""
+    from cachelint.confine import check_config
+
+    config = _load(repo, config_path)
+    check_config(config)
+    return config
+
+
+def _load(repo: Path, config_path: Path | None) -> Config:
     if config_path is not None:
         data = _read_toml(config_path)
         if config_path.name != "pyproject.toml":

@@ -6,8 +6,10 @@ old file or the new one. Temp files carry a fixed prefix so the linter can flag 
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -48,3 +50,93 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes], *, durable: bool = 
         except FileNotFoundError:
             pass
         raise
+
+
+# ---- bounded, confined reads --------------------------------------------------------------------
+
+# O_NONBLOCK: should a FIFO slip in between the lstat and the open, opening it for reading
+# returns at once instead of waiting for a writer. O_NOFOLLOW: the last component is never
+# followed, so a link swapped in after the lstat fails the open (ELOOP) instead of being read.
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+class NotRegularFile(OSError):
+    """A symlink, FIFO, device, socket or directory where a regular file was expected. An
+    OSError whose `strerror` says what it is, so existing `except OSError` sites word it."""
+
+
+class FileTooLarge(OSError):
+    """A regular file above the size limit: reported, never read into memory."""
+
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular file is ("FIFO", "socket", ...), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "symbolic link"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device file"
+    return "special file"
+
+
+def _refuse(mode: int, path: str | os.PathLike[str]) -> NotRegularFile:
+    kind = special_kind(mode) or "special file"
+    return NotRegularFile(errno.EINVAL, f"is a {kind}, not a regular file; never read", str(path))
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int | None = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of a regular file, refusing anything else without blocking or following a link.
+
+    The lstat comes first so a FIFO or device is never even opened (opening some devices has
+    side effects); the fstat after opening confirms the same file. Raises `NotRegularFile`,
+    `FileTooLarge` (above `max_bytes`) or the OSError of the failed syscall."""
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise _refuse(mode, path)
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # replaced by a link since the lstat
+            raise _refuse(stat.S_IFLNK, path) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _refuse(info.st_mode, path)
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise FileTooLarge(
+                errno.EFBIG,
+                f"is {info.st_size} bytes, above the limit of {max_bytes} "
+                "(max-entry-bytes); not read",
+                str(path),
+            )
+        chunks = []
+        left = info.st_size + 1 if max_bytes is None else max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if max_bytes is not None and len(data) > max_bytes:  # grew while we read it
+            raise FileTooLarge(
+                errno.EFBIG, f"is above the limit of {max_bytes} bytes; not read", str(path)
+            )
+        return data
+    finally:
+        os.close(fd)

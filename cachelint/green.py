@@ -167,6 +167,7 @@ def record_green_run(
 
     `cache_snapshots` (cache root -> snapshot) lets `cachelint run` hand over the hashes its
     offline canary took after the run, so the cache tree is not read a third time."""
+    from cachelint.confine import check_green_record
     from cachelint.store import format_time
 
     state = worktree_state(config, cache_snapshots=cache_snapshots)
@@ -185,6 +186,7 @@ def record_green_run(
         "datasets": state.datasets,
         "cache": state.cache,
     }
+    check_green_record(config)
     path = config.repo / config.green_record
     try:
         existing = json.loads(path.read_bytes())

@@ -38,7 +38,7 @@ import blake3
 from cachelint.canonical import dump_pretty
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
-from cachelint.fsutil import atomic_write
+from cachelint.fsutil import DEFAULT_MAX_BYTES, atomic_write, read_regular
 
 FORMAT = 1
 ENTRY_FILE = "entry.json"
@@ -135,12 +135,17 @@ def decode_json(raw: bytes) -> Any:
         raise ValueError("nested too deeply") from None
 
 
-def load_json_file(path: str | os.PathLike[str], name: str, *, missing_ok: bool = False) -> Any:
+def load_json_file(
+    path: str | os.PathLike[str],
+    name: str,
+    *,
+    missing_ok: bool = False,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
+) -> Any:
     """Read and decode one entry file; `CorruptEntry` naming `name` when it is missing (unless
     `missing_ok`, which returns None), unreadable or not JSON."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_regular(path, max_bytes)
     except (FileNotFoundError, NotADirectoryError):
         if missing_ok:
             return None
@@ -295,8 +300,10 @@ class Store:
         key_prefix: int = 16,
         ttl_days: int = 365,
         clock: Callable[[], datetime] = utcnow,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.root = root
+        self.max_bytes = max_bytes  # an entry file above it is refused, never read
         self.key_prefix = key_prefix
         self.ttl_days = ttl_days
         self.clock = clock
@@ -320,13 +327,14 @@ class Store:
         and pathlib was a third of a hit's cost there."""
         inside = self.entry_relpath(scenario, key)
         directory = f"{os.fspath(self.root)}/{inside}"
-        data = load_json_file(f"{directory}/{ENTRY_FILE}", ENTRY_FILE, missing_ok=True)
+        data = load_json_file(
+            f"{directory}/{ENTRY_FILE}", ENTRY_FILE, missing_ok=True, max_bytes=self.max_bytes
+        )
         if data is None:
             return None
         entry = parse_entry(data, inside, Layout.CACHELINT)
         try:
-            with open(f"{directory}/{CONTENTS_FILE}", "rb") as fh:
-                raw = fh.read()
+            raw = read_regular(f"{directory}/{CONTENTS_FILE}", self.max_bytes)
         except (FileNotFoundError, NotADirectoryError):
             raise CorruptEntry(f"{CONTENTS_FILE} is missing") from None
         except OSError as exc:

@@ -220,12 +220,15 @@ def run(
     transport_factory: TransportFactory | None = None,
 ) -> int:
     from cachelint import clock
+    from cachelint.confine import run_outputs as confine_run_outputs
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
+    from cachelint.netguard import for_replay
     from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
     from cachelint.runner.dataset import Scenario, load_scenarios
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
     from cachelint.runner.pytarget import Target, chat_target, load_target
     from cachelint.runner.report import RunReport, parse_format, render, render_html, render_junit
+    from cachelint.secretscan import redact_url
     from cachelint.store import Store
 
     chosen_mode = _resolve_mode(mode, refresh)
@@ -241,6 +244,7 @@ def run(
             _refuse_inside_cache(option, path, repo, config.cache)
     moment = now if now is not None else clock.now()
     execution_name = _execution_name(execution, moment)
+    junit, html = confine_run_outputs(config, execution_name, junit, html)
     every = load_scenarios(repo, config.datasets)
     selected = _select(
         every,
@@ -256,6 +260,9 @@ def run(
         target = load_target(repo, target_config.function, config.source)
     else:
         target = chat_target
+    target, replay_guard = for_replay(
+        target, replay=not chosen_mode.calls_live, python=target is not chat_target
+    )
     transport: Any
     if chosen_mode.calls_live:
         transport = (transport_factory or _default_transport)(config)
@@ -266,12 +273,13 @@ def run(
         key_prefix=config.key_prefix,
         ttl_days=config.ttl_days,
         clock=lambda: moment,
+        max_bytes=config.max_entry_bytes,
     )
     recorders: dict[str, Recorder] = {}
     for s in selected:
         recorders[s.identity] = Recorder(
             command=_rerecord_command(s.identity, trials=trials, config_path=config_path),
-            url=target_config.url,
+            url=redact_url(target_config.url),
             api_key_env=target_config.api_key_env,
             env_file=target_config.env_file,
         )
@@ -305,7 +313,7 @@ def run(
             progress(result)
 
     try:
-        with writer:
+        with writer, replay_guard:
             results = run_scenarios(
                 selected,
                 make_client=make_client,

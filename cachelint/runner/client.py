@@ -24,8 +24,10 @@ from enum import Enum
 from typing import Any, Protocol
 
 from cachelint.canonical import cache_key
+from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
 from cachelint.runner.request import build_request, closeness, request_diff
+from cachelint.secretscan import refuse_key_in_recording
 from cachelint.store import (
     ENTRY_FILE,
     Store,
@@ -143,6 +145,7 @@ class CachingClient:
         key = cache_key(request)
         inside = self.store.entry_relpath(self.scenario, key)
         entry = f"{self.repo_prefix}/{inside}" if self.repo_prefix else inside
+        check_entry_dir(self.store.root, inside, entry)
         if self.mode in (Mode.REPLAY, Mode.AUTO):
             started = time.perf_counter()
             hit = self.store.get(self.scenario, key)
@@ -166,6 +169,13 @@ class CachingClient:
         if not isinstance(response, dict):
             raise CachelintError(f"{self.recorder.url}: response is not a JSON object")
         if self.mode.records:
+            refuse_key_in_recording(
+                getattr(self.transport, "api_key", None),
+                f"scenario {self.scenario}: {entry}",
+                request,
+                response,
+                source=f"${self.recorder.api_key_env}",
+            )
             self.store.put(
                 self.scenario, key, request, response, provider=self.provider, model=self.model
             )

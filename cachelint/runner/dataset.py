@@ -19,7 +19,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cachelint.canonical import canonical_bytes
+from cachelint.confine import read_inside
 from cachelint.errors import CachelintError
+from cachelint.fsutil import DEFAULT_MAX_BYTES, read_regular
 from cachelint.runner.assertions import json_kind, validate_assertion
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
@@ -187,9 +189,8 @@ def _read_system_file(
     relative = str(PurePosixPath(*parts))
     if prompts is not None and relative in prompts:
         return relative, prompts[relative]
-    target = repo / relative
     try:
-        data = target.read_bytes()
+        data = read_inside(repo, relative, f"{f.path}: field 'system-file':", DEFAULT_MAX_BYTES)
     except FileNotFoundError:
         raise f.error(
             "system-file",
@@ -344,11 +345,39 @@ def _dataset_files(base: Path) -> list[str]:
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         relative_dir = Path(dirpath).relative_to(base).as_posix()
+        for name in dirnames:
+            # os.walk lists a link to a directory among the directories and never enters it;
+            # silently skipping it would drop scenarios, reading through it would leave the repo.
+            if os.path.islink(os.path.join(dirpath, name)):
+                raise CachelintError(
+                    f"{_shown(base, relative_dir, name)}: is a symbolic link to a directory; "
+                    "datasets are never read through a link, replace it with a real directory"
+                )
         for filename in sorted(filenames):
             if filename.startswith(".") or not filename.endswith(".json"):
                 continue
+            _require_utf8_name(base, relative_dir, filename)
             found.append(filename if relative_dir == "." else f"{relative_dir}/{filename}")
     return found
+
+
+def _shown(base: Path, relative_dir: str, name: str) -> str:
+    where = name if relative_dir == "." else f"{relative_dir}/{name}"
+    return f"{base.name}/{where}"
+
+
+def _require_utf8_name(base: Path, relative_dir: str, name: str) -> None:
+    # os.walk hands undecodable bytes back as lone surrogates (surrogateescape); such a name
+    # cannot become a scenario identity or a cache path, nor be printed as it is.
+    for part in (*relative_dir.split("/"), name):
+        try:
+            part.encode("utf-8")
+        except UnicodeEncodeError:
+            raw = os.fsencode(part)
+            raise CachelintError(
+                f"{base.name}: a dataset path has a name that is not valid UTF-8 ({raw!r}); "
+                "rename it with UTF-8 characters"
+            ) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -382,8 +411,7 @@ def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
             )
         seen[folded] = identity
         try:
-            with open(os.path.join(base, relative), "rb") as fh:
-                text = fh.read().decode("utf-8-sig")
+            text = read_regular(os.path.join(base, relative)).decode("utf-8-sig")
             data = json.loads(text, parse_constant=_reject_constant)
         except UnicodeDecodeError as exc:
             raise CachelintError(f"{path}: not UTF-8 ({exc.reason}); save it as UTF-8") from None
@@ -397,6 +425,11 @@ def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
             raise CachelintError(f"{path}: invalid JSON: nested too deeply") from None
         except OSError as exc:
             raise CachelintError(f"{path}: cannot read: {exc.strerror}") from None
-        scenarios.append(parse_scenario(repo, identity, path, data, prompts=prompts))
+        try:
+            scenarios.append(parse_scenario(repo, identity, path, data, prompts=prompts))
+        except RecursionError:  # e.g. `options` nested a few hundred levels deep
+            raise CachelintError(
+                f"{path}: nested too deeply to be part of a cache key; flatten the options"
+            ) from None
     scenarios.sort(key=lambda s: s.identity)
     return scenarios

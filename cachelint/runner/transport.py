@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from cachelint import __version__
 from cachelint.errors import CachelintError
+from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
     import httpx
@@ -138,11 +139,11 @@ class OpenAICompatibleTransport:
         try:
             base = httpx.URL(url)
         except (httpx.InvalidURL, TypeError) as exc:
-            raise TransportError(f"target url {url!r} is not a URL: {exc}") from None
+            raise TransportError(f"target url {redact_url(url)!r} is not a URL: {exc}") from None
         if base.scheme not in ("http", "https") or not base.host:
             raise TransportError(
-                f"target url {url!r} must start with http:// or https:// and name a host, "
-                "e.g. https://api.openai.com/v1"
+                f"target url {redact_url(url)!r} must start with http:// or https:// and name a "
+                "host, e.g. https://api.openai.com/v1"
             )
         if api_key is not None and (
             not api_key.isascii() or any(c.isspace() or not c.isprintable() for c in api_key)
@@ -174,6 +175,11 @@ class OpenAICompatibleTransport:
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
         self._timeout = timeout
+
+    @property
+    def api_key(self) -> str | None:
+        """The key sent, so recording can refuse an entry that holds it."""
+        return self._api_key
 
     @staticmethod
     def _key_source(api_key_env: str, env_file: str | None) -> str:
@@ -253,6 +259,9 @@ class OpenAICompatibleTransport:
     def _redact(self, text: str) -> str:
         if self._api_key:
             text = text.replace(self._api_key, "***")
+        # userinfo and ?key= in the url are credentials too: never in a message or report.
+        for raw in (str(self.endpoint), self.url):
+            text = text.replace(raw, redact_url(raw))
         return text
 
     def _excerpt(self, text: str) -> str:

@@ -1,0 +1,221 @@
+"""Confinement: every path cachelint reads or writes stays inside the repository.
+
+A committed cache, its datasets and its prompts arrive in pull requests. A prompt file committed
+as a symlink to `~/.aws/credentials` would otherwise be read, sent to the provider and committed
+into the cache; `green-record = ".git/config"` would be overwritten with JSON. So each configured
+path is checked once when the configuration loads (no component below the repository root may be
+a symbolic link, nothing may point into `.git`, cache roots may not repeat or nest), and each
+read or write site checks the path it is about to use. A violation is one error line naming the
+path; nothing is ever read from or written to a link's target.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from cachelint.config import Config
+from cachelint.errors import CachelintError, ConfigError
+from cachelint.fsutil import read_regular
+
+
+class OutsideRepository(CachelintError):
+    """A path that would leave the repository (through a link, `..`, `.git`, or a cache root)."""
+
+
+def _parts(rel: str) -> tuple[str, ...]:
+    return PurePosixPath(rel.replace("\\", "/")).parts
+
+
+def first_link(repo: Path, rel: str) -> str | None:
+    """The first component of `repo/rel`, below `repo`, that is a symbolic link (its repo-relative
+    path), or None. Components that do not exist end the walk: nothing below them can be a link
+    yet, and whatever cachelint creates there is a plain directory or file."""
+    current = os.fspath(repo)
+    walked: list[str] = []
+    for part in _parts(rel):
+        current = os.path.join(current, part)
+        walked.append(part)
+        try:
+            mode = os.lstat(current).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISLNK(mode):
+            return "/".join(walked)
+    return None
+
+
+def require_no_link(repo: Path, rel: str, what: str, error: type[CachelintError]) -> None:
+    link = first_link(repo, rel)
+    if link is not None:
+        shown = rel if link == rel else f"{rel} (through {link})"
+        raise error(
+            f"{what} {shown}: is a symbolic link; cachelint never reads or writes through a "
+            "link (it may point outside the repository), replace it with a real file or directory"
+        )
+
+
+def _in_git_dir(rel: str) -> bool:
+    return any(part.casefold() == ".git" for part in _parts(rel))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def check_config(config: Config) -> None:
+    """Refuse configured paths that leave the repository, point into `.git`, pass through a
+    link, or make the cache roots overlap. Called once per load; a few lstat calls."""
+    where = config.source
+    seen: list[str] = []
+    for root in config.cache:
+        if _in_git_dir(root):
+            raise ConfigError(
+                f"{where}: key 'cache' = {root!r} lies inside a .git directory, which git never "
+                "tracks; point it at the committed cache directory (e.g. eval-cache)"
+            )
+        for other in seen:
+            if root == other:
+                raise ConfigError(
+                    f"{where}: key 'cache' lists {root!r} twice; every entry would be counted "
+                    "twice, list each root once"
+                )
+            if _inside(root, other) or _inside(other, root):
+                inner, outer = (root, other) if _inside(root, other) else (other, root)
+                raise ConfigError(
+                    f"{where}: key 'cache' root {inner!r} lies inside root {outer!r}; nested "
+                    "roots count their entries twice, list only the outer one"
+                )
+        seen.append(root)
+    for key, value in (("results", config.results), ("green-record", config.green_record)):
+        if _in_git_dir(value):
+            raise ConfigError(
+                f"{where}: key {key!r} = {value!r} lies inside a .git directory; cachelint never "
+                "writes into git's own files, choose a path in the working tree"
+            )
+    paths = (
+        [("cache root", c) for c in config.cache]
+        + [("stamp", config.stamp_path(c)) for c in config.cache]
+        + [
+            ("datasets", config.datasets),
+            ("results", config.results),
+            ("green-record", config.green_record),
+        ]
+    )
+    if config.target.env_file:
+        paths.append(("env-file", config.target.env_file))
+    for what, rel in paths:
+        require_no_link(config.repo, rel, f"{where}: {what}", ConfigError)
+
+
+def check_output(config: Config, option: str, path: Path) -> Path:
+    """A report file named on the command line (`--junit`, `--html`): inside the repository, not
+    through a link, not in `.git` or a cache root, and not a tracked file. Returns it absolute."""
+    repo = config.repo.resolve()
+    absolute = Path(os.path.abspath(Path.cwd() / path))
+    try:
+        rel = absolute.relative_to(repo).as_posix()
+    except ValueError:
+        try:
+            rel = absolute.relative_to(config.repo).as_posix()
+        except ValueError:
+            raise OutsideRepository(
+                f"{option} {path}: outside the repository {config.repo}; write reports inside "
+                "it (e.g. eval-results/report.xml)"
+            ) from None
+    if rel in ("", ".") or _in_git_dir(rel):
+        raise OutsideRepository(
+            f"{option} {path}: inside .git; write reports in the working tree (e.g. eval-results/)"
+        )
+    for root in config.cache:
+        if _inside(rel, root):
+            raise OutsideRepository(
+                f"{option} {path}: inside cache root {root!r}; an offline run must write no byte "
+                "into the committed cache, write the report elsewhere (e.g. eval-results/)"
+            )
+    require_no_link(config.repo, rel, option, OutsideRepository)
+    refuse_tracked(config.repo, [rel], option)
+    return config.repo / rel
+
+
+def refuse_tracked(repo: Path, rels: Iterable[str], what: str, *, allowed: str = "") -> None:
+    """Refuse to overwrite files git tracks (a results directory named `src` would), except a
+    committed results directory of an earlier run (`allowed`, its run.json, is tracked)."""
+    from cachelint.gitutil import run_git, split_z
+
+    wanted = [r for r in rels if r]
+    if not wanted:
+        return
+    listed = run_git(["ls-files", "-z", "--", *(f":(literal){r}" for r in wanted)], cwd=repo)
+    tracked = split_z(listed.out)
+    if tracked and allowed not in tracked:
+        raise OutsideRepository(
+            f"{what}: would overwrite the tracked file {tracked[0]}"
+            + (f" (and {len(tracked) - 1} more)" if len(tracked) > 1 else "")
+            + "; cachelint writes results only to files git does not track, choose another path"
+        )
+
+
+def check_results_dir(config: Config, execution: str) -> None:
+    """`<results>/<execution>/` before a run writes into it: no link, no tracked file in it."""
+    rel = f"{config.results}/{execution}"
+    require_no_link(config.repo, rel, "results directory", OutsideRepository)
+    refuse_tracked(config.repo, [rel], f"results directory {rel}", allowed=f"{rel}/run.json")
+
+
+def check_green_record(config: Config) -> None:
+    """The green record may overwrite only itself: an existing file there must be a regular file
+    holding a green record (so `green-record = "pyproject.toml"` never replaces the project)."""
+    rel = config.green_record
+    require_no_link(config.repo, rel, "green-record", OutsideRepository)
+    path = config.repo / rel
+    try:
+        raw = read_regular(path, 16 * 1024 * 1024)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutsideRepository(
+            f"green-record {rel}: {exc.strerror}; point `green-record` at a file of its own"
+        ) from None
+    import json
+
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        data = None
+    if not (isinstance(data, dict) and "watched" in data and "format" in data):
+        raise OutsideRepository(
+            f"green-record {rel}: exists and is not a green record; cachelint will not overwrite "
+            "it, point `green-record` at a file of its own (default .eval-green.json)"
+        )
+
+
+def check_entry_dir(root: Path, inside: str, shown: str) -> None:
+    """An entry directory `root/inside` (`cache/<scenario>/<prefix>`) before it is read or
+    recorded into: a scenario directory committed as a link to a directory outside would
+    otherwise be replayed from, or written into."""
+    link = first_link(root, inside)
+    if link is not None:
+        raise OutsideRepository(
+            f"{shown}: {link} is a symbolic link under the cache root; cachelint never reads or "
+            "records through a link, replace it with a real directory"
+        )
+
+
+def read_inside(repo: Path, rel: str, what: str, max_bytes: int | None) -> bytes:
+    """The bytes of the regular file `repo/rel`, refusing links on the way and special files."""
+    require_no_link(repo, rel, what, OutsideRepository)
+    return read_regular(repo / rel, max_bytes)
+
+
+def run_outputs(
+    config: Config, execution: str, junit: Path | None, html: Path | None
+) -> tuple[Path | None, Path | None]:
+    """Every file `cachelint run` writes, checked before the run starts."""
+    check_results_dir(config, execution)
+    return (
+        None if junit is None else check_output(config, "--junit", junit),
+        None if html is None else check_output(config, "--html", html),
+    )

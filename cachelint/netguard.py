@@ -1,0 +1,189 @@
+"""Replay fails closed: while a replay runs its targets, no code in the process reaches a network.
+
+The refusing transport only stops calls made through the client a target is given. A python
+target that builds its own SDK client would go live, pass, and earn a green record. So during
+replay an audit hook (PEP 578) watches every `socket.connect`, `socket.getaddrinfo` and friends
+in the process: anything but loopback to a port cachelint itself opened (its cache endpoint,
+`allow_loopback_port`) raises `NetworkRefused`, naming the scenario and the host, and the
+scenario fails even when the target swallows the exception. An audit hook cannot be removed
+(target code cannot undo it); it is installed once and only acts while a replay is armed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
+
+from cachelint.errors import CachelintError
+
+_EVENTS = frozenset(
+    {
+        "socket.connect",
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyaddr",
+        "socket.sendto",
+        "socket.sendmsg",
+    }
+)
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
+
+_lock = threading.Lock()
+_allowed_ports: set[int] = set()
+_armed = 0  # nesting depth of `replay_only`
+_running: dict[int, str] = {}  # thread id -> scenario identity running a target there
+_refused: dict[str, list[str]] = {}  # scenario -> hosts it tried to reach
+_installed = False
+
+
+class NetworkRefused(CachelintError):
+    """A replay tried to open a network connection: the answer would not come from the cache."""
+
+
+def allow_loopback_port(port: int) -> None:
+    """Let replays connect to 127.0.0.1 / ::1 on `port`: for an endpoint cachelint itself opened."""
+    with _lock:
+        _allowed_ports.add(int(port))
+
+
+def disallow_loopback_port(port: int) -> None:
+    with _lock:
+        _allowed_ports.discard(int(port))
+
+
+def _is_loopback(host: Any) -> bool:
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    if not isinstance(host, str):
+        return False
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _target(event: str, args: tuple[Any, ...]) -> tuple[str, Any, Any] | None:
+    """(host shown, host, port) of a network event, or None when it names no remote host."""
+    if event == "socket.connect" or event in ("socket.sendto", "socket.sendmsg"):
+        address = args[1] if len(args) > 1 else None
+        if isinstance(address, (str, bytes)):
+            return None  # an AF_UNIX path: local IPC, not a network
+        if isinstance(address, tuple) and address:
+            host, port = address[0], address[1] if len(address) > 1 else None
+            return f"{host}:{port}", host, port
+        return (repr(address), address, None) if address is not None else None
+    if event == "socket.getaddrinfo":
+        host, port = args[0], args[1] if len(args) > 1 else None
+        if host is None:
+            return None  # a passive lookup for binding, nothing remote
+        shown = host.decode("ascii", "replace") if isinstance(host, bytes) else str(host)
+        return (f"{shown}:{port}" if port is not None else shown), host, port
+    host = args[0] if args else None
+    return str(host), host, None
+
+
+def _allowed(host: Any, port: Any) -> bool:
+    if not _is_loopback(host):
+        return False
+    if port is None:
+        return True  # resolving a loopback name; the connect that follows is checked
+    try:
+        return int(port) in _allowed_ports
+    except (TypeError, ValueError):
+        return False
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if not _armed or event not in _EVENTS:
+        return
+    found = _target(event, args)
+    if found is None:
+        return
+    shown, host, port = found
+    if _allowed(host, port):
+        return
+    ident = threading.get_ident()
+    with _lock:
+        own = _running.get(ident)
+        blamed = [own] if own is not None else sorted(set(_running.values()))
+        for scenario in blamed:
+            _refused.setdefault(scenario, []).append(shown)
+    who = ", ".join(blamed) if blamed else "a replay"
+    raise NetworkRefused(
+        f"scenario {who}: replay mode refuses network access to {shown}; the answer did not "
+        "come from the cache (a target must make its model calls through the client it is "
+        "given); rerun with --cache auto or --refresh-cache to record"
+    )
+
+
+def _install() -> None:
+    global _installed
+    with _lock:
+        if not _installed:
+            sys.addaudithook(_hook)
+            _installed = True
+
+
+@contextmanager
+def replay_only() -> Iterator[None]:
+    """While inside, every non-loopback network attempt in the process raises `NetworkRefused`."""
+    global _armed
+    _install()
+    with _lock:
+        _armed += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _armed -= 1
+
+
+def guard_target(
+    target: Callable[[Any, Any], Any], *, must_use_cache: bool
+) -> Callable[[Any, Any], Any]:
+    """`target` run under replay: its scenario is named in any refusal, and it fails when it
+    reached for the network (even if it caught the error) or, with `must_use_cache` (a python
+    target, which may ignore its client), when it made no model call through the cache."""
+
+    def guarded(scenario: Any, client: Any) -> Any:
+        identity = scenario.identity
+        ident = threading.get_ident()
+        with _lock:
+            _running[ident] = identity
+            _refused.pop(identity, None)
+        try:
+            value = target(scenario, client)
+        finally:
+            with _lock:
+                _running.pop(ident, None)
+                hosts = _refused.pop(identity, [])
+        if hosts:
+            raise NetworkRefused(
+                f"scenario {identity}: tried to reach {', '.join(dict.fromkeys(hosts))} in "
+                "replay mode; the answer did not come from the cache (make model calls through "
+                "the client the target is given)"
+            )
+        if must_use_cache and not client.calls and not client.misses:
+            raise NetworkRefused(
+                f"scenario {identity}: the python target made no model call through the cache, "
+                "so the answer did not come from the cache; call the client it is given "
+                "(client.chat(...)) instead of building its own"
+            )
+        return value
+
+    return guarded
+
+
+def for_replay(
+    target: Callable[[Any, Any], Any], *, replay: bool, python: bool
+) -> tuple[Callable[[Any, Any], Any], AbstractContextManager[None]]:
+    """What `cachelint run` executes: under replay, the guarded target and the armed hook."""
+    if not replay:
+        return target, nullcontext()
+    return guard_target(target, must_use_cache=python), replay_only()

@@ -1,0 +1,182 @@
+"""Secrets in a committed cache: found, masked, and refused when recording (failing closed).
+
+A provider can echo the API key back in a 200 response, a dataset can hold a pasted token, and a
+target url can carry `user:password@` or `?key=...`. Once committed, a secret stays in history.
+`scan` finds the well-known key formats (and the configured key's own value) in any text; what it
+reports is masked (the first 4 characters and the length), never the secret itself. An allowlist
+in the config (`secret-allow`: gitignore-style path globs, or `blake3:<16 hex>` fingerprints
+printed by the finding) keeps test fixtures quiet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import blake3
+
+from cachelint.errors import CachelintError
+
+# Each pattern is linear (no nested quantifiers): a 64 MB payload scans in one pass.
+_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("Anthropic API key", r"sk-ant-[A-Za-z0-9]{3,8}-[A-Za-z0-9_-]{20,}"),
+    ("OpenAI API key", r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    ("AWS access key id", r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    ("GitHub token", r"gh[pousr]_[A-Za-z0-9]{30,}"),
+    ("GitHub token", r"github_pat_[A-Za-z0-9_]{22,}"),
+    ("GitLab token", r"glpat-[A-Za-z0-9_-]{20,}"),
+    ("Slack token", r"xox[abprs]-[A-Za-z0-9-]{10,}"),
+    ("Google API key", r"AIza[0-9A-Za-z_-]{35}"),
+    ("private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+    ("JWT", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    (
+        "Authorization bearer token",
+        r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer)\s+[A-Za-z0-9._~+/=-]{8,}",
+    ),
+)
+_COMBINED = re.compile("|".join(f"(?P<p{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
+_GROUP_OF = {f"p{i}": i for i in range(len(_PATTERNS))}
+MIN_KEY_LENGTH = 8  # a configured key shorter than this would match ordinary words
+
+_CREDENTIAL_PARAM = re.compile(
+    r"key|token|secret|password|passwd|pwd|sig|signature|auth|credential|session", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Secret:
+    kind: str
+    value: str
+    offset: int
+
+    @property
+    def masked(self) -> str:
+        return mask(self.value)
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.value)
+
+
+def mask(value: str) -> str:
+    """The first 4 characters and the length: enough to recognise a key, never enough to use it."""
+    return f"{value[:4]}... ({len(value)} characters)"
+
+
+def fingerprint(value: str) -> str:
+    return "blake3:" + blake3.blake3(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def scan(text: str, extra: Sequence[str] = ()) -> list[Secret]:
+    """Every secret in `text`: the well-known formats, and each value in `extra` (the configured
+    API key) wherever it appears. A position is reported once."""
+    found: list[Secret] = []
+    for match in _COMBINED.finditer(text):
+        group = match.lastgroup or ""
+        index = _GROUP_OF.get(group)
+        if index is None:
+            continue
+        kind = _PATTERNS[index][0]
+        value = match.group(group)
+        if kind == "Authorization bearer token":
+            inner = re.search(r"(?i:bearer)\s+(\S+)", value)
+            value = inner.group(1).strip("\"'") if inner else value
+        found.append(Secret(kind, value, match.start()))
+    for value in extra:
+        if len(value) < MIN_KEY_LENGTH:
+            continue
+        start = text.find(value)
+        while start != -1:
+            if not any(s.offset <= start < s.offset + len(s.value) + 64 for s in found):
+                found.append(Secret("the configured API key", value, start))
+            start = text.find(value, start + len(value))
+    found.sort(key=lambda s: s.offset)
+    return found
+
+
+class Allowlist:
+    """`secret-allow`: path globs (gitignore style) and `blake3:` fingerprints."""
+
+    def __init__(self, items: Iterable[str]) -> None:
+        items = list(items)
+        self.fingerprints = frozenset(i for i in items if i.startswith("blake3:"))
+        globs = [i for i in items if not i.startswith("blake3:")]
+        self._spec: Any = None
+        if globs:
+            import pathspec
+
+            self._spec = pathspec.GitIgnoreSpec.from_lines(globs)
+
+    def allows(self, path: str, secret: Secret) -> bool:
+        if secret.fingerprint in self.fingerprints:
+            return True
+        return self._spec is not None and bool(self._spec.match_file(path))
+
+
+def describe(secret: Secret) -> str:
+    return f"{secret.kind} {secret.masked}, fingerprint {secret.fingerprint}"
+
+
+def secrets_in(
+    path: str, text: str, *, allow: Allowlist | None = None, extra: Sequence[str] = ()
+) -> list[Secret]:
+    """The secrets in one file's text that the allowlist does not allow, one per distinct value."""
+    seen: set[str] = set()
+    out: list[Secret] = []
+    for secret in scan(text, extra):
+        if secret.value in seen or (allow is not None and allow.allows(path, secret)):
+            continue
+        seen.add(secret.value)
+        out.append(secret)
+    return out
+
+
+def _walk_strings(value: Any, depth: int = 0) -> Iterator[str]:
+    if depth > 200:
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield str(k)
+            yield from _walk_strings(v, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _walk_strings(v, depth + 1)
+
+
+def refuse_key_in_recording(
+    key: str | None, where: str, request: Any, response: Any, *, source: str
+) -> None:
+    """Recording fails closed: an entry whose request or response holds the configured API key
+    (a provider echoing it back, a prompt that embeds it) is never written."""
+    if not key or len(key) < MIN_KEY_LENGTH:
+        return
+    for part, value in (("request", request), ("response", response)):
+        if any(key in text for text in _walk_strings(value)):
+            raise CachelintError(
+                f"{where}: the {part} holds the API key from {source} ({mask(key)}); refusing "
+                "to record it into the committed cache. Remove the key from the prompt or "
+                "dataset, or use a provider that does not echo it back, and rotate the key"
+            )
+
+
+def redact_url(url: str) -> str:
+    """`url` without userinfo and with credential-like query values masked, for every message
+    and report (`https://user:pw@host/v1?key=abc` -> `https://host/v1?key=***`)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<an invalid url>"
+    netloc = parts.netloc.rpartition("@")[2]
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = "&".join(
+            f"{name}=***" if _CREDENTIAL_PARAM.search(name) else f"{name}={value}"
+            for name, value in pairs
+        )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
