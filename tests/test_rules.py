@@ -103,6 +103,9 @@ def test_every_tree_rule_has_a_test() -> None:
         "eval-cache-text-attr",
         "eval-cache-empty",
         "eval-cache-corrupt",
+        "eval-cache-special-file",  # tests/test_hostile.py
+        "eval-cache-secret",  # tests/test_secrets.py
+        "eval-cache-env-file",  # tests/test_secrets.py
     }
 
 

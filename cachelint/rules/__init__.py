@@ -34,6 +34,9 @@ _MODULES: tuple[str, ...] = (
     "text_attr",
     "empty",
     "corrupt",
+    "special_file",
+    "secret",
+    "env_file",
     # stamp and TTL
     "no_stamp",
     "stamp_invalid",

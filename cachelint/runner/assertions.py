@@ -409,10 +409,28 @@ def _not_contains(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
     return False, f"{label}: found at character {at + 1}: {json.dumps(context, ensure_ascii=False)}"
 
 
+# A pattern such as `(\w+\s?)+$` backtracks for minutes on a 185-character answer, in C code
+# that ignores Ctrl-C; the `regex` package (same syntax as `re` in its V0 mode) can stop it.
+REGEX_TIMEOUT_S = 1.0
+
+
 def _regex(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
+    import regex
+
     pattern = spec["pattern"]
-    match = re.search(pattern, out.text, _regex_flags(spec.get("flags", "")))
     label = f"regex {pattern!r}"
+    try:
+        match = regex.search(
+            pattern,
+            out.text,
+            _regex_flags(spec.get("flags", "")) | regex.V0,
+            timeout=REGEX_TIMEOUT_S,
+        )
+    except TimeoutError:
+        return False, (
+            f"{label}: gave up after {REGEX_TIMEOUT_S:g} s (catastrophic backtracking); "
+            "simplify the pattern, e.g. avoid nested quantifiers such as (\\w+\\s?)+"
+        )
     if match:
         return True, f"{label}: matched {json.dumps(match.group()[:_SNIPPET], ensure_ascii=False)}"
     return False, f"{label}: no match in response {_snippet(out.text)}"

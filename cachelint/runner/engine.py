@@ -15,7 +15,6 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,9 +199,54 @@ def run_scenarios(
 
     if jobs <= 1 or len(scenarios) <= 1:
         return [one(s) for s in scenarios]
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="cachelint-run") as pool:
-        # map() yields in submission order, so the report order never depends on latency.
-        return list(pool.map(one, scenarios))
+    return _run_daemon_pool(one, scenarios, jobs)
+
+
+def _run_daemon_pool(
+    one: Callable[[Scenario], ScenarioResult], scenarios: Sequence[Scenario], jobs: int
+) -> list[ScenarioResult]:
+    """`one` over `scenarios` on `jobs` daemon threads, results in the order given.
+
+    Not a ThreadPoolExecutor: its workers are joined at interpreter exit, so after Ctrl-C a
+    target stuck in a slow call would hold the process until it returned. Daemon workers are
+    abandoned: the main thread waits in short slices (so KeyboardInterrupt arrives at once),
+    tells the workers to stop taking scenarios, and lets the process exit."""
+    results: list[ScenarioResult | None] = [None] * len(scenarios)
+    failure: list[BaseException] = []
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for i in range(len(scenarios)):
+        todo.put(i)
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                i = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results[i] = one(scenarios[i])
+            except BaseException as exc:  # re-raised in the caller's thread
+                failure.append(exc)
+                stop.set()
+                return
+
+    workers = [
+        threading.Thread(target=work, name=f"cachelint-run-{n}", daemon=True)
+        for n in range(min(jobs, len(scenarios)))
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        for worker in workers:
+            while worker.is_alive():
+                worker.join(0.1)
+    except BaseException:
+        stop.set()
+        raise
+    if failure:
+        raise failure[0]
+    return [r for r in results if r is not None]
 
 
 # ---- results on disk ----------------------------------------------------------------------------

@@ -1,0 +1,45 @@
+"""eval-cache-env-file: the credential file (`env-file`) one `git add -A` away from a commit.
+
+The env-file holds the real API key used to record. Tracked, the key is committed (an error);
+present but not ignored by git, the next `git add -A` commits it (a warning).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cachelint.findings import Finding, Severity
+from cachelint.gitutil import run_git, split_z
+from cachelint.rules import Rule
+from cachelint.tree import TreeFacts
+
+CODE = "eval-cache-env-file"
+
+
+def check(facts: TreeFacts) -> Iterator[Finding]:
+    env_file = facts.config.target.env_file
+    if not env_file or not (facts.repo / env_file).exists():
+        return
+    literal = f":(literal){env_file}"
+    tracked = split_z(run_git(["ls-files", "-z", "--", literal], cwd=facts.repo).out)
+    if tracked:
+        yield Finding(
+            env_file,
+            CODE,
+            "the credential file (env-file) is tracked by git, so the API key in it is "
+            f"committed; run `git rm --cached -- {env_file}`, add it to .gitignore and rotate "
+            "the key",
+        )
+        return
+    ignored = run_git(["check-ignore", "-q", "--", env_file], cwd=facts.repo, ok_codes=(0, 1))
+    if ignored.rc == 1:
+        yield Finding(
+            env_file,
+            CODE,
+            "the credential file (env-file) is not ignored by git: one `git add -A` commits "
+            f"the API key; add `/{env_file}` to .gitignore",
+            Severity.WARNING,
+        )
+
+
+RULE = Rule(CODE, "the env-file holding the API key is tracked or not ignored by git", check)
