@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from cachelint.canonical import cache_key
 from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
+from cachelint.jsontext import lone_surrogate
 from cachelint.runner.request import build_request, closeness, request_diff
 from cachelint.secretscan import refuse_key_in_recording
 from cachelint.store import (
@@ -156,6 +157,7 @@ class CachingClient:
                         f"{entry}/contents.data: recorded response is not a chat.completion "
                         f"object; re-record with `{self.recorder.command}`"
                     )
+                _refuse_lone_surrogate(response, f"{entry}/contents.data", self.recorder.command)
                 self._record(key, entry, True, time.perf_counter() - started, sent, response)
                 return response
             if self.mode is Mode.REPLAY:
@@ -168,6 +170,7 @@ class CachingClient:
         response = completion.response
         if not isinstance(response, dict):
             raise CachelintError(f"{self.recorder.url}: response is not a JSON object")
+        _refuse_lone_surrogate(response, f"{self.recorder.url} response", "")
         if self.mode.records:
             refuse_key_in_recording(
                 getattr(self.transport, "api_key", None),
@@ -255,3 +258,10 @@ def _body(
     if tools:
         body["tools"] = [dict(t) for t in tools]
     return body
+
+
+def _refuse_lone_surrogate(response: Any, where: str, command: str) -> None:
+    bad = lone_surrogate(response)
+    if bad is not None:
+        fix = f"; re-record with `{command}`" if command else "; the provider sent invalid text"
+        raise CachelintError(f"{where}: holds a lone surrogate {bad}, which is not text{fix}")

@@ -22,6 +22,7 @@ from cachelint.canonical import canonical_bytes
 from cachelint.confine import read_inside
 from cachelint.errors import CachelintError
 from cachelint.fsutil import DEFAULT_MAX_BYTES, read_regular
+from cachelint.jsontext import lone_surrogate
 from cachelint.runner.assertions import json_kind, validate_assertion
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
@@ -425,6 +426,9 @@ def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
             raise CachelintError(f"{path}: invalid JSON: nested too deeply") from None
         except OSError as exc:
             raise CachelintError(f"{path}: cannot read: {exc.strerror}") from None
+        bad = lone_surrogate(data)
+        if bad is not None:
+            raise CachelintError(f"{path}: holds a lone surrogate {bad}, which is not text")
         try:
             scenarios.append(parse_scenario(repo, identity, path, data, prompts=prompts))
         except RecursionError:  # e.g. `options` nested a few hundred levels deep

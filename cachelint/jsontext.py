@@ -1,0 +1,40 @@
+"""Text that JSON allows and UTF-8 does not: lone surrogates.
+
+`"\\ud83d"` is valid JSON and decodes to a Python str holding half a surrogate pair, which no
+UTF-8 file, terminal or report can hold: writing it raises UnicodeEncodeError deep inside a
+reporter. Such a value is bad data, found where it enters (a cached answer, a live response, a
+dataset) and reported there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """A description of the first lone surrogate in a decoded JSON value (`'\\ud83d' in
+    messages[0].content`), or None. Iterative, so deep nesting is no RecursionError."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            bad = _first_bad(item)
+            if bad is not None:
+                return f"{bad!r} in {where or 'the value'}"
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                if isinstance(key, str) and _first_bad(key) is not None:
+                    return f"{_first_bad(key)!r} in a key of {where or 'the value'}"
+                stack.append((child, f"{where}.{key}" if where else str(key)))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
+    return None
+
+
+def _first_bad(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return text[exc.start]
+    return None
