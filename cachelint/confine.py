@@ -198,8 +198,9 @@ def check_entry_dir(root: Path, inside: str, shown: str) -> None:
     otherwise be replayed from, or written into."""
     link = first_link(root, inside)
     if link is not None:
+        prefix = shown[: -len(inside)] if shown.endswith(inside) else ""
         raise OutsideRepository(
-            f"{shown}: {link} is a symbolic link under the cache root; cachelint never reads or "
+            f"{shown}: {prefix}{link} is a symbolic link under the cache root; cachelint never reads or "
             "records through a link, replace it with a real directory"
         )
 
