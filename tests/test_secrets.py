@@ -1,0 +1,220 @@
+"""Secrets (issue 14, item 6): found in what the cache commits, masked, refused when recording."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cachelint.secretscan import fingerprint, mask, redact_url, scan
+from tests.conftest import commit_all, git, run_cachelint
+from tests.test_run import DEAD, NOW, do_run, record, refund, write_repo
+
+# Built from pieces so this file never holds a literal key a scanner would flag.
+OPENAI = "sk-proj-" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"
+ANTHROPIC = "sk-ant-api03-" + "x9Y8w7V6u5T4s3R2q1P0o9N8m7L6k5J4"
+AWS = "AKIA" + "IOSFODNN7EXAMPLE"
+GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+GITLAB = "glpat-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm"
+SLACK = "xoxb-" + "123456789012-abcdefABCDEF"
+GOOGLE = "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
+PEM = "-----BEGIN RSA " + "PRIVATE KEY-----"
+JWT = (
+    "eyJhbGciOiJIUzI1NiJ9"
+    + ".eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
+BEARER_TOKEN = "tok" + "en-abcdef123456"
+CONFIGURED = "custom-" + "key-value-0123456789"
+
+ACME = {"support/acme/refund": refund(prompt="prompts/acme.md")}
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
+    monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
+    monkeypatch.setenv("CACHELINT_NOW", NOW)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "value"),
+    [
+        (f"key {OPENAI} here", "OpenAI API key", OPENAI),
+        (f'"{ANTHROPIC}"', "Anthropic API key", ANTHROPIC),
+        (f"id={AWS};", "AWS access key id", AWS),
+        (GITHUB, "GitHub token", GITHUB),
+        (GITLAB, "GitLab token", GITLAB),
+        (SLACK, "Slack token", SLACK),
+        (GOOGLE, "Google API key", GOOGLE),
+        (f"{PEM}\\nMIIE...", "private key", PEM),
+        (f"token: {JWT}", "JWT", JWT),
+    ],
+)
+def test_each_well_known_format_is_found(text: str, kind: str, value: str) -> None:
+    found = scan(text)
+    assert [(s.kind, s.value) for s in found] == [(kind, value)]
+
+
+def test_bearer_value_and_configured_key_are_found() -> None:
+    found = scan(f'{{"Authorization": "Bearer {BEARER_TOKEN}"}}')
+    assert [(s.kind, s.value) for s in found] == [("Authorization bearer token", BEARER_TOKEN)]
+    found = scan(f"echo: {CONFIGURED}.", extra=[CONFIGURED])
+    assert [(s.kind, s.value) for s in found] == [("the configured API key", CONFIGURED)]
+
+
+def test_ordinary_text_is_not_a_secret() -> None:
+    assert scan("sk-short, AKIA1234, the skeleton key, eyJ, Bearer of news") == []
+
+
+def test_mask_shows_four_characters_and_the_length() -> None:
+    assert mask(OPENAI) == f"sk-p... ({len(OPENAI)} characters)"
+    assert OPENAI[4:] not in mask(OPENAI)
+
+
+def test_redact_url_strips_userinfo_and_credential_query_values() -> None:
+    assert (
+        redact_url("https://user:hunter2@api.example.com/v1?api-version=2024&key=abc&token=t")
+        == "https://api.example.com/v1?api-version=2024&key=***&token=***"
+    )
+    assert redact_url("http://127.0.0.1:8765/v1") == "http://127.0.0.1:8765/v1"
+
+
+# ---- the rule on real repositories --------------------------------------------------------------
+
+ECHO = {"rules": [], "default": {"content": f"Acme refunds within 30 days. {OPENAI} {AWS}"}}
+
+
+def leaky_repo(repo: Path) -> Path:
+    write_repo(repo, DEAD, ACME)
+    assert record(repo, ECHO)[0].rc == 0
+    leaky = refund({"description": f"uses {GITHUB} and {SLACK}"}, prompt="prompts/acme.md")
+    (repo / "eval-datasets/support/acme/leaky.json").write_text(json.dumps(leaky))
+    commit_all(repo)
+    return repo
+
+
+def check_secrets(repo: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
+    proc = run_cachelint(repo, "check", "--select", "eval-cache-secret", env=env)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_check_finds_secrets_in_answers_and_datasets_masked(git_repo: Path) -> None:
+    leaky_repo(git_repo)
+    rc, output = check_secrets(git_repo)
+    assert rc == 1
+    lines = [line for line in output.splitlines() if "eval-cache-secret" in line]
+    contents = [line for line in lines if "/contents.data: " in line]
+    assert len(contents) == 2  # the OpenAI key and the AWS key of the recorded answer
+    assert any("OpenAI API key sk-p... (" in line for line in contents)
+    assert any("AWS access key id AKIA... (20 characters)" in line for line in contents)
+    dataset = [line for line in lines if line.startswith("eval-datasets/support/acme/leaky.json")]
+    assert len(dataset) == 2 and all("fingerprint blake3:" in line for line in dataset)
+    for secret in (OPENAI, AWS, GITHUB, SLACK):
+        assert secret not in output
+
+
+def test_secret_in_the_stamp_is_found(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, ACME)
+    assert record(git_repo)[0].rc == 0
+    stamp = git_repo / "eval-cache/.eval-cache-stamp.json"
+    stamp.write_text(json.dumps({"format": 1, "note": GOOGLE}))
+    commit_all(git_repo)
+    rc, output = check_secrets(git_repo)
+    assert rc == 1 and "eval-cache/.eval-cache-stamp.json: eval-cache-secret" in output
+    assert GOOGLE not in output
+
+
+def test_the_configured_keys_value_is_found(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, ACME)
+    echo = {"rules": [], "default": {"content": f"Acme refunds within 30 days ({CONFIGURED})"}}
+    assert record(git_repo, echo)[0].rc == 0  # recorded with no key: nothing to refuse
+    commit_all(git_repo)
+    assert check_secrets(git_repo)[0] == 0
+    rc, output = check_secrets(git_repo, env={"CACHELINT_TEST_KEY": CONFIGURED})
+    assert rc == 1 and "the configured API key cust... (" in output
+    assert CONFIGURED not in output
+
+
+def test_allowlist_by_fingerprint_and_by_glob(git_repo: Path) -> None:
+    leaky_repo(git_repo)
+    prints = [fingerprint(s) for s in (OPENAI, AWS)]
+    text = (git_repo / "pyproject.toml").read_text(encoding="utf-8")
+    allow = f"secret-allow = {json.dumps([*prints, 'eval-datasets/**/leaky.json'])}\n"
+    text = text.replace('cache = "eval-cache"\n', 'cache = "eval-cache"\n' + allow)
+    (git_repo / "pyproject.toml").write_text(text, encoding="utf-8")
+    rc, output = check_secrets(git_repo)
+    assert rc == 0, output
+
+
+# ---- recording fails closed ---------------------------------------------------------------------
+
+
+def test_recording_refuses_an_answer_that_echoes_the_api_key(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_repo(git_repo, DEAD, ACME)
+    monkeypatch.setenv("CACHELINT_TEST_KEY", CONFIGURED)
+    echo = {"rules": [], "default": {"content": f"Acme refunds within 30 days; key {CONFIGURED}"}}
+    outcome, requests = record(git_repo, echo)
+    assert requests == 1 and outcome.rc == 1
+    assert "the response holds the API key from $CACHELINT_TEST_KEY (cust... (" in outcome.out
+    assert "refusing to record it" in outcome.out
+    assert CONFIGURED not in outcome.out + outcome.err
+    assert not (git_repo / "eval-cache").exists() or not list(
+        (git_repo / "eval-cache").rglob("contents.data")
+    )
+    results = "".join(p.read_text() for p in (git_repo / "eval-results").rglob("*.json"))
+    assert CONFIGURED not in results.replace("***", "")
+
+
+def test_recording_refuses_a_prompt_that_holds_the_api_key(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenarios = {
+        "support/acme/refund": refund({"input": f"use {CONFIGURED}"}, prompt="prompts/acme.md")
+    }
+    write_repo(git_repo, DEAD, scenarios)
+    monkeypatch.setenv("CACHELINT_TEST_KEY", CONFIGURED)
+    outcome, _ = record(git_repo)
+    assert outcome.rc == 1 and "the request holds the API key" in outcome.out
+    assert not list(git_repo.glob("eval-cache/**/contents.data"))
+
+
+def test_credentials_in_the_target_url_never_reach_a_message(git_repo: Path) -> None:
+    url = "http://user:hunter2pw@127.0.0.1:9/v1?key=qs-secret-value"
+    write_repo(git_repo, url, ACME)
+    replayed = do_run(git_repo)  # a miss: the message names the url it would record from
+    assert replayed.rc == 1 and "it calls http://127.0.0.1:9/v1?key=*** as provider" in replayed.out
+    recorded = do_run(git_repo, refresh=True)  # nothing listens on port 9
+    assert recorded.rc == 1
+    for outcome in (replayed, recorded):
+        text = outcome.out + outcome.err
+        assert "hunter2pw" not in text and "qs-secret-value" not in text
+    written = "".join(p.read_text() for p in (git_repo / "eval-results").rglob("*.*"))
+    assert "hunter2pw" not in written and "qs-secret-value" not in written
+
+
+# ---- the env-file -------------------------------------------------------------------------------
+
+
+def env_file_findings(repo: Path) -> list[str]:
+    proc = run_cachelint(repo, "check", "--select", "eval-cache-env-file")
+    return [line for line in proc.stdout.splitlines() if "eval-cache-env-file" in line]
+
+
+def test_env_file_not_ignored_warns_tracked_errors_ignored_is_quiet(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, ACME)
+    assert record(git_repo)[0].rc == 0
+    commit_all(git_repo)
+    assert env_file_findings(git_repo) == []  # configured but absent
+    (git_repo / ".env.eval").write_text(f"CACHELINT_TEST_KEY={CONFIGURED}\n")
+    found = env_file_findings(git_repo)
+    assert len(found) == 1 and "not ignored by git" in found[0] and "warning" in found[0].lower()
+    (git_repo / ".gitignore").write_text("/.env.eval\n")
+    assert env_file_findings(git_repo) == []
+    git(git_repo, "add", "-f", ".env.eval")
+    found = env_file_findings(git_repo)
+    assert len(found) == 1 and "is tracked by git" in found[0]
+    proc = run_cachelint(git_repo, "check", "--select", "eval-cache-env-file")
+    assert proc.returncode == 1 and CONFIGURED not in proc.stdout + proc.stderr
