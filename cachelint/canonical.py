@@ -43,7 +43,15 @@ def _plain_json(value: Any) -> bool:
 
 
 def canonical_bytes(value: Any) -> bytes:
-    """RFC 8785 canonical UTF-8 bytes of a JSON value."""
+    """RFC 8785 canonical UTF-8 bytes of a JSON value; ValueError when it has none (a lone
+    surrogate, an integer beyond 2**53, nesting deeper than the encoders recurse)."""
+    try:
+        return _canonical_bytes(value)
+    except RecursionError:
+        raise ValueError("not canonicalisable as JSON: nested too deeply") from None
+
+
+def _canonical_bytes(value: Any) -> bytes:
     if _plain_json(value):
         # rfc8785 is pure Python and was the largest per-case cost of a replay (a key per call,
         # three validations per scenario); the C encoder is ~10x faster for the common case.

@@ -104,6 +104,7 @@ def check_config(config: Config) -> None:
             ("green-record", config.green_record),
         ]
     )
+    paths += [("pin file", pin) for pin in config.pins]
     if config.target.env_file:
         paths.append(("env-file", config.target.env_file))
     for what, rel in paths:
@@ -200,8 +201,8 @@ def check_entry_dir(root: Path, inside: str, shown: str) -> None:
     if link is not None:
         prefix = shown[: -len(inside)] if shown.endswith(inside) else ""
         raise OutsideRepository(
-            f"{shown}: {prefix}{link} is a symbolic link under the cache root; cachelint never reads or "
-            "records through a link, replace it with a real directory"
+            f"{shown}: {prefix}{link} is a symbolic link under the cache root; cachelint never "
+            "reads or records through a link, replace it with a real directory"
         )
 
 

@@ -61,19 +61,22 @@ def build_request(
     """The canonical request for one call; `canonical.cache_key(request)` is its key."""
     if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
         raise ValueError(f"trial must be an integer >= 0, got {trial!r}")
-    request: dict[str, Any] = {
-        "format": FORMAT,
-        "provider": provider,
-        "model": model,
-        "scenario": scenario,
-        "messages": [_message(m) for m in messages],
-    }
-    # An option set to None means "not set": omit it like an absent one.
-    opts = _plain(options, drop_none=True) if options else {}
-    if opts:
-        request["options"] = opts
-    if tools:
-        request["tools"] = _plain(tools)
+    try:
+        request: dict[str, Any] = {
+            "format": FORMAT,
+            "provider": provider,
+            "model": model,
+            "scenario": scenario,
+            "messages": [_message(m) for m in messages],
+        }
+        # An option set to None means "not set": omit it like an absent one.
+        opts = _plain(options, drop_none=True) if options else {}
+        if opts:
+            request["options"] = opts
+        if tools:
+            request["tools"] = _plain(tools)
+    except RecursionError:  # bad input (a few hundred levels of nesting), not a crash
+        raise ValueError("the request is nested too deeply to be part of a cache key") from None
     if trial:
         request["trial"] = trial
     return request
