@@ -495,7 +495,8 @@ def test_deeply_nested_dataset_options_are_one_error(git_repo: Path) -> None:
     (git_repo / "eval-datasets/support/acme/deep.json").write_text(json.dumps(data))
     proc = run_cachelint(git_repo, "run")
     assert proc.returncode == 2
-    assert "eval-datasets/support/acme/deep.json: nested too deeply" in proc.stderr
+    assert "eval-datasets/support/acme/deep.json: field 'options':" in proc.stderr
+    assert "nested too deeply" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_dataset_name_that_is_not_utf8_is_one_error(git_repo: Path) -> None:
