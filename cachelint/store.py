@@ -60,10 +60,12 @@ UNREAD_REQUEST: Mapping[str, Any] = {}
 
 
 class Entry(NamedTuple):
-    """One cache entry as read from disk, whichever layout wrote it.
+    """One cache entry as read from disk, whichever layout wrote it; build it by keyword.
 
-    A NamedTuple rather than a frozen dataclass: the linter builds 100,000 of them per check, and
-    a frozen dataclass's `__init__` (one `object.__setattr__` per field) was 2 us of the 5 us each.
+    A NamedTuple rather than a frozen dataclass: the linter builds one per entry of a tree that
+    may hold 100,000, and the entry cache rebuilds them from columns at C speed. Every field but
+    `request` is a column of the entry cache (`COLUMNS`), so a field added here must be added
+    there too, which the assertion below `COLUMNS` enforces.
     """
 
     layout: Layout
@@ -75,6 +77,9 @@ class Entry(NamedTuple):
     provider: str | None = None
     model: str | None = None
     iteration: str | None = None
+    # blake3 over both files' own blake3 digests (`entry_digest`): what the stamp's seal is
+    # made of. Set by the linter's read, which verifies content; None from `Store` reads.
+    digest: str | None = None
     request: Mapping[str, Any] | None = None
 
     @property
@@ -82,6 +87,61 @@ class Entry(NamedTuple):
         if self.created is None or self.expires is None:
             return None
         return self.expires - self.created
+
+
+def entry_digest(entry_json: bytes, contents: bytes) -> str:
+    """The content digest of one entry: blake3 of the two files' blake3 hex digests, in the
+    order entry.json, contents.data, each followed by a newline."""
+    both = b"%s\n%s\n" % (
+        blake3.blake3(entry_json).hexdigest().encode(),
+        blake3.blake3(contents).hexdigest().encode(),
+    )
+    return blake3.blake3(both).hexdigest()
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _from_iso(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _interned(value: str | None) -> str | None:
+    # Thousands of entries share one scenario, provider and model: one string object each.
+    return None if value is None else sys.intern(value)
+
+
+@dataclass(frozen=True)
+class Column:
+    """How one Entry field is stored in the entry cache: JSON-able `encode`, and back."""
+
+    name: str
+    kind: type | tuple[type, ...]  # what `decode` accepts (None is always accepted but for `needed`)
+    encode: Callable[[Any], Any] = _same
+    decode: Callable[[Any], Any] = _same
+    needed: bool = False  # None is not a valid value
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("layout", str, lambda layout: layout.value, Layout, needed=True),
+    Column("directory", str, needed=True),
+    Column("scenario", str, decode=sys.intern, needed=True),
+    Column("key", str),
+    Column("created", str, _iso, _from_iso),
+    Column("expires", str, _iso, _from_iso),
+    Column("provider", str, decode=_interned),
+    Column("model", str, decode=_interned),
+    Column("iteration", str, decode=_interned),
+    Column("digest", str),
+)
+# `request` is never cached: the linter keeps none (`UNREAD_REQUEST`) and a cached entry is given
+# the same. Any other field without a column would be silently lost on a cached check.
+assert [c.name for c in COLUMNS] + ["request"] == list(Entry._fields), "Entry without a column"
 
 
 def utcnow() -> datetime:
@@ -219,16 +279,15 @@ def _read_native(
     ):
         # Thousands of entries share a scenario, provider and model: one string object each.
         return Entry(
-            _CACHELINT,
-            relative,
-            sys.intern(scenario),
-            key,
-            _time_field(data, "created", "entry.json"),
-            _time_field(data, "expires", "entry.json"),
-            sys.intern(provider),
-            sys.intern(model),
-            None,
-            request if keep_request else UNREAD_REQUEST,
+            layout=_CACHELINT,
+            directory=relative,
+            scenario=sys.intern(scenario),
+            key=key,
+            created=_time_field(data, "created", "entry.json"),
+            expires=_time_field(data, "expires", "entry.json"),
+            provider=sys.intern(provider),
+            model=sys.intern(model),
+            request=request if keep_request else UNREAD_REQUEST,
         )
     return _read_native_checked(data, relative, name)
 

@@ -37,6 +37,7 @@ _MODULES: tuple[str, ...] = (
     # stamp and TTL
     "no_stamp",
     "stamp_invalid",
+    "unstamped",
     "stale_pin",
     "unpinned",
     "short_ttl",
