@@ -15,9 +15,9 @@ import orjson
 import pytest
 
 from cachelint import __version__, entrycache
+from cachelint.collect import collect
 from cachelint.config import Layout, load
 from cachelint.entrycache import CACHE_FILE
-from cachelint.collect import collect
 from cachelint.store import UNREAD_REQUEST, Entry
 from cachelint.tree import TreeFacts
 from tests.conftest import commit_all, git, run_cachelint

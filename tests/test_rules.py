@@ -4,7 +4,6 @@ broken in exactly one way."""
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
@@ -15,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from cachelint.canonical import cache_key
+from cachelint.collect import collect
 from cachelint.config import load
 from cachelint.findings import Finding
 from cachelint.fsutil import TEMP_PREFIX
+from cachelint.listing import parse_stage
 from cachelint.rules import Rule, all_rules
 from cachelint.store import Store
-from cachelint.collect import collect
-from cachelint.listing import parse_stage
 from cachelint.tree import IndexEntry, TreeFacts
 from tests.conftest import commit_all, git
 

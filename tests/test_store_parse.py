@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from cachelint.config import Layout
-from cachelint.errors import CorruptEntry
 from cachelint.entries import _decode_entry
+from cachelint.errors import CorruptEntry
 from cachelint.store import (
-    UNREAD_REQUEST,
     Entry,
     _read_native_checked,
     decode_json,
