@@ -23,15 +23,7 @@ from cachelint.errors import CorruptEntry
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
-from cachelint.tree import (
-    ATTRIBUTES,
-    GITLINK,
-    INFO_ATTRIBUTES,
-    SYMLINK,
-    IgnoreSource,
-    IndexEntry,
-    TreeFacts,
-)
+from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
 
 _Matcher = Callable[[str], bool]
 
@@ -47,6 +39,9 @@ class _Walk:
     names: set[str] = field(default_factory=set)
     # Each directory holding entry or temp files, with their names (links left out).
     holders: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    walked: list[str] = field(default_factory=list)  # every path, before `exclude`
+    drop: _Matcher | None = None  # what `exclude` leaves out
+    excluded: int = 0
 
 
 @dataclass
@@ -79,105 +74,28 @@ def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeF
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
     git = _Git(repo)
     try:
+        # Queued first: none of these needs the walk, so they run while Python walks.
         git_dir = git.submit(["rev-parse", "--absolute-git-dir"]) if entry_cache else None
         stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec])
         # Without preloadIndex: its threads would lstat the same files as the walk, on the
         # same two cores, for a diff-files that finishes long before the walk anyway.
         unthreaded = ["-c", "core.preloadIndex=false"]
         changed = git.submit([*unthreaded, "diff-files", "-z", "--name-only", *spec])
-        return _collect(config, roots, spec, git, now, git_dir, stage, changed)
+        base = _opening_base(repo)
+        walk = _walk_roots(config, base, roots)
+        plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
+        attrs = git.submit(["check-attr", "-z", "--stdin", "text"], listing.nul_joined(plain))
+        found = _listings(git, spec, walk, stage, changed, with_objects=entry_cache)
+        source: EntrySource = DiskSource()
+        directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
+        if directory is not None:
+            changes = found.candidates | found.untracked
+            source = CachedSource(directory, config.layout, found.objects, changes)
+        read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source)
+        source.finish(read.entries)
+        text_attr = listing.parse_text_attr(attrs.result().out, plain) if plain else {}
     finally:
         git.close()
-
-
-def _collect(
-    config: Config,
-    roots: list[str],
-    spec: list[str],
-    git: _Git,
-    now: datetime,
-    git_dir_job: Future[GitResult] | None,
-    stage_job: Future[GitResult],
-    changed_job: Future[GitResult],
-) -> TreeFacts:
-    repo = config.repo
-    base = _opening_base(repo)
-    walk = _Walk()
-    for root in config.cache:
-        if os.path.islink(repo / root):
-            walk.symlinks.add(root)
-            walk.files.append(root)
-    for root in roots:
-        _walk(base, root, walk)
-    walked = walk.files
-    drop = _exclusions(config)
-    excluded = 0
-    if drop is not None:
-        walk.files = [p for p in walked if not drop(p)]
-        excluded = len(walked) - len(walk.files)
-        walk.symlinks = {p for p in walk.symlinks if not drop(p)}
-        walk.special = {p for p in walk.special if not drop(p)}
-        walk.holders = [(d, tuple(n for n in ns if not drop(f"{d}/{n}"))) for d, ns in walk.holders]
-    plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
-    attrs = git.submit(["check-attr", "-z", "--stdin", "text"], listing.nul_joined(plain))
-
-    stage = stage_job.result().out
-    index, objects, flagged = listing.parse_stage(stage, entry_objects=git_dir_job is not None)
-    # Everything the --others listings can name is on disk and not in the index, so when every
-    # walked path is in the index (checked before `exclude` dropped any) neither needs to run.
-    strays = not all(map(index.__contains__, walked))
-    others = ignored_job = None
-    if strays:
-        others = git.submit(["ls-files", "-z", "--others", "--exclude-standard", *spec])
-        ignored_job = git.submit(
-            ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *spec]
-        )
-    # diff-files skips files marked assume-unchanged or skip-worktree: those are compared like
-    # its own candidates, so such a mark hides a change from neither the dirty rule nor the
-    # entry cache.
-    candidates = set(split_z(changed_job.result().out)) | flagged.keys()
-    recorded = listing.index_objects(stage, candidates) if candidates else {}
-    del stage
-    nested = {p for p, e in index.items() if e.mode == GITLINK} if _has_mode(index, GITLINK) else set()
-    if drop is not None:
-        before = len(index)
-        index = {p: e for p, e in index.items() if not drop(p)}
-        excluded += before - len(index)
-        candidates = {p for p in candidates if not drop(p)}
-
-    untracked: set[str] = set()
-    ignored: set[str] = set()
-    if others is not None and ignored_job is not None:
-        untracked = set(split_z(others.result().out))
-        ignored = set(split_z(ignored_job.result().out))
-    for found in (untracked, ignored):
-        dirs = {p for p in found if p.endswith("/")}
-        found -= dirs
-        nested.update(d.rstrip("/") for d in dirs)
-    if drop is not None:
-        untracked = {p for p in untracked if not drop(p)}
-        ignored = {p for p in ignored if not drop(p)}
-
-    source: EntrySource = DiskSource()
-    git_dir = listing.git_dir(git_dir_job.result()) if git_dir_job is not None else None
-    if git_dir is not None:
-        source = CachedSource(git_dir, config.layout, objects, candidates | untracked)
-    read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source)
-    source.finish(read.entries)
-
-    on_disk = set(walk.files)
-    hashable = {
-        p
-        for p in candidates
-        if p in on_disk
-        and p not in walk.symlinks
-        and p not in walk.special
-        and p in index
-        and index[p].mode not in (GITLINK, SYMLINK)
-    }
-    modified = listing.really_modified(repo, hashable, recorded) if hashable else set()
-    # A FIFO or device in place of a tracked file is not what was committed; never hashed.
-    modified |= {p for p in candidates if p in walk.special and p in index}
     return TreeFacts(
         repo=repo,
         config=config,
@@ -186,33 +104,128 @@ def _collect(
         missing_roots=tuple(r for r in config.cache if r not in roots),
         disk_files=walk.files,
         symlinks=walk.symlinks,
-        index=index,
-        untracked=untracked,
-        ignored=ignored,
-        text_attr=listing.parse_text_attr(attrs.result().out, plain) if plain else {},
+        index=found.index,
+        untracked=found.untracked,
+        ignored=found.ignored,
+        text_attr=text_attr,
         entries=read.entries,
         corrupt=read.corrupt,
-        excluded=excluded,
+        excluded=walk.excluded + found.excluded,
         special=frozenset(walk.special),
-        nested_repos=nested,
+        nested_repos=found.nested,
         git_dirs=walk.git_dirs,
-        modified=modified,
-        skip_worktree={p for p, tag in flagged.items() if tag in listing.SKIP_WORKTREE},
-        ignore_sources=_ignore_sources(repo, ignored),
+        modified=_modified(repo, walk, found),
+        skip_worktree={p for p, tag in found.flagged.items() if tag in listing.SKIP_WORKTREE},
+        ignore_sources=listing.ignore_sources(repo, found.ignored) if found.ignored else {},
         entry_dirs=read.entry_dirs,
         attributes=_read_attributes(repo, config, walk),
         walked_names=walk.names,
-        all_indexed=not strays,
+        all_indexed=not found.strays,
     )
+
+
+def _walk_roots(config: Config, base: str, roots: list[str]) -> _Walk:
+    """Walk every root, then leave out what `exclude` names (`walk.walked` keeps all paths)."""
+    walk = _Walk()
+    for root in config.cache:
+        if os.path.islink(config.repo / root):
+            walk.symlinks.add(root)
+            walk.files.append(root)
+    for root in roots:
+        _walk(base, root, walk)
+    walk.walked = walk.files
+    walk.drop = drop = _exclusions(config)
+    if drop is not None:
+        walk.files = [p for p in walk.walked if not drop(p)]
+        walk.excluded = len(walk.walked) - len(walk.files)
+        walk.symlinks = {p for p in walk.symlinks if not drop(p)}
+        walk.special = {p for p in walk.special if not drop(p)}
+        walk.holders = [(d, tuple(n for n in ns if not drop(f"{d}/{n}"))) for d, ns in walk.holders]
+    return walk
+
+
+@dataclass
+class _Listings:
+    """What git said about the paths under the roots."""
+
+    index: dict[str, IndexEntry]
+    objects: dict[str, str]  # object ids of the entry files, for the entry cache
+    flagged: dict[str, str]  # ls-files -v tag of marked or unmerged paths
+    candidates: set[str]  # paths whose working tree may differ from the index
+    recorded: dict[str, str]  # the candidates' object ids in the index
+    strays: bool  # the walk found a path the index lacks
+    nested: set[str] = field(default_factory=set)
+    untracked: set[str] = field(default_factory=set)
+    ignored: set[str] = field(default_factory=set)
+    excluded: int = 0
+
+
+def _listings(
+    git: _Git,
+    spec: list[str],
+    walk: _Walk,
+    stage_job: Future[GitResult],
+    changed_job: Future[GitResult],
+    *,
+    with_objects: bool,
+) -> _Listings:
+    stage = stage_job.result().out
+    index, objects, flagged = listing.parse_stage(stage, entry_objects=with_objects)
+    # Everything the --others listings can name is on disk and not in the index, so when every
+    # walked path is in the index (checked before `exclude` dropped any) neither needs to run.
+    strays = not all(map(index.__contains__, walk.walked))
+    if strays:
+        others = git.submit(["ls-files", "-z", "--others", "--exclude-standard", *spec])
+        ignored = git.submit(
+            ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *spec]
+        )
+    # diff-files skips files marked assume-unchanged or skip-worktree: those are compared like
+    # its own candidates, so such a mark hides a change from neither the dirty rule nor the
+    # entry cache.
+    candidates = set(split_z(changed_job.result().out)) | flagged.keys()
+    recorded = listing.index_objects(stage, candidates) if candidates else {}
+    found = _Listings(index, objects, flagged, candidates, recorded, strays)
+    if _has_mode(index, GITLINK):
+        found.nested = {p for p, e in index.items() if e.mode == GITLINK}
+    drop = walk.drop
+    if drop is not None:
+        found.index = {p: e for p, e in index.items() if not drop(p)}
+        found.excluded = len(index) - len(found.index)
+        found.candidates = {p for p in candidates if not drop(p)}
+    if strays:
+        found.untracked = set(split_z(others.result().out))
+        found.ignored = set(split_z(ignored.result().out))
+    for listed in (found.untracked, found.ignored):
+        dirs = {p for p in listed if p.endswith("/")}
+        listed -= dirs
+        found.nested.update(d.rstrip("/") for d in dirs)
+    if drop is not None:
+        found.untracked = {p for p in found.untracked if not drop(p)}
+        found.ignored = {p for p in found.ignored if not drop(p)}
+    return found
+
+
+def _modified(repo: Path, walk: _Walk, found: _Listings) -> set[str]:
+    """Tracked files whose content differs from the index: git's candidates, hashed."""
+    on_disk = set(walk.files)
+    index = found.index
+    hashable = {
+        p
+        for p in found.candidates
+        if p in on_disk
+        and p not in walk.symlinks
+        and p not in walk.special
+        and p in index
+        and index[p].mode not in (GITLINK, SYMLINK)
+    }
+    modified = listing.really_modified(repo, hashable, found.recorded) if hashable else set()
+    # A FIFO or device in place of a tracked file is not what was committed; never hashed.
+    return modified | {p for p in found.candidates if p in walk.special and p in index}
 
 
 def _has_mode(index: dict[str, IndexEntry], mode: str) -> bool:
     # The index shares one IndexEntry per (mode, stage): a few values to look at, not every path.
     return any(e.mode == mode for e in set(index.values()))
-
-
-def _ignore_sources(repo: Path, ignored: set[str]) -> dict[str, IgnoreSource]:
-    return listing.ignore_sources(repo, ignored) if ignored else {}
 
 
 def _cache_prefixes(roots: list[str]) -> tuple[str, ...]:
@@ -238,7 +251,8 @@ def _read_entries(
         if names is None:
             names = shared[key] = frozenset(n for n in key if not n.startswith(TEMP_PREFIX))
         for temp in sorted(key - names):
-            read.corrupt.append((f"{directory}/{temp}", "leftover temp file from an interrupted write"))
+            temp_path = f"{directory}/{temp}"
+            read.corrupt.append((temp_path, "leftover temp file from an interrupted write"))
         prefix = next((p for p in prefixes if directory.startswith(p)), None)
         if not names or prefix is None:
             continue

@@ -113,10 +113,10 @@ def _decode_line(line: bytes) -> Cached | None:
         values.append([UNREAD_REQUEST if kind is Layout.CACHELINT else None for kind in layouts])
         # Fields follow Entry's own order (the assertion under COLUMNS): tuple.__new__ builds
         # each entry at C speed.
-        rows = zip(*values)
+        rows = zip(*values, strict=True)
         built = cast(Iterator[Entry], map(tuple.__new__, repeat(Entry), rows))
         directories = columns[COLUMNS.index(_DIRECTORY)]
-        entries = dict(zip(directories, built))
+        entries = dict(zip(directories, built, strict=True))
         return Cached(entries, dict(zip(directories, ids, strict=True)))
     except (orjson.JSONDecodeError, TypeError, ValueError):
         return None
@@ -164,7 +164,9 @@ def load(git_dir: Path, layout: Layout) -> Cached:
 def save(git_dir: Path, layout: Layout, pairs: Sequence[tuple[Entry, str]]) -> None:
     """Replace the cache file with these (entry, object ids) pairs, atomically and without an
     fsync (a torn file reads as damaged and is rebuilt). Failing to write is not an error."""
-    encoded = [_encode_line(pairs[i : i + LINE_ENTRIES]) for i in range(0, len(pairs), LINE_ENTRIES)]
+    encoded = [
+        _encode_line(pairs[i : i + LINE_ENTRIES]) for i in range(0, len(pairs), LINE_ENTRIES)
+    ]
     first = header(layout, sum(count for _, count in encoded))
     try:
         atomic_write_chunks(

@@ -121,7 +121,7 @@ class Column:
     """How one Entry field is stored in the entry cache: JSON-able `encode`, and back."""
 
     name: str
-    kind: type | tuple[type, ...]  # what `decode` accepts (None is always accepted but for `needed`)
+    kind: type | tuple[type, ...]  # what `decode` accepts, and None unless `needed`
     encode: Callable[[Any], Any] = _same
     decode: Callable[[Any], Any] = _same
     needed: bool = False  # None is not a valid value

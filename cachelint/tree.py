@@ -186,5 +186,3 @@ def utf16_len(text: str) -> int:
 
 def under(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/")
-
-

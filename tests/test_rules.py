@@ -38,7 +38,15 @@ def facts_of(repo: Path) -> TreeFacts:
 
 
 def findings(repo: Path, code: str) -> list[Finding]:
-    return list(rule(code).check(facts_of(repo)))
+    """The rule's findings on the tree, which must be the same read from disk (`--no-cache`),
+    on the check that writes the entry cache, and on a warm check that reads it: every rule
+    test is also an equivalence test of the two read paths."""
+    check = rule(code).check
+    cold = list(check(collect(load(repo), now=NOW, entry_cache=False)))
+    first = list(check(collect(load(repo), now=NOW)))
+    warm = list(check(collect(load(repo), now=NOW)))
+    assert cold == first == warm, (cold, first, warm)
+    return warm
 
 
 def assert_findings(repo: Path, code: str) -> list[Finding]:

@@ -168,7 +168,9 @@ def check(
     config = load(repo, config_path)
     rules = choose_rules(all_rules(), select=select, ignore=ignore, groups=groups)
     with no_cyclic_gc():
-        facts = collect(config, now=now if now is not None else clock.now(), entry_cache=entry_cache)
+        facts = collect(
+            config, now=now if now is not None else clock.now(), entry_cache=entry_cache
+        )
         findings = sort_findings([f for rule in rules for f in rule.check(facts)])
     worst, worst_length = facts.worst_path
     notes = []

@@ -69,6 +69,7 @@ def _handle(ns: argparse.Namespace) -> int:
 def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) -> int:
     """Write the stamp at every cache root that has entries; return the exit code."""
     from cachelint import pins
+    from cachelint.collect import collect
     from cachelint.config import load
     from cachelint.errors import CachelintError
     from cachelint.gitutil import repo_root
@@ -80,7 +81,6 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
         seal,
         write_stamp,
     )
-    from cachelint.collect import collect
 
     repo = repo_root(start)
     config = load(repo, config_path)

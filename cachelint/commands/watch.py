@@ -105,10 +105,14 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
     record_blob = staged.record
     if record_blob is None and not config.watch:
         return int(ExitCode.OK)  # no record opted into the gate and no globs ask for one
-    wanted = {*staged.blobs.values(), *staged.cache.values(), *((record_blob,) if record_blob else ())}
+    wanted = {
+        *staged.blobs.values(),
+        *staged.cache.values(),
+        *((record_blob,) if record_blob else ()),
+    }
     contents = _cat_blobs(config.repo, sorted(wanted))
-    state = _staged_state(config, staged, contents)
-    worktree_hint = _worktree_hint(config, state)
+    state = _staged_state(config, staged, contents, with_cache=bool(cache_staged))
+    worktree_hint = _worktree_hint(config, state, with_cache=bool(cache_staged))
     if record_blob is None:
         if not green.relevant(config, staged_paths):
             return int(ExitCode.OK)  # a cache change alone, and no record to compare it with
@@ -176,7 +180,9 @@ def _staged_blobs(config: Config, *, with_cache: bool) -> _Staged:
     return staged
 
 
-def _staged_state(config: Config, staged: _Staged, contents: dict[str, bytes]) -> green.GreenState:
+def _staged_state(
+    config: Config, staged: _Staged, contents: dict[str, bytes], *, with_cache: bool
+) -> green.GreenState:
     from cachelint import green
     from cachelint.hashing import hash_bytes
 
@@ -188,7 +194,7 @@ def _staged_state(config: Config, staged: _Staged, contents: dict[str, bytes]) -
             state.datasets[path] = digest
         if selector.watched(path):
             state.watched[path] = digest
-    if staged.cache:
+    if with_cache:
         # Hashed as `cachelint run` hashes the working tree for the record (raw bytes): with
         # `-text` on the tree, the staged blob is the file's bytes.
         snapshots: dict[str, dict[str, str]] = {root: {} for root in config.cache}
@@ -200,7 +206,7 @@ def _staged_state(config: Config, staged: _Staged, contents: dict[str, bytes]) -
     return state
 
 
-def _worktree_hint(config: Config, state: green.GreenState) -> str:
+def _worktree_hint(config: Config, state: green.GreenState, *, with_cache: bool = False) -> str:
     """If the working-tree record already matches the staged files, only `git add` is missing."""
     from cachelint import green
 
@@ -209,7 +215,7 @@ def _worktree_hint(config: Config, state: green.GreenState) -> str:
         record = green.parse_record(path.read_bytes(), config.green_record)
     except (OSError, ValueError):
         return ""
-    if green.compare_state(record, state, with_cache=False):
+    if green.compare_state(record, state, with_cache=with_cache):
         return ""
     return f" (the working-tree {config.green_record} already matches: only `git add` it)"
 

@@ -34,14 +34,15 @@ def _fix(facts: TreeFacts, path: str) -> str:
     files = [f"{path}/{n}" for n in ENTRY_FILES]
     if any(f in facts.modified for f in files):
         quoted = " ".join(shlex.quote(f) for f in files if f in facts.index)
-        return f"only the working tree differs from the commit: restore it with `git checkout -- {quoted}`"
+        return (
+            "only the working tree differs from the commit: restore it with "
+            f"`git checkout -- {quoted}`"
+        )
     scenario = _scenario(facts, path)
     if scenario is None:
         return "delete the entry directory and re-record it"
-    return (
-        "delete the entry directory and re-record the scenario: "
-        f"`cachelint run --scenario {shlex.quote(scenario)} --refresh-cache`, then `cachelint stamp`"
-    )
+    command = f"cachelint run --scenario {shlex.quote(scenario)} --refresh-cache"
+    return f"delete the entry directory and re-record the scenario: `{command}`, then re-stamp"
 
 
 def _scenario(facts: TreeFacts, directory: str) -> str | None:
