@@ -75,9 +75,13 @@ class Stamp:
 def seal(root: str, entries: Iterable[Entry]) -> str:
     """The digest of the entry set under `root` (see the module docs)."""
     cut = len(root.rstrip("/")) + 1
-    lines = sorted(f"{e.directory[cut:]}\0{e.digest}\n" for e in entries)
+    return seal_of((e.directory[cut:], e.digest or "") for e in entries)
+
+
+def seal_of(pairs: Iterable[tuple[str, str]]) -> str:
+    """The seal of (entry directory relative to its root, entry digest) pairs."""
     hasher = blake3.blake3()
-    for line in lines:
+    for line in sorted(f"{directory}\0{digest}\n" for directory, digest in pairs):
         hasher.update(line.encode("utf-8", "surrogateescape"))
     return hasher.hexdigest()
 
