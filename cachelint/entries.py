@@ -108,7 +108,7 @@ def read_entry(base: str, directory: str, prefix: str, layout: Layout) -> Entry:
         request = None
     else:
         _verify_native(entry, data, contents, inside)
-        request = UNREAD_REQUEST  # 100,000 request bodies would triple the linter's memory
+        request = UNREAD_REQUEST  # every request body of a large tree would multiply its memory
     return entry._replace(request=request, digest=entry_digest(raw, contents))
 
 

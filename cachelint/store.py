@@ -50,12 +50,13 @@ _MEAI_KEY = re.compile(r"[0-9A-F]{96}")
 _FRACTION = re.compile(r"\.(\d+)")
 # Python 3.11 taught fromisoformat the "Z" suffix (as UTC, like "+00:00"); 3.10 needs the rewrite.
 _FROMISO_Z = sys.version_info >= (3, 11)
-# Enum member lookups cost ~150 ns each on 3.12+; parse_entry runs 100,000 times per check.
+# Enum member lookups are attribute lookups on the class each time; parse_entry runs per entry.
 _AUTO, _MEAI, _CACHELINT = Layout.AUTO, Layout.MEAI, Layout.CACHELINT
 
 
 # What the linter keeps in place of a native entry's validated request: it never needs the body,
-# and 100,000 of them would triple its memory (`Store.get` reads a request when it is needed).
+# and keeping every request body of a large tree would multiply its memory (`Store.get` reads a
+# request when it is needed).
 UNREAD_REQUEST: Mapping[str, Any] = {}
 
 
@@ -63,7 +64,7 @@ class Entry(NamedTuple):
     """One cache entry as read from disk, whichever layout wrote it; build it by keyword.
 
     A NamedTuple rather than a frozen dataclass: the linter builds one per entry of a tree that
-    may hold 100,000, and the entry cache rebuilds them from columns at C speed. Every field but
+    may be large, and the entry cache rebuilds them from columns at C speed. Every field but
     `request` is a column of the entry cache (`COLUMNS`), so a field added here must be added
     there too, which the assertion below `COLUMNS` enforces.
     """
@@ -156,9 +157,9 @@ def parse_time(value: Any) -> datetime:
     """Parse ISO 8601 as written by Python and .NET (7-digit fractions, Z or offsets)."""
     if not isinstance(value, str):
         raise ValueError(f"expected an ISO 8601 timestamp string, got {value!r}")
-    # Fast path for the exact shape cachelint writes ("2025-06-01T00:00:00Z", 200,000 of them
-    # in a 100k-entry check): the same parse as below minus strip and suffix rewriting. Anything
-    # it rejects takes the general path, which decides and words the error.
+    # Fast path for the exact shape cachelint writes ("2025-06-01T00:00:00Z", two per entry):
+    # the same parse as below minus strip and suffix rewriting. Anything it rejects takes the
+    # general path, which decides and words the error.
     if len(value) == 20 and value[19] == "Z":
         try:
             return datetime.fromisoformat(value if _FROMISO_Z else value[:19] + "+00:00")
@@ -168,7 +169,7 @@ def parse_time(value: Any) -> datetime:
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     # .NET writes 100 ns ticks (7 digits); Python 3.10's fromisoformat takes at most 6. The
-    # test keeps the regex off cachelint's own whole-second stamps (200,000 per 100k-entry check).
+    # test keeps the regex off cachelint's own whole-second times, two per entry.
     if "." in text:
         text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
     try:
@@ -183,7 +184,7 @@ def parse_time(value: Any) -> datetime:
 def decode_json(raw: bytes) -> Any:
     """`json.loads`, with every way bytes can fail to be JSON as a ValueError giving the reason.
 
-    RecursionError is one of them: `[` repeated 200,000 times exhausts the decoder's stack, and
+    RecursionError is one of them: a few hundred thousand `[` exhaust the decoder's stack, and
     that is bad input to report, not an internal error."""
     try:
         # UTF-8 only (a byte-order mark allowed, .NET writes one): json.loads on bytes would
@@ -238,7 +239,7 @@ def read_entry(directory: Path, relative: str, layout: Layout = Layout.AUTO) -> 
 def parse_entry(
     data: Any, relative: str, layout: Layout = Layout.AUTO, *, keep_request: bool = True
 ) -> Entry:
-    """Validate a decoded entry.json. The linter reads 100,000 of them and already knows from its
+    """Validate a decoded entry.json. The linter reads one per entry and already knows from its
     own walk whether contents.data exists, so it skips `read_entry`'s pathlib and stat work; it
     passes `keep_request=False` to get `UNREAD_REQUEST` in place of a validated request."""
     if not isinstance(data, dict):
@@ -264,7 +265,7 @@ def _read_native(
     provider = data.get("provider")
     model = data.get("model")
     contents = data.get("contents")
-    # The linter validates 100,000 of these: one combined test for the usual valid entry, and
+    # The linter validates one per entry: one combined test for the usual valid entry, and
     # the field-by-field walk below only for an invalid one, so its first failing check (in the
     # same order as always) still names the field.
     if (
