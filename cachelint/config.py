@@ -29,6 +29,8 @@ class Layout(str, Enum):
 
 
 MIN_TTL_DAYS = 365
+# Ten years: a committed cache must outlive every branch that replays it (README, "Lifecycle").
+DEFAULT_TTL_DAYS = 3650
 DEFAULT_STAMP = ".eval-cache-stamp.json"
 
 
@@ -62,7 +64,7 @@ class Config:
     pins: tuple[str, ...] = ()
     min_ttl_days: int = MIN_TTL_DAYS
     expiry_warning_days: int = 30
-    ttl_days: int = 365
+    ttl_days: int = DEFAULT_TTL_DAYS
     datasets: str = "eval-datasets"
     results: str = "eval-results"
     watch: tuple[str, ...] = ()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-from cachelint.config import Layout
+from cachelint.config import DEFAULT_TTL_DAYS, Config, Layout
 from cachelint.findings import Finding, Severity
 from cachelint.rules import Rule
 from cachelint.stamp import entry_count, facts_stamps
@@ -25,6 +25,23 @@ def _earliest(entries: list[Entry]) -> tuple[Entry, datetime]:
 
 def _which(count: int, root: str) -> str:
     return "this one" + (f" and {count - 1} more under {root}" if count > 1 else "")
+
+
+def _fix(entries: list[Entry], config: Config) -> str:
+    """The fix that works: re-recording under the same short TTL would only move the date."""
+    if any(e.layout is Layout.MEAI for e in entries):
+        return (
+            "raise `timeToLiveForCacheEntries` (at least "
+            f"{config.min_ttl_days} days; {DEFAULT_TTL_DAYS} outlives every branch) and re-record"
+        )
+    longest = max((e.ttl for e in entries if e.ttl is not None), default=None)
+    rerecord = "re-record them with `cachelint run --refresh-cache`, then `cachelint stamp`"
+    if longest is not None and longest >= timedelta(days=config.ttl_days):
+        return (
+            f"raise ttl-days (now {config.ttl_days}; the default {DEFAULT_TTL_DAYS} outlives "
+            f"every branch) and {rerecord}"
+        )
+    return f"{rerecord} (ttl-days is now {config.ttl_days})"
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
@@ -52,8 +69,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 f"{first.directory}/{ENTRY_FILE}",
                 CODE,
                 f"{entry_count(len(expired))} expired, earliest {format_time(when)} "
-                f"({_which(len(expired), state.root)}); {why}: re-record them "
-                f"with a TTL of at least {facts.config.min_ttl_days} days",
+                f"({_which(len(expired), state.root)}); {why}: {_fix(expired, facts.config)}",
             )
         if soon:
             first, when = _earliest(soon)
@@ -62,8 +78,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 CODE,
                 f"{entry_count(len(soon))} expiring within {facts.config.expiry_warning_days} "
                 f"days, earliest {format_time(when)} ({_which(len(soon), state.root)}); "
-                f"re-record them with a TTL of at least {facts.config.min_ttl_days} days "
-                "before then",
+                f"before then, {_fix(soon, facts.config)}",
                 Severity.WARNING,
             )
 
