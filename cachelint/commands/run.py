@@ -224,6 +224,7 @@ def run(
     from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
     from cachelint.runner.dataset import Scenario, load_scenarios
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
+    from cachelint.runner.evaluators import eval_context
     from cachelint.runner.pytarget import Target, chat_target, load_target
     from cachelint.runner.report import RunReport, parse_format, render, render_html, render_junit
     from cachelint.store import Store
@@ -313,6 +314,7 @@ def run(
                 trials=trials,
                 jobs=jobs,
                 on_done=on_done,
+                context=eval_context(repo, selected, config),
             )
     finally:
         if progress is not None:
