@@ -46,3 +46,109 @@ def test_a_tree_recorded_with_the_defaults_is_green_nine_years_later(git_repo: P
     assert expiry.returncode == 1
     assert "raise ttl-days (now 3650; the default 3650 outlives every branch)" in expiry.stdout
     assert "re-record them with `cachelint run --refresh-cache`" in expiry.stdout
+
+
+# ---- unused entries and prune -------------------------------------------------------------------
+
+
+def entry_dirs(repo: Path, identity: str) -> set[str]:
+    base = repo / "eval-cache/cache" / identity
+    return {p.relative_to(repo).as_posix() for p in base.iterdir()} if base.is_dir() else set()
+
+
+def rerecord_after_a_prompt_change(repo: Path) -> str:
+    """Change the Acme prompt and re-record everything; return the old Acme entry directory."""
+    (old,) = entry_dirs(repo, "support/acme/refund")
+    prompt = repo / "prompts/acme.md"
+    prompt.write_text(prompt.read_text(encoding="utf-8") + "Be kind.\n", encoding="utf-8")
+    outcome, _ = record(repo)
+    assert outcome.rc == 0, outcome.out
+    assert len(entry_dirs(repo, "support/acme/refund")) == 2  # the new entry beside the old
+    return old
+
+
+def test_prune_after_a_prompt_change_and_a_rerecord(git_repo: Path) -> None:
+    recorded_with_defaults(git_repo)
+    assert run_cachelint(git_repo, "check", "--unused").returncode == 0
+    old = rerecord_after_a_prompt_change(git_repo)
+    commit_all(git_repo, "re-record")
+
+    unused = run_cachelint(git_repo, "check", "--unused")
+    assert unused.returncode == 1, unused.stdout + unused.stderr
+    (line, _summary) = unused.stdout.splitlines()
+    assert line == (
+        f"{old}/entry.json: eval-cache-unused: warning: unused: no scenario reached this entry "
+        "in the last full run (execution test); `cachelint prune --yes` deletes it"
+    )
+    plain = run_cachelint(git_repo, "check")
+    assert plain.returncode == 0 and "eval-cache-unused" in plain.stdout  # a warning only
+
+    dry = run_cachelint(git_repo, "prune")
+    assert dry.returncode == 0 and f"would delete {old}\n" in dry.stdout
+    assert "run `cachelint prune --yes` to delete them" in dry.stdout
+    assert (git_repo / old).is_dir()
+
+    pruned = run_cachelint(git_repo, "prune", "--yes")
+    assert pruned.returncode == 0, pruned.stderr
+    assert f"deleted {old}\n" in pruned.stdout
+    assert "now re-stamp and commit: `cachelint stamp" in pruned.stdout
+    assert not (git_repo / old).exists()
+    assert len(entry_dirs(git_repo, "support/acme/refund")) == 1
+
+    assert run_cachelint(git_repo, "stamp").returncode == 0
+    commit_all(git_repo, "prune")
+    after = run_cachelint(git_repo, "check", "--strict")
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert "0 findings" in after.stdout
+
+
+def test_an_expired_unused_entry_says_prune_it(git_repo: Path) -> None:
+    recorded_with_defaults(git_repo)
+    old = rerecord_after_a_prompt_change(git_repo)
+    commit_all(git_repo, "re-record")
+    later = run_cachelint(
+        git_repo,
+        "check",
+        "--select",
+        "eval-cache-expiring",
+        env={"CACHELINT_NOW": "2036-06-01T00:00:00Z"},
+    )
+    assert later.returncode == 1
+    lines = later.stdout.splitlines()
+    assert any(
+        line.startswith(f"{old}/entry.json: eval-cache-expiring: 1 entry expired")
+        and "unused: prune it" in line
+        for line in lines
+    ), later.stdout
+    # The entries still in use get the advice to re-record, never to prune.
+    assert any("2 entries expired" in line and "prune" not in line for line in lines), lines
+
+
+def test_prune_and_check_unused_refuse_a_filtered_failed_or_missing_run(git_repo: Path) -> None:
+    recorded_with_defaults(git_repo)
+    filtered, _ = record(git_repo, scenarios=["support/acme/*"])
+    assert filtered.rc == 0
+    for args in (("prune", "--yes"), ("check", "--unused")):
+        proc = run_cachelint(git_repo, *args)
+        assert proc.returncode == 2
+        assert proc.stderr.startswith("cachelint: error: the last run was filtered")
+        assert (
+            "run `cachelint run` with no --agent, --tenant, --scenario or --trials" in proc.stderr
+        )
+    # Only a usable record drives the rule: plain check stays silent about unused entries.
+    assert "eval-cache-unused" not in run_cachelint(git_repo, "check").stdout
+
+    (git_repo / "eval-datasets/support/acme/refund.json").write_text(
+        '{"input": "How do refunds work?", "system-file": "prompts/acme.md",'
+        ' "assert": [{"type": "contains", "value": "never said"}]}',
+        encoding="utf-8",
+    )
+    failed = run_cachelint(git_repo, "run")
+    assert failed.returncode == 1
+    proc = run_cachelint(git_repo, "prune")
+    assert proc.returncode == 2 and "the last run failed" in proc.stderr
+
+    (git_repo / "eval-results/entries-used.json").unlink()
+    proc = run_cachelint(git_repo, "prune")
+    assert proc.returncode == 2
+    assert "eval-results/entries-used.json not found" in proc.stderr

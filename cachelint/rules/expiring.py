@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from cachelint.config import DEFAULT_TTL_DAYS, Config, Layout
 from cachelint.findings import Finding, Severity
 from cachelint.rules import Rule
+from cachelint.rules.unused import unused_dirs
 from cachelint.stamp import entry_count, facts_stamps
 from cachelint.store import ENTRY_FILE, Entry, format_time
 from cachelint.tree import TreeFacts
@@ -57,6 +58,18 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 expired.append(entry)
             elif entry.expires <= horizon:
                 soon.append(entry)
+        unused = unused_dirs(facts)
+        stale = [e for e in expired if e.directory in unused]
+        expired = [e for e in expired if e.directory not in unused]
+        if stale:
+            first, when = _earliest(stale)
+            yield Finding(
+                f"{first.directory}/{ENTRY_FILE}",
+                CODE,
+                f"{entry_count(len(stale))} expired, earliest {format_time(when)} "
+                f"({_which(len(stale), state.root)}), unused: prune it, no scenario reached "
+                "it in the last full run (`cachelint prune --yes`)",
+            )
         if expired:
             first, when = _earliest(expired)
             meai = any(e.layout is Layout.MEAI for e in expired)
