@@ -45,6 +45,22 @@ def _fix(entries: list[Entry], config: Config) -> str:
     return f"{rerecord} (ttl-days is now {config.ttl_days})"
 
 
+def _unused(
+    entries: list[Entry], unused: frozenset[str], root: str, what: str, severity: Severity
+) -> Iterator[Finding]:
+    stale = [e for e in entries if e.directory in unused]
+    if stale:
+        first, when = _earliest(stale)
+        yield Finding(
+            f"{first.directory}/{ENTRY_FILE}",
+            CODE,
+            f"{entry_count(len(stale))} {what}, earliest {format_time(when)} "
+            f"({_which(len(stale), root)}), unused: prune it, no scenario reached it in the "
+            "last full run (`cachelint prune --yes`)",
+            severity,
+        )
+
+
 def check(facts: TreeFacts) -> Iterator[Finding]:
     now = facts.now
     horizon = now + timedelta(days=facts.config.expiry_warning_days)
@@ -59,17 +75,12 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             elif entry.expires <= horizon:
                 soon.append(entry)
         unused = unused_dirs(facts)
-        stale = [e for e in expired if e.directory in unused]
-        expired = [e for e in expired if e.directory not in unused]
-        if stale:
-            first, when = _earliest(stale)
-            yield Finding(
-                f"{first.directory}/{ENTRY_FILE}",
-                CODE,
-                f"{entry_count(len(stale))} expired, earliest {format_time(when)} "
-                f"({_which(len(stale), state.root)}), unused: prune it, no scenario reached "
-                "it in the last full run (`cachelint prune --yes`)",
-            )
+        if unused:
+            # Re-recording an entry no scenario reaches would only keep dead weight alive.
+            yield from _unused(expired, unused, state.root, "expired", Severity.ERROR)
+            yield from _unused(soon, unused, state.root, "expiring soon", Severity.WARNING)
+            expired = [e for e in expired if e.directory not in unused]
+            soon = [e for e in soon if e.directory not in unused]
         if expired:
             first, when = _earliest(expired)
             meai = any(e.layout is Layout.MEAI for e in expired)
