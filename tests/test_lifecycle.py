@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from cachelint.config import load
+from cachelint.findings import Severity
+from cachelint.usage import write_usage
 from tests.conftest import commit_all, run_cachelint
+from tests.test_rules import assert_findings, assert_no_findings, put
 from tests.test_run import BASIC, DEAD, NOW, record, write_repo
 
 PINS = "[project]\nname = 'x'\nversion = '0'\ndependencies = ['cachelint==0.1.0']\n"
@@ -152,3 +156,41 @@ def test_prune_and_check_unused_refuse_a_filtered_failed_or_missing_run(git_repo
     proc = run_cachelint(git_repo, "prune")
     assert proc.returncode == 2
     assert "eval-results/entries-used.json not found" in proc.stderr
+
+
+# ---- the rule on its own ------------------------------------------------------------------------
+
+
+class _Call:
+    def __init__(self, entry: str) -> None:
+        self.entry = entry
+
+
+def used(repo: Path, *entries: Path, filtered: bool = False, passed: bool = True) -> None:
+    write_usage(
+        load(repo),
+        execution="e1",
+        mode="replay",
+        filtered=filtered,
+        passed=passed,
+        calls=[_Call(e.relative_to(repo).as_posix()) for e in entries],
+    )
+
+
+def test_the_rule_lists_only_entries_the_last_full_run_did_not_reach(git_repo: Path) -> None:
+    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    kept, dropped = put(git_repo, text="one"), put(git_repo, text="two")
+    commit_all(git_repo)
+    assert_no_findings(git_repo, "eval-cache-unused")  # no run recorded: nothing to say
+    used(git_repo, kept)
+    (finding,) = assert_findings(git_repo, "eval-cache-unused")
+    assert finding.path == f"{dropped.relative_to(git_repo).as_posix()}/entry.json"
+    assert finding.severity is Severity.WARNING
+    used(git_repo, kept, filtered=True)
+    assert_no_findings(git_repo, "eval-cache-unused")
+    used(git_repo, kept, passed=False)
+    assert_no_findings(git_repo, "eval-cache-unused")
+    (git_repo / "eval-results/entries-used.json").write_text("{not json")
+    (broken,) = assert_findings(git_repo, "eval-cache-unused")
+    assert broken.path == "eval-results/entries-used.json"
+    assert "cannot read the last run's entry list" in broken.message
