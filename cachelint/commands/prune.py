@@ -89,14 +89,15 @@ def _remove(directory: Path, stop: Path) -> None:
 
 
 def prune(start: Path, *, config_path: Path | None, yes: bool, out: TextIO) -> int:
-    from cachelint import clock, tree
+    from cachelint import clock
+    from cachelint.collect import collect
     from cachelint.gitutil import repo_root
     from cachelint.store import CACHE_DIR
     from cachelint.usage import unused_entries
 
     repo = repo_root(start)
     config, usage = _last_full_run(repo, config_path)
-    facts = tree.collect(config, now=clock.now())
+    facts = collect(config, now=clock.now())
     unused = unused_entries(facts.entries, usage)
     run = f"execution {usage.execution}"
     if not unused:
