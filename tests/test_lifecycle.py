@@ -75,6 +75,7 @@ def test_prune_after_a_prompt_change_and_a_rerecord(git_repo: Path) -> None:
     recorded_with_defaults(git_repo)
     assert run_cachelint(git_repo, "check", "--unused").returncode == 0
     old = rerecord_after_a_prompt_change(git_repo)
+    assert run_cachelint(git_repo, "stamp").returncode == 0
     commit_all(git_repo, "re-record")
 
     unused = run_cachelint(git_repo, "check", "--unused")
@@ -99,8 +100,12 @@ def test_prune_after_a_prompt_change_and_a_rerecord(git_repo: Path) -> None:
     assert not (git_repo / old).exists()
     assert len(entry_dirs(git_repo, "support/acme/refund")) == 1
 
-    assert run_cachelint(git_repo, "stamp").returncode == 0
+    # The stamp sealed the entry set with the old entry in it: re-stamping is the last step.
     commit_all(git_repo, "prune")
+    before = run_cachelint(git_repo, "check")
+    assert before.returncode == 1 and "eval-cache-unstamped" in before.stdout
+    assert run_cachelint(git_repo, "stamp").returncode == 0
+    commit_all(git_repo, "re-stamp")
     after = run_cachelint(git_repo, "check", "--strict")
     assert after.returncode == 0, after.stdout + after.stderr
     assert "0 findings" in after.stdout
