@@ -146,6 +146,11 @@ def test_prune_and_check_unused_refuse_a_filtered_failed_or_missing_run(git_repo
         )
     # Only a usable record drives the rule: plain check stays silent about unused entries.
     assert "eval-cache-unused" not in run_cachelint(git_repo, "check").stdout
+    # Overriding the datasets' trial counts reaches other entries than the suite does.
+    trials, _ = record(git_repo, trials=1)
+    assert trials.rc == 0
+    proc = run_cachelint(git_repo, "prune")
+    assert proc.returncode == 2 and "the last run was filtered" in proc.stderr
 
     (git_repo / "eval-datasets/support/acme/refund.json").write_text(
         '{"input": "How do refunds work?", "system-file": "prompts/acme.md",'
