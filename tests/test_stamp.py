@@ -137,7 +137,7 @@ def test_stamp_then_raised_pin_gives_exactly_the_stale_pin_line(git_repo: Path) 
         "packages": {MEAI: "10.9.0"},
         "pinFiles": {MEAI: "Directory.Packages.props"},
         "pinnedAt": today,
-        "ttlDays": 365,
+        "ttlDays": 3650,  # the default ttl-days
         "entries": 2,
         "seal": stamp_mod.seal("eval-cache", collect(load(git_repo), now=NOW).entries),
     }

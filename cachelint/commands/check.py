@@ -62,6 +62,12 @@ def add_parser(
     )
     parser.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
     parser.add_argument(
+        "--unused",
+        action="store_true",
+        help="list only the entries no scenario reached in the last full `cachelint run`, and "
+        "fail when there are any (`cachelint prune` deletes them)",
+    )
+    parser.add_argument(
         "--no-cache",
         dest="entry_cache",
         action="store_false",
@@ -79,6 +85,10 @@ def _handle(ns: argparse.Namespace) -> int:
     from cachelint import clock
 
     select = split_codes(ns.select)
+    if ns.unused:
+        from cachelint.commands.prune import unused_options
+
+        select, ns.strict = unused_options(Path.cwd(), Path(ns.config) if ns.config else None)
     return check(
         Path.cwd(),
         config_path=Path(ns.config) if ns.config else None,

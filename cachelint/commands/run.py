@@ -224,9 +224,11 @@ def run(
     from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
     from cachelint.runner.dataset import Scenario, load_scenarios
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
+    from cachelint.runner.evaluators import eval_context
     from cachelint.runner.pytarget import Target, chat_target, load_target
     from cachelint.runner.report import RunReport, parse_format, render, render_html, render_junit
     from cachelint.store import Store
+    from cachelint.usage import record_run
 
     chosen_mode = _resolve_mode(mode, refresh)
     report_format = parse_format(fmt)
@@ -313,6 +315,7 @@ def run(
                 trials=trials,
                 jobs=jobs,
                 on_done=on_done,
+                context=eval_context(repo, selected, config),
             )
     finally:
         if progress is not None:
@@ -346,6 +349,7 @@ def run(
         _run_summary(report), sort_keys=True, ensure_ascii=False, separators=(",", ":")
     )
     atomic_write(results_dir / "run.json", (summary + "\n").encode("utf-8"))
+    record_run(config, report, filtered=bool(agents or tenants or scenarios or trials))
     if junit is not None:
         _write_report(junit, render_junit(report))
     if html is not None:
