@@ -69,9 +69,16 @@ def read_file(path: str, name: str, limit: int = MAX_FILE_BYTES) -> bytes:
             raise CorruptEntry(f"{name} is not a regular file (a FIFO, socket or device)")
         if info.st_size > limit:
             raise CorruptEntry(f"{name} is {info.st_size} bytes, over the {limit}-byte limit")
-        chunks = []
-        while chunk := os.read(fd, max(info.st_size, 1 << 16)):
+        # One read asks for a byte more than fstat saw: a short answer is the end of the file,
+        # so the usual entry costs one read, not a second one that returns nothing.
+        data = os.read(fd, info.st_size + 1)
+        if len(data) <= info.st_size:
+            return data
+        chunks = [data]  # the file grew since fstat: read on, within the limit
+        while (chunk := os.read(fd, 1 << 16)) and sum(map(len, chunks)) <= limit:
             chunks.append(chunk)
+        if sum(map(len, chunks)) > limit:
+            raise CorruptEntry(f"{name} is over the {limit}-byte limit")
         return b"".join(chunks)
     except OSError as exc:
         raise CorruptEntry(f"{name} cannot be read ({exc.strerror})") from None
