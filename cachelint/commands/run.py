@@ -17,6 +17,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -199,6 +200,43 @@ def _refuse_inside_cache(option: str, path: Path, repo: Path, roots: Sequence[st
             )
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run will do, settled before anything is wired or executed."""
+
+    repo: Path
+    config: Config
+    config_path: Path | None
+    mode: Any
+    report_format: Any
+    moment: datetime
+    execution: str
+    every: list[Any]
+    selected: list[Any]
+    trials: int | None
+    jobs: int
+    filtered: bool
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """The parts a run calls: the target and a client factory over one store and transport."""
+
+    target: Any
+    make_client: Callable[[Any, int], Any]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What executing a plan produced: the results and what the offline canary saw."""
+
+    results: list[Any]
+    mutations: list[Finding]
+    # Per root, so the green record can reuse the canary's hashes instead of reading every
+    # entry again (it pins one digest per cache root).
+    after_by_root: dict[str, Any] | None
+
+
 def run(
     start: Path,
     *,
@@ -219,16 +257,48 @@ def run(
     now: datetime | None = None,
     transport_factory: TransportFactory | None = None,
 ) -> int:
+    plan = plan_run(
+        start,
+        config_path=config_path,
+        mode=mode,
+        refresh=refresh,
+        agents=agents,
+        tenants=tenants,
+        scenarios=scenarios,
+        trials=trials,
+        jobs=jobs,
+        fmt=fmt,
+        execution=execution,
+        junit=junit,
+        html=html,
+        now=now,
+    )
+    wiring = wire(plan, transport_factory=transport_factory)
+    outcome = execute(plan, wiring, err=err)
+    return publish(plan, outcome, out=out, err=err, junit=junit, html=html)
+
+
+def plan_run(
+    start: Path,
+    *,
+    config_path: Path | None,
+    mode: str | None,
+    refresh: bool,
+    agents: Sequence[str],
+    tenants: Sequence[str],
+    scenarios: Sequence[str],
+    trials: int | None,
+    jobs: int,
+    fmt: str,
+    execution: str | None,
+    junit: Path | None,
+    html: Path | None,
+    now: datetime | None,
+) -> RunPlan:
+    """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
-    from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
-    from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
-    from cachelint.runner.dataset import Scenario, load_scenarios
-    from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
-    from cachelint.runner.evaluators import eval_context
-    from cachelint.runner.pytarget import Target, chat_target, load_target
-    from cachelint.runner.report import RunReport, parse_format, render, render_html, render_junit
-    from cachelint.store import Store
-    from cachelint.usage import record_run
+    from cachelint.runner.dataset import load_scenarios
+    from cachelint.runner.report import parse_format
 
     chosen_mode = _resolve_mode(mode, refresh)
     report_format = parse_format(fmt)
@@ -251,18 +321,42 @@ def run(
         globs=scenarios,
         datasets=config.datasets,
     )
+    return RunPlan(
+        repo=repo,
+        config=config,
+        config_path=config_path,
+        mode=chosen_mode,
+        report_format=report_format,
+        moment=moment,
+        execution=execution_name,
+        every=every,
+        selected=selected,
+        trials=trials,
+        jobs=jobs,
+        filtered=bool(agents or tenants or scenarios),
+    )
 
+
+def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Wiring:
+    """Build the target, the transport (a refuser unless the mode calls live) and the store."""
+    from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
+    from cachelint.runner.dataset import Scenario
+    from cachelint.runner.pytarget import Target, chat_target, load_target
+    from cachelint.store import Store
+
+    config = plan.config
     target_config = config.target
     target: Target
     if target_config.type == "python" and target_config.function:
-        target = load_target(repo, target_config.function, config.source)
+        target = load_target(plan.repo, target_config.function, config.source)
     else:
         target = chat_target
     transport: Any
-    if chosen_mode.calls_live:
+    if plan.mode.calls_live:
         transport = (transport_factory or _default_transport)(config)
     else:
         transport = OfflineRefuser()
+    moment = plan.moment
     store = Store(
         config.cache_roots()[0],
         key_prefix=config.key_prefix,
@@ -270,9 +364,9 @@ def run(
         clock=lambda: moment,
     )
     recorders: dict[str, Recorder] = {}
-    for s in selected:
+    for s in plan.selected:
         recorders[s.identity] = Recorder(
-            command=_rerecord_command(s.identity, trials=trials, config_path=config_path),
+            command=_rerecord_command(s.identity, trials=plan.trials, config_path=plan.config_path),
             url=target_config.url,
             api_key_env=target_config.api_key_env,
             env_file=target_config.env_file,
@@ -283,7 +377,7 @@ def run(
             store=store,
             scenario=scenario.identity,
             trial=trial,
-            mode=chosen_mode,
+            mode=plan.mode,
             transport=transport,
             provider=target_config.provider,
             model=target_config.model,
@@ -291,15 +385,25 @@ def run(
             repo_prefix=config.cache[0],
         )
 
-    results_dir = repo / config.results / execution_name
+    return Wiring(target=target, make_client=make_client)
+
+
+def execute(plan: RunPlan, wiring: Wiring, *, err: TextIO) -> Outcome:
+    """Run the scenarios, writing each result as it lands, inside the offline canary."""
+    from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
+    from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
+    from cachelint.runner.evaluators import eval_context
+
+    repo, config, selected = plan.repo, plan.config, plan.selected
+    results_dir = repo / config.results / plan.execution
     canary_roots = [c for c in config.cache if (repo / c).is_dir()]
-    before = snapshot(repo, canary_roots) if not chosen_mode.records else None
+    before = snapshot(repo, canary_roots) if not plan.mode.records else None
 
     progress = (
         _progress(err, len(selected)) if err.isatty() and len(selected) >= _PROGRESS_MIN else None
     )
 
-    writer = ResultWriter(results_dir, execution=execution_name, mode=chosen_mode.value)
+    writer = ResultWriter(results_dir, execution=plan.execution, mode=plan.mode.value)
 
     def on_done(result: ScenarioResult) -> None:
         writer.write(result)
@@ -310,10 +414,10 @@ def run(
         with writer:
             results = run_scenarios(
                 selected,
-                make_client=make_client,
-                target=target,
-                trials=trials,
-                jobs=jobs,
+                make_client=wiring.make_client,
+                target=wiring.target,
+                trials=plan.trials,
+                jobs=plan.jobs,
                 on_done=on_done,
                 context=eval_context(repo, selected, config),
             )
@@ -322,8 +426,6 @@ def run(
             progress(None)
 
     mutations: list[Finding] = []
-    # Per root, so the green record can reuse the canary's hashes instead of reading every
-    # entry again (it pins one digest per cache root).
     after_by_root: dict[str, Snapshot] | None = None
     if before is not None:
         after_by_root = {
@@ -333,14 +435,32 @@ def run(
         for part in after_by_root.values():
             after.update(part)
         mutations = mutation_findings(
-            diff(before, after), during=f"`cachelint run` (mode {chosen_mode.value})"
+            diff(before, after), during=f"`cachelint run` (mode {plan.mode.value})"
         )
-    results_rel = (Path(config.results) / execution_name).as_posix()
+    return Outcome(results=results, mutations=mutations, after_by_root=after_by_root)
+
+
+def publish(
+    plan: RunPlan,
+    outcome: Outcome,
+    *,
+    out: TextIO,
+    err: TextIO,
+    junit: Path | None = None,
+    html: Path | None = None,
+) -> int:
+    """Write the reports, print the summary, and record a green run; return the exit code."""
+    from cachelint.runner.report import RunReport, render, render_html, render_junit
+    from cachelint.usage import record_run
+
+    config = plan.config
+    results_dir = plan.repo / config.results / plan.execution
+    results_rel = (Path(config.results) / plan.execution).as_posix()
     report = RunReport(
-        execution=execution_name,
-        mode=chosen_mode.value,
-        results=results,
-        mutations=mutations,
+        execution=plan.execution,
+        mode=plan.mode.value,
+        results=outcome.results,
+        mutations=outcome.mutations,
         results_dir=results_rel,
     )
     atomic_write(results_dir / "report.html", render_html(report).encode("utf-8"))
@@ -349,32 +469,33 @@ def run(
         _run_summary(report), sort_keys=True, ensure_ascii=False, separators=(",", ":")
     )
     atomic_write(results_dir / "run.json", (summary + "\n").encode("utf-8"))
-    record_run(config, report, filtered=bool(agents or tenants or scenarios or trials))
+    # --trials is a filter here too: entries other trial counts reach are not proven unused.
+    record_run(config, report, filtered=plan.filtered or plan.trials is not None)
     if junit is not None:
         _write_report(junit, render_junit(report))
     if html is not None:
         _write_report(html, render_html(report))
-    out.write(render(report, report_format))
+    out.write(render(report, plan.report_format))
     out.flush()
     if not report.passed:
         return int(ExitCode.FINDINGS)
-    if agents or tenants or scenarios:
+    if plan.filtered:
         # The record vouches for every watched prompt; a filtered run cannot vouch for the rest
         # (even when its filter happens to select everything today).
         err.write(
-            f"cachelint: green record not updated: this run was filtered ({len(selected)} of "
-            f"{len(every)} scenarios); run them all to prove the watched files\n"
+            f"cachelint: green record not updated: this run was filtered ({len(plan.selected)} "
+            f"of {len(plan.every)} scenarios); run them all to prove the watched files\n"
         )
         return int(ExitCode.OK)
     from cachelint.green import record_green_run
 
     record_green_run(
         config,
-        execution=execution_name,
-        mode=chosen_mode.value,
-        scenarios=[s.identity for s in selected],
-        now=moment,
-        cache_snapshots=after_by_root,
+        execution=plan.execution,
+        mode=plan.mode.value,
+        scenarios=[s.identity for s in plan.selected],
+        now=plan.moment,
+        cache_snapshots=outcome.after_by_root,
     )
     return int(ExitCode.OK)
 
