@@ -27,6 +27,7 @@ from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
+from cachelint.runner.results import claim_execution, release_execution
 
 TransportFactory = Callable[[Config], Any]
 
@@ -235,6 +236,7 @@ class Outcome:
     # Per root, so the green record can reuse the canary's hashes instead of reading every
     # entry again (it pins one digest per cache root).
     after_by_root: dict[str, Any] | None
+    streamed: bool = False  # the text report's scenario blocks were already printed live
 
 
 def run(
@@ -273,8 +275,12 @@ def run(
         html=html,
         now=now,
     )
-    wiring = wire(plan, transport_factory=transport_factory)
-    outcome = execute(plan, wiring, err=err)
+    try:
+        wiring = wire(plan, transport_factory=transport_factory)
+        outcome = execute(plan, wiring, out=out, err=err)
+    except BaseException:
+        release_execution(plan.repo / plan.config.results, plan.execution)
+        raise
     return publish(plan, outcome, out=out, err=err, junit=junit, html=html)
 
 
@@ -321,6 +327,7 @@ def plan_run(
         globs=scenarios,
         datasets=config.datasets,
     )
+    execution_name = claim_execution(repo / config.results, execution_name)
     return RunPlan(
         repo=repo,
         config=config,
@@ -388,10 +395,12 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
     return Wiring(target=target, make_client=make_client)
 
 
-def execute(plan: RunPlan, wiring: Wiring, *, err: TextIO) -> Outcome:
+def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
+    from cachelint.runner.progress import live_progress
+    from cachelint.runner.report import Format, text_head
 
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution
@@ -402,12 +411,21 @@ def execute(plan: RunPlan, wiring: Wiring, *, err: TextIO) -> Outcome:
         _progress(err, len(selected)) if err.isatty() and len(selected) >= _PROGRESS_MIN else None
     )
 
+    lines, streamed = live_progress(
+        out=out,
+        err=err,
+        text_format=plan.report_format is Format.TEXT,
+        head=text_head(plan.execution, plan.mode.value, len(selected)),
+        selected=selected,
+    )
     writer = ResultWriter(results_dir, execution=plan.execution, mode=plan.mode.value)
 
     def on_done(result: ScenarioResult) -> None:
         writer.write(result)
         if progress is not None:
             progress(result)
+        if lines is not None:
+            lines(result)
 
     try:
         with writer:
@@ -435,7 +453,9 @@ def execute(plan: RunPlan, wiring: Wiring, *, err: TextIO) -> Outcome:
         mutations = mutation_findings(
             diff(before, after), during=f"`cachelint run` (mode {plan.mode.value})"
         )
-    return Outcome(results=results, mutations=mutations, after_by_root=after_by_root)
+    return Outcome(
+        results=results, mutations=mutations, after_by_root=after_by_root, streamed=streamed
+    )
 
 
 def publish(
@@ -448,7 +468,7 @@ def publish(
     html: Path | None = None,
 ) -> int:
     """Write the reports, print the summary, and record a green run; return the exit code."""
-    from cachelint.runner.report import RunReport, render, render_html, render_junit
+    from cachelint.runner.report import RunReport, render, render_html, render_junit, text_tail
 
     config = plan.config
     results_dir = plan.repo / config.results / plan.execution
@@ -470,7 +490,7 @@ def publish(
         _write_report(junit, render_junit(report))
     if html is not None:
         _write_report(html, render_html(report))
-    out.write(render(report, plan.report_format))
+    out.write(text_tail(report) if outcome.streamed else render(report, plan.report_format))
     out.flush()
     if not report.passed:
         return int(ExitCode.FINDINGS)

@@ -124,22 +124,28 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def render_text(report: RunReport) -> str:
-    out: list[str] = [
-        f"cachelint run: execution {neutralise(report.execution)}, mode {report.mode}, "
-        f"{len(report.results)} scenario{'s' if len(report.results) != 1 else ''}"
-    ]
-    for r in report.results:
-        verdict = "PASS" if r.passed else "FAIL"
-        out.append(
-            f"{verdict}  {neutralise(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}"
-        )
-        if not r.passed:
-            multi = len(r.trials) > 1
-            for t in r.trials:
-                if not t.passed:
-                    out.extend(_trial_lines(t, multi))
-        out.extend(_judge_lines(r))
+def text_head(execution: str, mode: str, n: int) -> str:
+    return (
+        f"cachelint run: execution {neutralise(execution)}, mode {mode}, "
+        f"{n} scenario{'s' if n != 1 else ''}\n"
+    )
+
+
+def text_scenario(r: ScenarioResult) -> str:
+    """One scenario's block of the text report (also printed live, see runner/progress.py)."""
+    verdict = "PASS" if r.passed else "FAIL"
+    out = [f"{verdict}  {neutralise(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}"]
+    if not r.passed:
+        multi = len(r.trials) > 1
+        for t in r.trials:
+            if not t.passed:
+                out.extend(_trial_lines(t, multi))
+    out.extend(_judge_lines(r))
+    return "\n".join(out) + "\n"
+
+
+def text_tail(report: RunReport) -> str:
+    out: list[str] = []
     for f in report.mutations:
         out.append(f"FAIL  {f.code}: {neutralise(f.path)}: {neutralise(f.message)}")
     out.append("summary by agent:")
@@ -160,6 +166,11 @@ def render_text(report: RunReport) -> str:
         out.append(f"results: {neutralise(report.results_dir)}/")
     out.extend(neutralise(n) for n in report.notes)
     return "\n".join(out) + "\n"
+
+
+def render_text(report: RunReport) -> str:
+    head = text_head(report.execution, report.mode, len(report.results))
+    return head + "".join(map(text_scenario, report.results)) + text_tail(report)
 
 
 # ---- json ---------------------------------------------------------------------------------------
