@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cachelint.errors import ConfigError
+from cachelint.runner.settings import ReportSettings, parse_settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -68,6 +69,7 @@ class Config:
     watch: tuple[str, ...] = ()
     green_record: str = ".eval-green.json"
     target: TargetConfig = field(default_factory=TargetConfig)
+    reports: ReportSettings = field(default_factory=ReportSettings)
 
     def cache_roots(self) -> list[Path]:
         return [self.repo / c for c in self.cache]
@@ -173,6 +175,7 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "watch": ("watch", _str_list(_glob)),
     "green-record": ("green_record", _relpath),
     "target": ("target", _table),
+    "reports": ("reports", parse_settings),
 }
 
 _TARGET_TYPES = ("openai-compatible", "python")

@@ -17,7 +17,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -27,7 +27,9 @@ from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
+from cachelint.runner.publishing import Extras, add_report_options, check_extras
 from cachelint.runner.results import claim_execution, release_execution
+from cachelint.store import format_time
 
 TransportFactory = Callable[[Config], Any]
 
@@ -78,7 +80,10 @@ def add_parser(
         "--jobs", "-j", type=int, default=1, help="scenarios run concurrently (default 1)"
     )
     parser.add_argument(
-        "--format", default="text", help="stdout report: text (default), json, junit"
+        "--format",
+        default="text",
+        help="stdout report: text (default), json, junit, markdown (also appended to "
+        "$GITHUB_STEP_SUMMARY), github (annotations, and the Markdown summary)",
     )
     parser.add_argument(
         "--execution",
@@ -90,6 +95,7 @@ def add_parser(
         "--junit", metavar="PATH", default=None, help="also write a JUnit XML report"
     )
     parser.add_argument("--html", metavar="PATH", default=None, help="also write an HTML report")
+    add_report_options(parser)
     parser.set_defaults(handler=_handle)
 
 
@@ -108,6 +114,8 @@ def _handle(ns: argparse.Namespace) -> int:
         execution=ns.execution,
         junit=Path(ns.junit) if ns.junit else None,
         html=Path(ns.html) if ns.html else None,
+        shard=ns.shard,
+        extras=Extras(save_baseline=ns.save_baseline, baseline=ns.baseline),
         out=sys.stdout,
         err=sys.stderr,
     )
@@ -217,6 +225,7 @@ class RunPlan:
     trials: int | None
     jobs: int
     filtered: bool
+    shard: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -258,6 +267,8 @@ def run(
     html: Path | None = None,
     now: datetime | None = None,
     transport_factory: TransportFactory | None = None,
+    shard: str | None = None,
+    extras: Extras | None = None,
 ) -> int:
     plan = plan_run(
         start,
@@ -274,14 +285,16 @@ def run(
         junit=junit,
         html=html,
         now=now,
+        shard=shard,
     )
     try:
+        check_extras(plan.repo, extras)
         wiring = wire(plan, transport_factory=transport_factory)
         outcome = execute(plan, wiring, out=out, err=err)
     except BaseException:
         release_execution(plan.repo / plan.config.results, plan.execution)
         raise
-    return publish(plan, outcome, out=out, err=err, junit=junit, html=html)
+    return publish(plan, outcome, out=out, err=err, junit=junit, html=html, extras=extras)
 
 
 def plan_run(
@@ -300,11 +313,13 @@ def plan_run(
     junit: Path | None,
     html: Path | None,
     now: datetime | None,
+    shard: str | None = None,
 ) -> RunPlan:
     """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
     from cachelint.runner.dataset import load_scenarios
     from cachelint.runner.report import parse_format
+    from cachelint.runner.shards import in_shard, parse_shard
 
     chosen_mode = _resolve_mode(mode, refresh)
     report_format = parse_format(fmt)
@@ -327,6 +342,10 @@ def plan_run(
         globs=scenarios,
         datasets=config.datasets,
     )
+    chosen_shard = parse_shard(shard) if shard is not None else None
+    if chosen_shard is not None:
+        # An empty shard is a valid slice of a small suite: it runs nothing and passes.
+        selected = in_shard(selected, chosen_shard)
     execution_name = claim_execution(repo / config.results, execution_name)
     return RunPlan(
         repo=repo,
@@ -340,7 +359,8 @@ def plan_run(
         selected=selected,
         trials=trials,
         jobs=jobs,
-        filtered=bool(agents or tenants or scenarios),
+        filtered=bool(agents or tenants or scenarios or chosen_shard),
+        shard=chosen_shard,
     )
 
 
@@ -466,9 +486,11 @@ def publish(
     err: TextIO,
     junit: Path | None = None,
     html: Path | None = None,
+    extras: Extras | None = None,
 ) -> int:
     """Write the reports, print the summary, and record a green run; return the exit code."""
-    from cachelint.runner.report import RunReport, render, render_html, render_junit, text_tail
+    from cachelint.runner.publishing import publish_more, view_of
+    from cachelint.runner.report import RunReport, render, render_junit, text_tail
 
     config = plan.config
     results_dir = plan.repo / config.results / plan.execution
@@ -480,19 +502,31 @@ def publish(
         mutations=outcome.mutations,
         results_dir=results_rel,
     )
-    atomic_write(results_dir / "report.html", render_html(report).encode("utf-8"))
+    started = format_time(plan.moment)
+    run_summary = {**_run_summary(report), "started": started, "model": config.target.model}
+    if plan.shard is not None:
+        run_summary["shard"] = f"{plan.shard[0]}/{plan.shard[1]}"
     # Compact: the indenting encoder is pure Python and costs ~0.2 ms per scenario here.
-    summary = json.dumps(
-        _run_summary(report), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    )
+    summary = json.dumps(run_summary, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     atomic_write(results_dir / "run.json", (summary + "\n").encode("utf-8"))
+    notes, failed, pr_text = publish_more(
+        view_of(report, config, started),
+        config,
+        run_summary,
+        fmt=plan.report_format.value,
+        html=html,
+        results_dir=results_dir,
+        extras=extras or Extras(),
+    )
+    report = replace(report, notes=tuple(notes))
     if junit is not None:
         _write_report(junit, render_junit(report))
-    if html is not None:
-        _write_report(html, render_html(report))
-    out.write(text_tail(report) if outcome.streamed else render(report, plan.report_format))
+    if pr_text is not None:
+        out.write(pr_text)
+    else:
+        out.write(text_tail(report) if outcome.streamed else render(report, plan.report_format))
     out.flush()
-    if not report.passed:
+    if not report.passed or failed:
         return int(ExitCode.FINDINGS)
     if plan.filtered:
         # The record vouches for every watched prompt; a filtered run cannot vouch for the rest
