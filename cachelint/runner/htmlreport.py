@@ -39,9 +39,12 @@ body.failed-only details.scenario.passed,body.failed-only .group.all-passed{disp
 """.strip()
 
 _JS = """
-document.getElementById('failed-only').addEventListener('change', function (e) {
-  document.body.classList.toggle('failed-only', e.target.checked);
-});
+(function () {
+  var box = document.getElementById('failed-only');
+  function apply() { document.body.classList.toggle('failed-only', box.checked); }
+  box.addEventListener('change', apply);
+  if (location.hash === '#failed') { box.checked = true; apply(); }
+})();
 """.strip()
 
 
