@@ -140,9 +140,7 @@ def test_three_shards_merge_into_the_green_record_of_an_unsharded_run(
     sharded = make_example_repo(tmp_path / "sharded")
     for repo in (whole, sharded):
         (repo / ".eval-green.json").unlink()
-    now = __import__("datetime").datetime(
-        2026, 11, 30, 12, tzinfo=__import__("datetime").timezone.utc
-    )
+    now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
     assert go(whole, execution="full", now=now)[0] == 0
     counts = []
     for i in (1, 2, 3):
