@@ -29,6 +29,6 @@ def make_example_repo(dest: Path, *, extra_config: str = "") -> Path:
             shutil.copytree(source, dest / part)
         else:
             shutil.copy2(source, dest / part)
-    (dest / "cachelint.toml").write_text(extra_config + example_config(), encoding="utf-8")
+    (dest / "cachelint.toml").write_text(example_config() + extra_config, encoding="utf-8")
     commit_all(dest, "the bundled example")
     return dest
