@@ -15,7 +15,7 @@ from cachelint.commands.green import green
 from cachelint.commands.report import report
 from cachelint.commands.run import run
 from cachelint.runner.publishing import Extras
-from tests.conftest import git
+from tests.conftest import commit_all, git, run_cachelint
 from tests.example import make_example_repo
 
 PRICES = """
@@ -168,3 +168,56 @@ def test_green_from_results_refuses_an_execution_missing_a_scenario(tmp_path: Pa
     assert green(repo, out=io.StringIO(), err=err, execution="one") == 1
     assert "green record not updated: execution one:" in err.getvalue()
     assert "not in it" in err.getvalue()
+
+
+def test_compare_two_executions_lists_the_regression(example: Path) -> None:
+    assert go(example, execution="before")[0] == 0
+    break_refund(example)
+    assert go(example, execution="after")[0] == 1
+    out = io.StringIO()
+    assert report(example, out=out, compare=("before", "after")) == 1
+    page = Path(out.getvalue().strip())
+    assert page == example / "eval-results/after/compare-before.html"
+    html = page.read_text(encoding="utf-8")
+    assert "<h2>compare before → after</h2>" in html
+    assert "<td>support/acme/refund</td>" in html and "<td>regressed</td>" in html
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[reports]\nbudget = -1\n", "budget = -1"),
+        ("[reports]\nprices = { m = { input = 1 } }\n", "per million tokens"),
+        ("[reports]\njudge-good = 2\njudge-average = 3\n", "judge-average must not exceed"),
+        ("[reports]\ncolour = 1\n", "not 'colour'"),
+    ],
+)
+def test_bad_reports_settings_are_one_line_config_errors(
+    example: Path, table: str, message: str
+) -> None:
+    from cachelint.errors import ConfigError
+
+    path = example / "cachelint.toml"
+    path.write_text(path.read_text(encoding="utf-8").split("\n[reports]")[0] + "\n" + table)
+    with pytest.raises(ConfigError, match="key 'reports'") as caught:
+        go(example, execution="bad")
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_cli_flow_from_a_fresh_clone_leaves_git_status_clean(tmp_path: Path) -> None:
+    origin = make_example_repo(tmp_path / "origin")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    page = tmp_path / "elsewhere/report.html"
+    saved = run_cachelint(clone, "run", "--save-baseline", "main", "--html", str(page))
+    assert saved.returncode == 0, saved.stderr
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    # A non-terminal stdout got the scenarios one by one; the file is the whole text report.
+    assert saved.stdout.count("\nPASS  ") == 5
+    commit_all(clone, "baseline main")
+    compared = run_cachelint(clone, "run", "--baseline", "main", "--format", "json")
+    assert compared.returncode == 0, compared.stderr
+    assert json.loads(compared.stdout)["passed"] is True
+    assert compared.stderr.count("cachelint: PASS  ") == 5
+    assert run_cachelint(clone, "report").returncode == 0
+    assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""

@@ -1,4 +1,5 @@
-"""Run reports: text, JSON, JUnit XML and HTML, as pure functions of the results.
+"""Run reports: text, JSON and JUnit XML, as pure functions of the results (HTML, Markdown and
+GitHub annotations render the results documents: runner/htmlreport.py, runner/prformats.py).
 
 No I/O, no clock, no environment: identical runs render byte-identical reports. Timings of cache
 hits (lookup times) are left out for that reason; live latency and tokens live in the per-scenario
@@ -8,7 +9,6 @@ become visible `\\x..` escapes) because model output and dataset text are untrus
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Sequence
@@ -321,77 +321,7 @@ def render_junit(report: RunReport) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-# ---- html ---------------------------------------------------------------------------------------
-
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem}
-td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;vertical-align:top}
-.pass{color:#176b2c;font-weight:bold}.fail{color:#a4161a;font-weight:bold}
-pre{white-space:pre-wrap;margin:0;font-size:.9em}h2{font-size:1.1rem;margin-top:2rem}
-""".strip()
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _verdict(passed: bool) -> str:
-    return '<span class="pass">PASS</span>' if passed else '<span class="fail">FAIL</span>'
-
-
-def render_html(report: RunReport) -> str:
-    c = summary_counts(report.results)
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>cachelint run {_e(report.execution)}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>cachelint run {_e(report.execution)} ({_e(report.mode)}): "
-        f"{_verdict(report.passed)}</h1>",
-        f"<p>{c['scenarios']} scenarios: {c['passed']} passed, {c['failed']} failed; "
-        f"{c['calls']} model calls, {c['cache_hits']} cache hits.</p>",
-        "<table><tr><th>agent / tenant</th><th>passed</th></tr>",
-    ]
-    for name, p, n in _group_counts(report.results, True):
-        parts.append(f"<tr><td>{_e(name)}</td><td>{p}/{n}</td></tr>")
-    parts.append("</table>")
-    if report.mutations:
-        parts.append("<h2>eval-cache-mutated</h2><table>")
-        for f in report.mutations:
-            parts.append(f"<tr><td>{_e(f.path)}</td><td>{_e(f.message)}</td></tr>")
-        parts.append("</table>")
-    for r in report.results:
-        parts.append(
-            f'<h2 id="{_e(r.scenario.identity)}">{_verdict(r.passed)} {_e(r.scenario.identity)} '
-            f"({r.passed_trials}/{len(r.trials)} trials)</h2>"
-        )
-        parts.append("<table><tr><th>trial</th><th>check</th><th>verdict</th><th>detail</th></tr>")
-        for t in r.trials:
-            if t.error is not None:
-                parts.append(
-                    f"<tr><td>{t.trial}</td><td>run</td><td>{_verdict(False)}</td>"
-                    f"<td><pre>{_e(t.error)}</pre></td></tr>"
-                )
-            for a in t.assertions:
-                parts.append(
-                    f"<tr><td>{t.trial}</td><td>{_e(a.type)}</td><td>{_verdict(a.passed)}</td>"
-                    f"<td>{_e(a.reason)}</td></tr>"
-                )
-            for j in t.judges:
-                score = f"{j.score}/5" if j.score is not None else "no score"
-                parts.append(
-                    f"<tr><td>{t.trial}</td><td>judge {_e(j.metric)}</td><td>{_e(score)}</td>"
-                    f"<td>{_e(j.reason)} (reported, not gating)</td></tr>"
-                )
-            if t.output is not None:
-                parts.append(
-                    f"<tr><td>{t.trial}</td><td>output</td><td></td>"
-                    f"<td><pre>{_e(t.output.text)}</pre></td></tr>"
-                )
-        parts.append("</table>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+# ---- html: see runner/htmlreport.py (one renderer for `run` and `cachelint report`) -----------
 
 
 def render(report: RunReport, fmt: Format) -> str:
