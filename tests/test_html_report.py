@@ -102,7 +102,7 @@ def test_report_in_headless_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert run(repo, out=io.StringIO(), err=io.StringIO(), execution=name) == 1
     rendered = run_cachelint(repo, "report")
     assert rendered.returncode == 1, rendered.stderr  # the latest execution has a failure
-    page = Path(rendered.stdout.strip())
+    page = Path(rendered.stdout.splitlines()[-1])
     assert page == repo / "eval-results/second/report.html"
 
     shown = browse(browser, page.as_uri() + "#failed", tmp_path / "profile", "--dump-dom")

@@ -176,7 +176,7 @@ def test_compare_two_executions_lists_the_regression(example: Path) -> None:
     assert go(example, execution="after")[0] == 1
     out = io.StringIO()
     assert report(example, out=out, compare=("before", "after")) == 1
-    page = Path(out.getvalue().strip())
+    page = Path(out.getvalue().splitlines()[-1])
     assert page == example / "eval-results/after/compare-before.html"
     html = page.read_text(encoding="utf-8")
     assert "<h2>compare before → after</h2>" in html
@@ -221,3 +221,29 @@ def test_cli_flow_from_a_fresh_clone_leaves_git_status_clean(tmp_path: Path) -> 
     assert compared.stderr.count("cachelint: PASS  ") == 5
     assert run_cachelint(clone, "report").returncode == 0
     assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_merged_shards_give_a_baseline_and_json_carries_the_cost(example: Path) -> None:
+    for i in (1, 2):
+        assert go(example, execution=f"s{i}", shard=f"{i}/2")[0] == 0
+    shards = [example / "eval-results" / f"s{i}" for i in (1, 2)]
+    out = io.StringIO()
+    merged = report(
+        example, out=out, merge=shards, execution="m", extras=Extras(save_baseline="main")
+    )
+    assert merged == 0 and "baseline main saved to eval-baselines.json" in out.getvalue()
+    assert (
+        len(
+            json.loads((example / "eval-baselines.json").read_text())["baselines"]["main"][
+                "scenarios"
+            ]
+        )
+        == 5
+    )
+    break_refund(example)
+    rc, text, _ = go(example, execution="j", fmt="json", extras=Extras(baseline="main"))
+    assert rc == 1
+    data = json.loads(text)
+    assert data["cost"]["run"] == pytest.approx(0.00296)
+    assert data["cost"]["by_agent"]["triage"] == pytest.approx(0.000535)
+    assert set(data["cost"]["scenarios"]) == {s["scenario"] for s in data["scenarios"]}

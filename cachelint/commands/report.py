@@ -16,6 +16,7 @@ from typing import TextIO
 from cachelint.config import Config, load
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.gitutil import repo_root
+from cachelint.runner.publishing import Extras
 
 
 def add_parser(
@@ -54,6 +55,18 @@ def add_parser(
         default=None,
         help="where to write the HTML (default: in the execution directory)",
     )
+    parser.add_argument(
+        "--save-baseline",
+        metavar="LABEL",
+        default=None,
+        help="store the execution as baseline LABEL in eval-baselines.json (e.g. merged shards)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="LABEL",
+        default=None,
+        help="compare the execution with baseline LABEL; a regression exits 1",
+    )
     parser.set_defaults(handler=_handle)
 
 
@@ -65,6 +78,7 @@ def _handle(ns: argparse.Namespace) -> int:
         compare=tuple(ns.compare) if ns.compare else None,
         merge=list(ns.merge) if ns.merge else None,
         output=ns.output,
+        extras=Extras(save_baseline=ns.save_baseline, baseline=ns.baseline),
         out=sys.stdout,
     )
 
@@ -110,14 +124,18 @@ def report(
     compare: tuple[str, str] | None = None,
     merge: Sequence[Path] | None = None,
     output: Path | None = None,
+    extras: Extras | None = None,
 ) -> int:
     import json
 
     from cachelint.fsutil import atomic_write
-    from cachelint.runner.publishing import html_page
+    from cachelint.runner import baselines
+    from cachelint.runner.publishing import check_extras, html_page, verdict_notes
     from cachelint.runner.views import RUN_FILE, load_execution
 
     config = load(repo_root(start), config_path)
+    extras = extras or Extras()
+    check_extras(config.repo, extras)
     root = config.repo / config.results
     model, prices = config.target.model, config.reports.prices
     if merge:
@@ -127,7 +145,12 @@ def report(
     view = load_execution(root / name, model, prices)
     other = load_execution(root / compare[0], model, prices) if compare else None
     summary = json.loads((root / name / RUN_FILE).read_text(encoding="utf-8"))
-    page = html_page(view, config, summary, compare=other)
+    notes, failed = verdict_notes(view, config, extras)
+    if extras.save_baseline is not None:
+        baselines.save(config.repo, extras.save_baseline, view)
+        notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
+    out.writelines(f"{n}\n" for n in notes)
+    page = html_page(view, config, summary, compare=other, notes=notes)
     default = root / name / (f"compare-{compare[0]}.html" if compare else "report.html")
     target = output or default
     try:
@@ -135,4 +158,4 @@ def report(
     except OSError as exc:
         raise CachelintError(f"{target}: cannot write report: {exc.strerror}") from None
     out.write(f"{target}\n")
-    return int(ExitCode.OK if view.passed else ExitCode.FINDINGS)
+    return int(ExitCode.OK if view.passed and not failed else ExitCode.FINDINGS)

@@ -188,8 +188,9 @@ def _scenario(s: ScenarioView, settings: ReportSettings, trend: Trend | None) ->
         f'<span class="meta">{sum(1 for t in s.trials if t.get("passed"))}/{len(s.trials)} trials, '
         f'<span data-testid="cost">{_e(money(s.cost))}</span>, '
         f"{'cache hit' if s.cache_hit else 'live'}</span></summary>",
-        f'<p class="meta">dataset {_e(s.path)}; latency {s.latency_s:.3f} s; tokens {n_in} in / '
-        f"{n_out} out; cost {_e(money(s.cost))}</p>",
+        f'<p class="meta">dataset {_e(s.path)}; '
+        + ("answered from the cache; " if s.cache_hit else f"live latency {s.latency_s:.3f} s; ")
+        + f"tokens {n_in} in / {n_out} out (recorded); cost {_e(money(s.cost))}</p>",
     ]
     if trend is not None and len(trend.runs) > 1:
         rates, judges = trend.scenario(s.identity)

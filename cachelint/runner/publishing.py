@@ -157,12 +157,16 @@ def verdict_notes(view: ExecutionView, config: Config, extras: Extras) -> tuple[
     """Budget and baseline lines for the reports, and whether they fail the run."""
     from cachelint.runner import baselines
     from cachelint.runner.cost import money
+    from cachelint.runner.views import group_cost
 
     notes: list[str] = []
     failed = False
     budget = config.reports.budget
     if view.cost is not None:
         notes.append(f"cost: {money(view.cost)}" + (f" (budget {money(budget)})" if budget else ""))
+        for by_tenant in (False, True):
+            parts = [f"{n} {money(group_cost(m))}" for n, m in view.groups(by_tenant=by_tenant)]
+            notes.append(f"cost by {'tenant' if by_tenant else 'agent'}: " + ", ".join(parts))
     if budget is not None and (view.cost or 0.0) > budget:
         notes.append(f"FAIL  over budget: {money(view.cost)} > {money(budget)}")
         failed = True

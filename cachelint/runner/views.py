@@ -57,7 +57,13 @@ class ScenarioView:
 
     @property
     def latency_s(self) -> float:
-        return sum(float(t.get("latency_s") or 0.0) for t in self.trials)
+        """Provider latency of the live calls (a cache entry records none; a hit is a lookup)."""
+        return sum(
+            float(c.get("latency_s") or 0.0)
+            for t in self.trials
+            for c in t.get("calls") or ()
+            if not c.get("cache_hit")
+        )
 
     @property
     def cache_hit(self) -> bool:
