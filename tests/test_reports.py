@@ -247,3 +247,13 @@ def test_merged_shards_give_a_baseline_and_json_carries_the_cost(example: Path) 
     assert data["cost"]["run"] == pytest.approx(0.00296)
     assert data["cost"]["by_agent"]["triage"] == pytest.approx(0.000535)
     assert set(data["cost"]["scenarios"]) == {s["scenario"] for s in data["scenarios"]}
+
+
+def test_junit_carries_each_scenario_cost(example: Path, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    junit = tmp_path / "junit.xml"
+    assert go(example, execution="junit", junit=junit)[0] == 0
+    cases = ET.parse(junit).getroot().iter("testcase")
+    costs = {c.get("name"): p.get("value") for c in cases for p in c.iter("property")}
+    assert costs["order-status"] == "0.00024000"

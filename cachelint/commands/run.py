@@ -502,8 +502,9 @@ def publish(
         results_dir=results_rel,
     )
     started = format_time(plan.moment)
+    view = view_of(report, config, started)
     notes, failed, pr_text = publish_more(
-        view_of(report, config, started),
+        view,
         config,
         _run_summary(report),
         fmt=plan.report_format.value,
@@ -513,7 +514,7 @@ def publish(
         started=started,
         shard=plan.shard,
     )
-    report = replace(report, notes=tuple(notes))
+    report = replace(report, notes=tuple(notes), costs={s.identity: s.cost for s in view.scenarios})
     if junit is not None:
         _write_report(junit, render_junit(report))
     if pr_text is not None:

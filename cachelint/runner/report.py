@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -43,6 +43,7 @@ class RunReport:
     mutations: Sequence[Finding] = ()
     results_dir: str | None = None  # repo-relative, where the per-scenario files went
     notes: Sequence[str] = field(default_factory=tuple)
+    costs: Mapping[str, float | None] = field(default_factory=dict)  # identity -> USD
 
     @property
     def passed(self) -> bool:
@@ -287,6 +288,10 @@ def render_junit(report: RunReport) -> str:
                 file=_xml_text(r.scenario.path),
                 time=f"{_live_seconds(r):.3f}",
             )
+            cost = report.costs.get(r.scenario.identity)
+            if cost is not None:
+                props = ET.SubElement(case, "properties")
+                ET.SubElement(props, "property", name="cost_usd", value=f"{cost:.8f}")
             if not r.passed:
                 message, body = _failure_text(r)
                 failure = ET.SubElement(case, "failure", message=_xml_text(message), type="failed")
