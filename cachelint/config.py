@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cachelint.errors import ConfigError
+from cachelint.runner.settings import ReportSettings, parse_settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -72,6 +73,7 @@ class Config:
     target: TargetConfig = field(default_factory=TargetConfig)
     interpretations: Mapping[str, Any] = field(default_factory=dict)  # metric name -> ranges
     prices: Mapping[str, Any] = field(default_factory=dict)  # model -> $/Mtok in and out
+    reports: ReportSettings = field(default_factory=ReportSettings)
 
     def cache_roots(self) -> list[Path]:
         return [self.repo / c for c in self.cache]
@@ -191,6 +193,7 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "target": ("target", _table),
     "interpretations": ("interpretations", _interpretations),
     "prices": ("prices", _prices),
+    "reports": ("reports", parse_settings),
 }
 
 _TARGET_TYPES = ("openai-compatible", "python")

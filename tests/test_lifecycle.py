@@ -81,9 +81,10 @@ def test_prune_after_a_prompt_change_and_a_rerecord(git_repo: Path) -> None:
     unused = run_cachelint(git_repo, "check", "--unused")
     assert unused.returncode == 1, unused.stdout + unused.stderr
     (line, _summary) = unused.stdout.splitlines()
+    # The re-record is the second run named "test": its results took the name "test-2".
     assert line == (
         f"{old}/entry.json: eval-cache-unused: warning: unused: no scenario reached this entry "
-        "in the last full run (execution test); `cachelint prune --yes` deletes it"
+        "in the last full run (execution test-2); `cachelint prune --yes` deletes it"
     )
     plain = run_cachelint(git_repo, "check")
     assert plain.returncode == 0 and "eval-cache-unused" in plain.stdout  # a warning only

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import json
 import os
 import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -27,6 +26,8 @@ from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
+from cachelint.runner.publishing import Extras, add_report_options, check_extras
+from cachelint.runner.results import claim_execution, release_execution
 
 TransportFactory = Callable[[Config], Any]
 
@@ -77,7 +78,10 @@ def add_parser(
         "--jobs", "-j", type=int, default=1, help="scenarios run concurrently (default 1)"
     )
     parser.add_argument(
-        "--format", default="text", help="stdout report: text (default), json, junit"
+        "--format",
+        default="text",
+        help="stdout report: text (default), json, junit, markdown (also appended to "
+        "$GITHUB_STEP_SUMMARY), github (annotations, and the Markdown summary)",
     )
     parser.add_argument(
         "--execution",
@@ -89,6 +93,7 @@ def add_parser(
         "--junit", metavar="PATH", default=None, help="also write a JUnit XML report"
     )
     parser.add_argument("--html", metavar="PATH", default=None, help="also write an HTML report")
+    add_report_options(parser)
     parser.set_defaults(handler=_handle)
 
 
@@ -107,6 +112,8 @@ def _handle(ns: argparse.Namespace) -> int:
         execution=ns.execution,
         junit=Path(ns.junit) if ns.junit else None,
         html=Path(ns.html) if ns.html else None,
+        shard=ns.shard,
+        extras=Extras(save_baseline=ns.save_baseline, baseline=ns.baseline),
         out=sys.stdout,
         err=sys.stderr,
     )
@@ -216,6 +223,7 @@ class RunPlan:
     trials: int | None
     jobs: int
     filtered: bool
+    shard: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -235,6 +243,7 @@ class Outcome:
     # Per root, so the green record can reuse the canary's hashes instead of reading every
     # entry again (it pins one digest per cache root).
     after_by_root: dict[str, Any] | None
+    streamed: bool = False  # the text report's scenario blocks were already printed live
 
 
 def run(
@@ -256,6 +265,8 @@ def run(
     html: Path | None = None,
     now: datetime | None = None,
     transport_factory: TransportFactory | None = None,
+    shard: str | None = None,
+    extras: Extras | None = None,
 ) -> int:
     plan = plan_run(
         start,
@@ -272,10 +283,16 @@ def run(
         junit=junit,
         html=html,
         now=now,
+        shard=shard,
     )
-    wiring = wire(plan, transport_factory=transport_factory)
-    outcome = execute(plan, wiring, err=err)
-    return publish(plan, outcome, out=out, err=err, junit=junit, html=html)
+    try:
+        check_extras(plan.repo, extras)
+        wiring = wire(plan, transport_factory=transport_factory)
+        outcome = execute(plan, wiring, out=out, err=err)
+    except BaseException:
+        release_execution(plan.repo / plan.config.results, plan.execution)
+        raise
+    return publish(plan, outcome, out=out, err=err, junit=junit, html=html, extras=extras)
 
 
 def plan_run(
@@ -294,11 +311,13 @@ def plan_run(
     junit: Path | None,
     html: Path | None,
     now: datetime | None,
+    shard: str | None = None,
 ) -> RunPlan:
     """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
     from cachelint.runner.dataset import load_scenarios
     from cachelint.runner.report import parse_format
+    from cachelint.runner.shards import in_shard, parse_shard
 
     chosen_mode = _resolve_mode(mode, refresh)
     report_format = parse_format(fmt)
@@ -321,6 +340,11 @@ def plan_run(
         globs=scenarios,
         datasets=config.datasets,
     )
+    chosen_shard = parse_shard(shard) if shard is not None else None
+    if chosen_shard is not None:
+        # An empty shard is a valid slice of a small suite: it runs nothing and passes.
+        selected = in_shard(selected, chosen_shard)
+    execution_name = claim_execution(repo / config.results, execution_name)
     return RunPlan(
         repo=repo,
         config=config,
@@ -333,7 +357,8 @@ def plan_run(
         selected=selected,
         trials=trials,
         jobs=jobs,
-        filtered=bool(agents or tenants or scenarios),
+        filtered=bool(agents or tenants or scenarios or chosen_shard),
+        shard=chosen_shard,
     )
 
 
@@ -388,11 +413,13 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
     return Wiring(target=target, make_client=make_client)
 
 
-def execute(plan: RunPlan, wiring: Wiring, *, err: TextIO) -> Outcome:
+def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
     from cachelint.runner.evaluators import eval_context
+    from cachelint.runner.progress import live_progress
+    from cachelint.runner.report import Format, text_head
 
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution
@@ -403,12 +430,21 @@ def execute(plan: RunPlan, wiring: Wiring, *, err: TextIO) -> Outcome:
         _progress(err, len(selected)) if err.isatty() and len(selected) >= _PROGRESS_MIN else None
     )
 
+    lines, streamed = live_progress(
+        out=out,
+        err=err,
+        text_format=plan.report_format is Format.TEXT,
+        head=text_head(plan.execution, plan.mode.value, len(selected)),
+        selected=selected,
+    )
     writer = ResultWriter(results_dir, execution=plan.execution, mode=plan.mode.value)
 
     def on_done(result: ScenarioResult) -> None:
         writer.write(result)
         if progress is not None:
             progress(result)
+        if lines is not None:
+            lines(result)
 
     try:
         with writer:
@@ -437,7 +473,9 @@ def execute(plan: RunPlan, wiring: Wiring, *, err: TextIO) -> Outcome:
         mutations = mutation_findings(
             diff(before, after), during=f"`cachelint run` (mode {plan.mode.value})"
         )
-    return Outcome(results=results, mutations=mutations, after_by_root=after_by_root)
+    return Outcome(
+        results=results, mutations=mutations, after_by_root=after_by_root, streamed=streamed
+    )
 
 
 def publish(
@@ -448,9 +486,12 @@ def publish(
     err: TextIO,
     junit: Path | None = None,
     html: Path | None = None,
+    extras: Extras | None = None,
 ) -> int:
     """Write the reports, print the summary, and record a green run; return the exit code."""
-    from cachelint.runner.report import RunReport, render, render_html, render_junit
+    from cachelint.runner.publishing import publish_more, view_of
+    from cachelint.runner.report import RunReport, render, render_junit, text_tail
+    from cachelint.store import format_time
     from cachelint.usage import record_run
 
     config = plan.config
@@ -463,21 +504,31 @@ def publish(
         mutations=outcome.mutations,
         results_dir=results_rel,
     )
-    atomic_write(results_dir / "report.html", render_html(report).encode("utf-8"))
-    # Compact: the indenting encoder is pure Python and costs ~0.2 ms per scenario here.
-    summary = json.dumps(
-        _run_summary(report), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    started = format_time(plan.moment)
+    view = view_of(report, config, started)
+    notes, failed, pr_text = publish_more(
+        view,
+        config,
+        _run_summary(report),
+        fmt=plan.report_format.value,
+        html=html,
+        results_dir=results_dir,
+        extras=extras or Extras(),
+        started=started,
+        shard=plan.shard,
     )
-    atomic_write(results_dir / "run.json", (summary + "\n").encode("utf-8"))
+    report = replace(report, notes=tuple(notes), costs={s.identity: s.cost for s in view.scenarios})
     # --trials is a filter here too: entries other trial counts reach are not proven unused.
-    record_run(config, report, filtered=plan.filtered or plan.trials is not None)
+    filtered = plan.filtered or plan.trials is not None
+    record_run(config, report, filtered=filtered)
     if junit is not None:
         _write_report(junit, render_junit(report))
-    if html is not None:
-        _write_report(html, render_html(report))
-    out.write(render(report, plan.report_format))
+    if pr_text is not None:
+        out.write(pr_text)
+    else:
+        out.write(text_tail(report) if outcome.streamed else render(report, plan.report_format))
     out.flush()
-    if not report.passed:
+    if not report.passed or failed:
         return int(ExitCode.FINDINGS)
     if plan.filtered:
         # The record vouches for every watched prompt; a filtered run cannot vouch for the rest

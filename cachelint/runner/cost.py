@@ -4,7 +4,10 @@
     "gpt-4o-mini" = { input = 0.15, output = 0.60 }   # US dollars per million tokens
 
 Replay reads the usage recorded in each cache entry's response, so a cost figure is the same
-offline as it was when recorded. The `cost` assertion and the run reports share this module.
+offline as it was when recorded. Providers name the counts differently (OpenAI
+`prompt_tokens`/`completion_tokens`, Anthropic and the Responses API `input_tokens`/
+`output_tokens`); both spellings are read. The `cost` assertion, the run reports and the budget
+share this module and this one price table.
 """
 
 from __future__ import annotations
@@ -91,3 +94,34 @@ def price_for(model: str, prices: Mapping[str, Price]) -> str:
 
 def format_dollars(value: float) -> str:
     return f"${value:.6f}".rstrip("0").rstrip(".") if value else "$0"
+
+
+def tokens(usage: Mapping[str, Any] | None) -> tuple[int, int]:
+    """(input, output) tokens of one usage mapping; missing or non-integer counts are 0."""
+    if not usage:
+        return 0, 0
+    return _tokens(usage, _INPUT_KEYS) or 0, _tokens(usage, _OUTPUT_KEYS) or 0
+
+
+def cost(usage: Mapping[str, Any] | None, price: Price) -> float:
+    """USD for one usage mapping at `price`."""
+    n_in, n_out = tokens(usage)
+    return (n_in * price.input + n_out * price.output) / 1_000_000
+
+
+def total_cost(
+    usages: Iterable[Mapping[str, Any] | None], model: str, prices: Mapping[str, Price]
+) -> float | None:
+    """USD for all `usages` of `model` (a dated snapshot takes its family's price); None when
+    the price table has no entry for it."""
+    price = prices.get(price_for(model, prices))
+    if price is None:
+        return None
+    return sum(cost(u, price) for u in usages)
+
+
+def money(value: float | None) -> str:
+    """A cost as people read it in a report: `$0.0123`, or `n/a` when the model has no price."""
+    if value is None:
+        return "n/a"
+    return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
