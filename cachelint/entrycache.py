@@ -38,8 +38,8 @@ from cachelint.fsutil import atomic_write_chunks
 from cachelint.store import UNREAD_REQUEST, Entry
 
 # Bump when the meaning of a column changes (or what parse_entry accepts), so older files are
-# dropped. 1 was a row per entry.
-FORMAT = 2
+# dropped. 1 was a row per entry; 2 read MEAI dates more loosely than MEAI does.
+FORMAT = 3
 CACHE_FILE = "cachelint/entries.jsonl"
 
 # Entries per line: decoding a line holds all its columns at once, 70 MB for 100,000 entries.

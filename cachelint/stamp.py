@@ -5,7 +5,8 @@
       "packages": {"Microsoft.Extensions.AI.Evaluation": "10.9.0"},
       "pinFiles": {"Microsoft.Extensions.AI.Evaluation": "Directory.Packages.props"},
       "pinnedAt": "2026-01-31",           # date of the pins (see `pinned_at`)
-      "ttlDays": 365
+      "ttlDays": 365,                     # the shortest TTL of the tree's entries, in days
+      "ttlDaysLongest": 3650              # and the longest
     }
 
 Written with dump_pretty (sorted keys, LF, final newline) and atomically, so re-stamping the same
@@ -31,6 +32,7 @@ from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")
+_OPTIONAL = ("ttlDaysLongest",)
 
 
 class InvalidStamp(CachelintError):
@@ -44,15 +46,19 @@ class Stamp:
     packages: Mapping[str, str]  # package name -> exact version the tree was recorded under
     pin_files: Mapping[str, str] = field(default_factory=dict)  # package name -> pin file
     format: int = FORMAT
+    ttl_days_longest: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "format": self.format,
             "packages": dict(sorted(self.packages.items())),
             "pinFiles": dict(sorted(self.pin_files.items())),
             "pinnedAt": self.pinned_at.isoformat(),
             "ttlDays": self.ttl_days,
         }
+        if self.ttl_days_longest is not None:
+            data["ttlDaysLongest"] = self.ttl_days_longest
+        return data
 
 
 def _str_map(data: Mapping[str, Any], name: str) -> dict[str, str]:
@@ -70,7 +76,7 @@ def parse_stamp(data: Any) -> Stamp:
     for name in _FIELDS:
         if name not in data:
             raise InvalidStamp(f"field {name!r} is missing")
-    unknown = sorted(set(data) - set(_FIELDS))
+    unknown = sorted(set(data) - set(_FIELDS) - set(_OPTIONAL))
     if unknown:
         raise InvalidStamp(f"unknown field {unknown[0]!r}")
     fmt = data["format"]
@@ -79,6 +85,11 @@ def parse_stamp(data: Any) -> Stamp:
     ttl = data["ttlDays"]
     if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
         raise InvalidStamp(f"field 'ttlDays' is {ttl!r}, expected a positive integer")
+    longest = data.get("ttlDaysLongest")
+    if longest is not None and (
+        isinstance(longest, bool) or not isinstance(longest, int) or longest < ttl
+    ):
+        raise InvalidStamp(f"field 'ttlDaysLongest' is {longest!r}, expected an integer >= ttlDays")
     pinned = data["pinnedAt"]
     try:
         if not isinstance(pinned, str) or not _DATE.fullmatch(pinned):
@@ -91,7 +102,7 @@ def parse_stamp(data: Any) -> Stamp:
     stray = sorted(set(pin_files) - set(packages))
     if stray:
         raise InvalidStamp(f"field 'pinFiles' names {stray[0]!r}, which 'packages' does not")
-    return Stamp(pinned_at, ttl, packages, pin_files, fmt)
+    return Stamp(pinned_at, ttl, packages, pin_files, fmt, longest)
 
 
 def read_stamp(path: Path) -> Stamp | None:

@@ -103,6 +103,7 @@ def test_every_tree_rule_has_a_test() -> None:
         "eval-cache-text-attr",
         "eval-cache-empty",
         "eval-cache-corrupt",
+        "eval-cache-results-in-root",  # tests/test_meai.py
     }
 
 

@@ -127,6 +127,7 @@ def test_stamp_then_raised_pin_gives_exactly_the_stale_pin_line(git_repo: Path) 
         "pinFiles": {MEAI: "Directory.Packages.props"},
         "pinnedAt": today,
         "ttlDays": 365,
+        "ttlDaysLongest": 365,
     }
     assert written.endswith(b"}\n") and b"\r" not in written
     commit_all(git_repo, "stamp")

@@ -219,7 +219,7 @@ def run(
     now: datetime | None = None,
     transport_factory: TransportFactory | None = None,
 ) -> int:
-    from cachelint import clock
+    from cachelint import clock, meai
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
     from cachelint.runner.dataset import Scenario, load_scenarios
@@ -291,7 +291,8 @@ def run(
 
     results_dir = repo / config.results / execution_name
     canary_roots = [c for c in config.cache if (repo / c).is_dir()]
-    before = snapshot(repo, canary_roots) if not chosen_mode.records else None
+    skip = meai.skip_matcher(config, present_only=False)  # `exclude`, MEAI's results
+    before = snapshot(repo, canary_roots, skip) if not chosen_mode.records else None
 
     progress = (
         _progress(err, len(selected)) if err.isatty() and len(selected) >= _PROGRESS_MIN else None
@@ -324,7 +325,7 @@ def run(
     after_by_root: dict[str, Snapshot] | None = None
     if before is not None:
         after_by_root = {
-            root: snapshot(repo, [root]) for root in config.cache if (repo / root).is_dir()
+            root: snapshot(repo, [root], skip) for root in config.cache if (repo / root).is_dir()
         }
         after: Snapshot = {}
         for part in after_by_root.values():

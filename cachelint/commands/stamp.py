@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
@@ -73,6 +74,7 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
     from cachelint.gitutil import repo_root
     from cachelint.stamp import Stamp, entries_by_root, entry_count, pinned_at, write_stamp
     from cachelint.tree import collect
+    from cachelint.treettl import ttl_days
 
     repo = repo_root(start)
     config = load(repo, config_path)
@@ -98,6 +100,8 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
     versions = ", ".join(f"{r.name} {r.version} ({r.source})" for r in chosen)
     for root in filled:
         rel = config.stamp_path(root)
+        shortest, longest = ttl_days(by_root[root], config.ttl_days)
+        new = replace(new, ttl_days=shortest, ttl_days_longest=longest)
         changed = write_stamp(repo / rel, new)
         verb = "wrote" if changed else "unchanged"
         out.write(

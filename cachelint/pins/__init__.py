@@ -300,4 +300,6 @@ def resolve(pin_set: PinSet, patterns: Iterable[str]) -> Resolution:
 
 
 def current(config: Config) -> Resolution:
-    return resolve(read_pins(config), config.packages)
+    from cachelint.meai import family
+
+    return resolve(read_pins(config), family(config))

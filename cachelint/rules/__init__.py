@@ -34,6 +34,7 @@ _MODULES: tuple[str, ...] = (
     "text_attr",
     "empty",
     "corrupt",
+    "results_in_root",
     # stamp and TTL
     "no_stamp",
     "stamp_invalid",
