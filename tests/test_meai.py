@@ -5,6 +5,7 @@ and guarded through the real CLI in real git repositories."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -351,3 +352,35 @@ def test_an_entry_meai_cannot_read_is_corrupt(git_repo: Path, bad: str) -> None:
 
 def test_key_is_the_directory_name() -> None:
     assert len(meai_key("a")) == 96 and meai_key("a").isupper()
+
+
+# ---- the example -----------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "meai"
+
+
+def test_example_is_written_exactly_as_meai_writes_it(tmp_path: Path) -> None:
+    storage = tmp_path / "eval-cache"
+    write_entry(storage, "Geography.Capitals", "1", answer="Paris.")
+    write_entry(storage, "Geography.Capitals", "2", answer="Lyon.", created=WHOLE_SECOND)
+    write_entry(storage, "Geography.Rivers", "1", answer="The Seine.")
+    expected = {
+        p.relative_to(storage).as_posix(): p.read_bytes() for p in storage.rglob("*") if p.is_file()
+    }
+    cache = EXAMPLE / "eval-cache"
+    found = {
+        p.relative_to(cache).as_posix(): p.read_bytes()
+        for p in (cache / "cache").rglob("*")
+        if p.is_file()
+    }
+    assert found == expected
+
+
+def test_example_passes_check(git_repo: Path) -> None:
+    shutil.copytree(EXAMPLE, git_repo, dirs_exist_ok=True)
+    commit_all(git_repo, "the example")
+    checked = run_cachelint(git_repo, "check", "--strict", env=ENV)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "0 findings (0 errors, 0 warnings) in 7 files, 3 entries" in checked.stdout
+    stamp = run_cachelint(git_repo, "stamp", "--check", "--strict", env=ENV)
+    assert stamp.returncode == 0, stamp.stdout
