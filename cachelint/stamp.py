@@ -32,7 +32,7 @@ from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")
-_OPTIONAL = ("ttlDaysLongest",)
+_OPTIONAL = ("ttlDaysLongest", "projects")
 
 
 class InvalidStamp(CachelintError):
@@ -47,6 +47,9 @@ class Stamp:
     pin_files: Mapping[str, str] = field(default_factory=dict)  # package name -> pin file
     format: int = FORMAT
     ttl_days_longest: int | None = None
+    # .NET projects that build with different versions of a family package: project -> package ->
+    # version (those packages are not in `packages`).
+    projects: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -58,6 +61,9 @@ class Stamp:
         }
         if self.ttl_days_longest is not None:
             data["ttlDaysLongest"] = self.ttl_days_longest
+        if self.projects:
+            projects = sorted(self.projects.items())
+            data["projects"] = {p: dict(sorted(v.items())) for p, v in projects}
         return data
 
 
@@ -102,7 +108,11 @@ def parse_stamp(data: Any) -> Stamp:
     stray = sorted(set(pin_files) - set(packages))
     if stray:
         raise InvalidStamp(f"field 'pinFiles' names {stray[0]!r}, which 'packages' does not")
-    return Stamp(pinned_at, ttl, packages, pin_files, fmt, longest)
+    projects = data.get("projects", {})
+    if not isinstance(projects, dict):
+        raise InvalidStamp("field 'projects' must be an object of project to package versions")
+    per_project = {project: _str_map(projects, project) for project in projects}
+    return Stamp(pinned_at, ttl, packages, pin_files, fmt, longest, per_project)
 
 
 def read_stamp(path: Path) -> Stamp | None:

@@ -96,8 +96,19 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
         ttl_days=config.ttl_days,
         packages={r.name: r.version for r in chosen},
         pin_files={r.name: r.source for r in chosen},
+        projects={
+            project: {r.name: r.version for r in found.values()}
+            for project, found in resolution.by_project.items()
+        },
     )
-    versions = ", ".join(f"{r.name} {r.version} ({r.source})" for r in chosen)
+    versions = ", ".join(
+        [f"{r.name} {r.version} ({r.source})" for r in chosen]
+        + [
+            f"{r.name} {r.version} ({project})"
+            for project, found in sorted(resolution.by_project.items())
+            for r in found.values()
+        ]
+    )
     for root in filled:
         rel = config.stamp_path(root)
         shortest, longest = ttl_days(by_root[root], config.ttl_days)
