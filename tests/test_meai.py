@@ -384,3 +384,50 @@ def test_example_passes_check(git_repo: Path) -> None:
     assert "0 findings (0 errors, 0 warnings) in 7 files, 3 entries" in checked.stdout
     stamp = run_cachelint(git_repo, "stamp", "--check", "--strict", env=ENV)
     assert stamp.returncode == 0, stamp.stdout
+
+
+# ---- run's offline canary ----------------------------------------------------------------------
+
+RESULTS_AGENT = """
+from pathlib import Path
+
+
+def answer(scenario, client):
+    reply = client.chat(scenario.messages)
+    if client.mode.value == "replay":
+        base = Path(__file__).parent
+        results = base / "meai-storage" / "results" / "Default" / "Refunds"
+        results.mkdir(parents=True, exist_ok=True)
+        (results / "1.json").write_text("{}")
+        scratch = base / "eval-cache" / "scratch"
+        scratch.mkdir(exist_ok=True)
+        (scratch / "log.txt").write_text("x")
+    return reply
+"""
+
+
+def test_run_canary_skips_meai_results_and_exclude(git_repo: Path) -> None:
+    from tests.test_run import BASIC, DEAD, do_run, record, write_repo
+
+    write_repo(
+        git_repo,
+        DEAD,
+        {"support/acme/refund": BASIC["support/acme/refund"]},
+        target='type = "python"\nfunction = "results_agent:answer"\n',
+        files={"results_agent.py": RESULTS_AGENT},
+    )
+    pyproject = git_repo / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace(
+            'cache = "eval-cache"\n',
+            'cache = ["eval-cache", "meai-storage"]\nexclude = ["eval-cache/scratch/**"]\n',
+        )
+    )
+    write_entry(git_repo / "meai-storage", "Refunds", "1")
+    assert record(git_repo)[0].rc == 0
+    commit_all(git_repo)
+    outcome = do_run(git_repo, fmt="json")
+    assert (git_repo / "meai-storage/results/Default/Refunds/1.json").is_file()
+    assert (git_repo / "eval-cache/scratch/log.txt").is_file()
+    assert json.loads(outcome.out)["mutations"] == [], outcome.out
+    assert outcome.rc == 0, outcome.out + outcome.err
