@@ -5,6 +5,7 @@ and guarded through the real CLI in real git repositories."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from datetime import datetime, timedelta, timezone
@@ -431,3 +432,34 @@ def test_run_canary_skips_meai_results_and_exclude(git_repo: Path) -> None:
     assert (git_repo / "eval-cache/scratch/log.txt").is_file()
     assert json.loads(outcome.out)["mutations"] == [], outcome.out
     assert outcome.rc == 0, outcome.out + outcome.err
+
+
+# ---- the .NET page -----------------------------------------------------------------------------
+
+
+def test_dotnet_page_is_linked_and_covers_what_a_team_sets_up() -> None:
+    root = Path(__file__).resolve().parent.parent
+    assert "(docs/dotnet.md)" in (root / "README.md").read_text(encoding="utf-8")
+    page = (root / "docs" / "dotnet.md").read_text(encoding="utf-8")
+    for needed in (
+        "/** -text",
+        "timeToLiveForCacheEntries: TimeSpan.FromDays(3650)",
+        "new DiskBasedResultStore(",
+        "cachelint guard -- dotnet test",
+        "id: cachelint-check",
+        "key-prefix = 96",
+        "examples/meai/",
+    ):
+        assert needed in page, needed
+    files = re.search(r"files: (\^.*)", page)
+    assert files is not None
+    pattern = re.compile(files.group(1))
+    for path in (
+        "tests/Evals/eval-cache/cache/s/1/K/entry.json",
+        ".gitattributes",
+        "tests/Evals/Directory.Packages.props",
+        "tests/Evals/Evals.csproj",
+        "tests/Evals/packages.lock.json",
+    ):
+        assert pattern.search(path), path
+    assert not pattern.search("src/App/Program.cs")
