@@ -180,10 +180,10 @@ def skip_matcher(config: Config, *, present_only: bool = True) -> Matcher | None
 
 def skipped_note(config: Config, count: int) -> str:
     """The check summary's note on the files `skip_matcher` left out."""
-    why = f"`exclude` ({config.source})"
+    why = f"by `exclude` ({config.source})"
     if results_in_roots(config):
         why = f"{why} or as MEAI results" if config.exclude else "as MEAI results"
-    return f"{count} file(s) skipped by {why}"
+    return f"{count} file(s) skipped {why}"
 
 
 def family(config: Config) -> tuple[str, ...]:

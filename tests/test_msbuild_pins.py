@@ -125,6 +125,21 @@ def test_the_default_value_idiom_keeps_the_earlier_definition(tmp_path: Path) ->
     assert resolved.version == "10.8.0"
 
 
+def test_the_default_value_idiom_applies_when_nothing_set_it(tmp_path: Path) -> None:
+    default = "    <MeaiVersion Condition=\"'$(MeaiVersion)' == ''\">10.9.0</MeaiVersion>\n"
+    write(
+        tmp_path,
+        {
+            "Directory.Packages.props": central((MEAI, "$(MeaiVersion)"), props=default),
+            "Evals/Evals.csproj": project(MEAI),
+        },
+    )
+    got = versions(tmp_path)
+    assert got.problems == ()
+    (resolved,) = got.pinned.values()
+    assert resolved.version == "10.9.0"
+
+
 def test_the_nearest_directory_packages_props_and_its_import_chain(tmp_path: Path) -> None:
     chain = (
         "  <Import Project=\"$([MSBuild]::GetPathOfFileAbove('Directory.Packages.props', "

@@ -88,7 +88,12 @@ def _normal(base: Path, text: str) -> Path:
     return Path(os.path.normpath(joined))
 
 
-def _expand(text: str, props: dict[str, str], this_file: Path, repo: Path) -> str:
+def _expand(
+    text: str, props: dict[str, str], this_file: Path, repo: Path, undefined: str | None = None
+) -> str:
+    """`text` with properties and the two path functions expanded. An undefined property is ""
+    to MSBuild; `undefined` None keeps it visible instead, so a version that depends on one is
+    reported as unresolved rather than read as empty."""
     here = str(this_file.parent) + "/"
     reserved = {
         "msbuildthisfiledirectory": here,
@@ -101,9 +106,7 @@ def _expand(text: str, props: dict[str, str], this_file: Path, repo: Path) -> st
         key = match.group(1).lower()
         if key in reserved:
             return reserved[key]
-        # An undefined property is the empty string to MSBuild; kept visible here so a version
-        # that depends on one is reported as unresolved rather than read as "".
-        return lowered.get(key, match.group(0))
+        return lowered.get(key, match.group(0) if undefined is None else undefined)
 
     text = _PLAIN.sub(plain, text)
 
@@ -126,7 +129,7 @@ def _condition_holds(
 ) -> bool:
     if not condition:
         return True
-    text = _expand(condition, props, this_file, repo)
+    text = _expand(condition, props, this_file, repo, undefined="")
     compare = _COMPARE.match(text)
     if compare:
         equal = compare.group(1).casefold() == compare.group(3).casefold()
