@@ -166,6 +166,10 @@ def read_pins(config: Config) -> PinSet:
     else:
         names = detect_pin_files(repo)
         projects = msbuild_eval.find_projects(repo, skip=config.cache)
+        # A solution's projects count even before `git add`.
+        projects += [
+            n for n in names if n.endswith(msbuild_eval.PROJECT_SUFFIXES) and n not in projects
+        ]
     pins: list[Pin] = []
     files: list[str] = []
     # Each project as MSBuild evaluates it; the .NET files its evaluation read are not read again
