@@ -5,6 +5,7 @@ packages.lock.json per project, and the stamp and stale-pin per project."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from cachelint import pins
@@ -261,3 +262,25 @@ def test_an_override_that_joins_the_central_version_is_stale_for_that_project_on
     lines = [line for line in checked.stdout.splitlines() if "eval-cache-stale-pin" in line]
     assert len(lines) == 1, checked.stdout
     assert f"{MEAI} (tests/Evals/Evals.csproj): recorded 10.8.0 vs pin 10.9.0" in lines[0]
+
+
+def test_a_solution_with_a_version_override_stamps(git_repo: Path) -> None:
+    # Issue 15: with a .sln present, an override was "pinned differently" and stamp refused.
+    shutil.copytree(Path(__file__).parent / "data/pins/dotnet-cpm", git_repo, dirs_exist_ok=True)
+    csproj = git_repo / "src/Evals/Evals.csproj"
+    csproj.write_text(
+        csproj.read_text().replace(
+            f'<PackageReference Include="{MEAI}" />',
+            f'<PackageReference Include="{MEAI}" VersionOverride="10.11.0" />',
+        )
+    )
+    lock = git_repo / "src/Evals/packages.lock.json"
+    lock.write_text(lock.read_text().replace('"resolved": "10.9.0"', '"resolved": "10.11.0"', 1))
+    write(git_repo, {"cachelint.toml": 'cache = "eval-cache"\nkey-prefix = 96\n'})
+    write_entry(git_repo / "eval-cache", "Geography.Capitals", "1")
+    commit_all(git_repo, "record")
+    stamped = run_cachelint(git_repo, "stamp", env=ENV)
+    assert stamped.returncode == 0, stamped.stderr
+    stamp = json.loads((git_repo / "eval-cache/.eval-cache-stamp.json").read_text())
+    assert stamp["packages"][MEAI] == "10.11.0"
+    assert stamp["pinFiles"][MEAI] == "src/Evals/Evals.csproj"
