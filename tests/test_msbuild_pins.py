@@ -284,3 +284,17 @@ def test_a_solution_with_a_version_override_stamps(git_repo: Path) -> None:
     stamp = json.loads((git_repo / "eval-cache/.eval-cache-stamp.json").read_text())
     assert stamp["packages"][MEAI] == "10.11.0"
     assert stamp["pinFiles"][MEAI] == "src/Evals/Evals.csproj"
+
+
+def test_only_projects_that_use_the_family_date_the_pins(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "evals/Directory.Packages.props": central((MEAI, "10.9.0")),
+            "evals/Evals/Evals.csproj": project(MEAI),
+            "tools/Directory.Packages.props": central(("Spectre.Console", "0.50.0")),
+            "tools/Cli/Cli.csproj": project("Spectre.Console"),
+        },
+    )
+    got = versions(tmp_path)
+    assert got.files == ("evals/Directory.Packages.props", "evals/Evals/Evals.csproj")

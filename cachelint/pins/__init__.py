@@ -145,6 +145,9 @@ def detect_pin_files(repo: Path) -> list[str]:
 class PinSet:
     files: tuple[str, ...]  # every pin file read (includes followed), in reading order
     pins: tuple[Pin, ...]
+    # The files each .NET project's evaluation read: they count only for projects that use a
+    # family package (an unrelated project's props must not date the stamp's pins).
+    project_files: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 _DOTNET_NAMES = ("directory.packages.props", "packages.lock.json", "directory.build.props")
@@ -175,10 +178,11 @@ def read_pins(config: Config) -> PinSet:
     # Each project as MSBuild evaluates it; the .NET files its evaluation read are not read again
     # on their own (a VersionOverride is that project's version, not a second opinion).
     consumed: set[str] = set()
+    project_files: dict[str, tuple[str, ...]] = {}
     for project in projects:
         evaluated = msbuild_eval.evaluate(repo, project)
         pins.extend(evaluated.pins)
-        files.extend(f for f in evaluated.files if f not in files)
+        project_files[project] = evaluated.files
         consumed.update(evaluated.files)
     for name in names:
         last = name.rpartition("/")[2].lower()
@@ -201,7 +205,7 @@ def read_pins(config: Config) -> PinSet:
             if source not in files:
                 files.append(source)
         pins.extend(found)
-    return PinSet(tuple(files), tuple(pins))
+    return PinSet(tuple(files), tuple(pins), project_files)
 
 
 # ---- the family and its versions ----------------------------------------------------------------
@@ -274,6 +278,13 @@ def _agree_hint(disagreeing: Sequence[Pin]) -> str:
     return "make the pin files agree on one version"
 
 
+def _every_file(pin_set: PinSet) -> list[str]:
+    every = list(pin_set.files)
+    for files in pin_set.project_files.values():
+        every += [f for f in files if f not in every]
+    return every
+
+
 def resolve(pin_set: PinSet, patterns: Iterable[str]) -> Resolution:
     """Exact versions of every family package, and a problem per package without exactly one."""
     groups: dict[tuple[Ecosystem, str], list[Pin]] = {}
@@ -291,7 +302,7 @@ def resolve(pin_set: PinSet, patterns: Iterable[str]) -> Resolution:
             PinProblem(
                 pattern,
                 None,
-                f"{pattern}: not found in {_where(pin_set.files)}; pin it there "
+                f"{pattern}: not found in {_where(_every_file(pin_set))}; pin it there "
                 "(or fix `packages` in the config)",
             )
         )
@@ -315,7 +326,11 @@ def resolve(pin_set: PinSet, patterns: Iterable[str]) -> Resolution:
             continue
         for label, resolved in decided.items():
             by_project.setdefault(label, {})[stamp_key(resolved.name)] = resolved
-    return Resolution(pin_set.files, pinned, tuple(problems), by_project)
+    used = {p.project for group in groups.values() for p in group if p.project is not None}
+    files = list(pin_set.files)
+    for project in sorted(used):
+        files += [f for f in pin_set.project_files.get(project, ()) if f not in files]
+    return Resolution(tuple(files), pinned, tuple(problems), by_project)
 
 
 def _decide(group: list[Pin], ecosystem: Ecosystem, project: str | None) -> Resolved | PinProblem:
