@@ -61,7 +61,7 @@ class Config:
     key_prefix: int = 16
     exclude: tuple[str, ...] = ()
     stamp: str = DEFAULT_STAMP
-    packages: tuple[str, ...] = ("cachelint",)
+    packages: tuple[str, ...] = ()  # none set: by layout, see `cachelint.meai.family`
     pins: tuple[str, ...] = ()
     min_ttl_days: int = MIN_TTL_DAYS
     expiry_warning_days: int = 30

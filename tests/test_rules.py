@@ -23,6 +23,7 @@ from cachelint.rules import Rule, all_rules
 from cachelint.store import Store
 from cachelint.tree import IndexEntry, TreeFacts
 from tests.conftest import commit_all, git
+from tests.meai_tree import stj_indented
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 TREE_CODES = [r.code for r in all_rules() if r.group == "tree"]
@@ -71,13 +72,14 @@ def put(repo: Path, scenario: str = "agent/tenant/hello", text: str = "hi") -> P
 def write_meai(repo: Path, *, key: str = MEAI_KEY, scenario: str = "Scenario") -> Path:
     directory = repo / "eval-cache" / "cache" / scenario / "1" / key
     directory.mkdir(parents=True)
+    # As MEAI 10.9.0 writes it: no fraction on a whole second, indented, no final newline.
     entry = {
         "scenarioName": scenario,
         "iterationName": "1",
-        "creation": "2026-01-01T00:00:00.0000000Z",
-        "expiration": "2027-01-01T00:00:00.0000000Z",
+        "creation": "2026-01-01T00:00:00Z",
+        "expiration": "2027-01-01T00:00:00Z",
     }
-    (directory / "entry.json").write_text(json.dumps(entry, indent=2))
+    (directory / "entry.json").write_bytes(stj_indented(entry).encode())
     (directory / "contents.data").write_text('{\n  "messages": []\n}')
     return directory
 
@@ -113,6 +115,7 @@ def test_every_tree_rule_has_a_test() -> None:
         "eval-cache-empty",
         "eval-cache-corrupt",
         "eval-cache-unused",  # tests/test_lifecycle.py
+        "eval-cache-results-in-root",  # tests/test_meai.py
     }
 
 

@@ -415,6 +415,7 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
 
 def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
+    from cachelint import meai
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
     from cachelint.runner.evaluators import eval_context
@@ -424,7 +425,8 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution
     canary_roots = [c for c in config.cache if (repo / c).is_dir()]
-    before = snapshot(repo, canary_roots) if not plan.mode.records else None
+    skip = meai.skip_matcher(config, present_only=False)  # `exclude`, MEAI's results
+    before = snapshot(repo, canary_roots, skip) if not plan.mode.records else None
 
     progress = (
         _progress(err, len(selected)) if err.isatty() and len(selected) >= _PROGRESS_MIN else None
@@ -465,7 +467,7 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
     after_by_root: dict[str, Snapshot] | None = None
     if before is not None:
         after_by_root = {
-            root: snapshot(repo, [root]) for root in config.cache if (repo / root).is_dir()
+            root: snapshot(repo, [root], skip) for root in config.cache if (repo / root).is_dir()
         }
         after: Snapshot = {}
         for part in after_by_root.values():
