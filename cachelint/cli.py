@@ -17,7 +17,17 @@ from collections.abc import Sequence
 from cachelint import __version__
 from cachelint.errors import CachelintError, ExitCode
 
-COMMANDS = ("check", "stamp", "run", "watch", "guard", "fake-provider")
+COMMANDS = (
+    "check",
+    "stamp",
+    "run",
+    "report",
+    "green",
+    "watch",
+    "guard",
+    "prune",
+    "fake-provider",
+)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -180,10 +180,6 @@ def guard_target(
     return guarded
 
 
-def for_replay(
-    target: Callable[[Any, Any], Any], *, replay: bool, python: bool
-) -> tuple[Callable[[Any, Any], Any], AbstractContextManager[None]]:
-    """What `cachelint run` executes: under replay, the guarded target and the armed hook."""
-    if not replay:
-        return target, nullcontext()
-    return guard_target(target, must_use_cache=python), replay_only()
+def armed(*, replay: bool) -> AbstractContextManager[None]:
+    """`replay_only()` for a replay, nothing otherwise: what `cachelint run` executes under."""
+    return replay_only() if replay else nullcontext()

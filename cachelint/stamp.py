@@ -5,8 +5,16 @@
       "packages": {"Microsoft.Extensions.AI.Evaluation": "10.9.0"},
       "pinFiles": {"Microsoft.Extensions.AI.Evaluation": "Directory.Packages.props"},
       "pinnedAt": "2026-01-31",           # date of the pins (see `pinned_at`)
-      "ttlDays": 365
+      "ttlDays": 365,                     # the shortest TTL of the tree's entries, in days
+      "ttlDaysLongest": 3650,             # and the longest
+      "entries": 1234,                    # entries under the root when it was stamped
+      "seal": "<blake3 hex>"              # digest of the entry set (see `seal`)
     }
+
+The seal makes a deleted, added or changed entry visible to a check that has nothing to compare
+with: it is the blake3 of one line "<entry directory relative to the root>\0<entry digest>\n" per
+entry, sorted by directory, where the entry digest covers the content of both of its files
+(`store.entry_digest`). A stamp written before seals existed has neither field and is still read.
 
 Written with dump_pretty (sorted keys, LF, final newline) and atomically, so re-stamping the same
 pins rewrites the same bytes. Reading validates every field and names the first bad one.
@@ -21,6 +29,8 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import blake3
+
 from cachelint import pins
 from cachelint.canonical import dump_pretty
 from cachelint.config import Config
@@ -31,6 +41,8 @@ from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")
+_OPTIONAL = ("ttlDaysLongest", "projects", "entries", "seal")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 class InvalidStamp(CachelintError):
@@ -44,15 +56,44 @@ class Stamp:
     packages: Mapping[str, str]  # package name -> exact version the tree was recorded under
     pin_files: Mapping[str, str] = field(default_factory=dict)  # package name -> pin file
     format: int = FORMAT
+    ttl_days_longest: int | None = None
+    # .NET projects that build with different versions of a family package: project -> package ->
+    # version (those packages are not in `packages`).
+    projects: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    entries: int | None = None  # None: written before seals existed
+    seal: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "format": self.format,
             "packages": dict(sorted(self.packages.items())),
             "pinFiles": dict(sorted(self.pin_files.items())),
             "pinnedAt": self.pinned_at.isoformat(),
             "ttlDays": self.ttl_days,
         }
+        if self.ttl_days_longest is not None:
+            data["ttlDaysLongest"] = self.ttl_days_longest
+        if self.projects:
+            projects = sorted(self.projects.items())
+            data["projects"] = {p: dict(sorted(v.items())) for p, v in projects}
+        if self.seal is not None:
+            data["entries"] = self.entries
+            data["seal"] = self.seal
+        return data
+
+
+def seal(root: str, entries: Iterable[Entry]) -> str:
+    """The digest of the entry set under `root` (see the module docs)."""
+    cut = len(root.rstrip("/")) + 1
+    return seal_of((e.directory[cut:], e.digest or "") for e in entries)
+
+
+def seal_of(pairs: Iterable[tuple[str, str]]) -> str:
+    """The seal of (entry directory relative to its root, entry digest) pairs."""
+    hasher = blake3.blake3()
+    for line in sorted(f"{directory}\0{digest}\n" for directory, digest in pairs):
+        hasher.update(line.encode("utf-8", "surrogateescape"))
+    return hasher.hexdigest()
 
 
 def _str_map(data: Mapping[str, Any], name: str) -> dict[str, str]:
@@ -70,7 +111,7 @@ def parse_stamp(data: Any) -> Stamp:
     for name in _FIELDS:
         if name not in data:
             raise InvalidStamp(f"field {name!r} is missing")
-    unknown = sorted(set(data) - set(_FIELDS))
+    unknown = sorted(set(data) - set(_FIELDS) - set(_OPTIONAL))
     if unknown:
         raise InvalidStamp(f"unknown field {unknown[0]!r}")
     fmt = data["format"]
@@ -79,6 +120,11 @@ def parse_stamp(data: Any) -> Stamp:
     ttl = data["ttlDays"]
     if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
         raise InvalidStamp(f"field 'ttlDays' is {ttl!r}, expected a positive integer")
+    longest = data.get("ttlDaysLongest")
+    if longest is not None and (
+        isinstance(longest, bool) or not isinstance(longest, int) or longest < ttl
+    ):
+        raise InvalidStamp(f"field 'ttlDaysLongest' is {longest!r}, expected an integer >= ttlDays")
     pinned = data["pinnedAt"]
     try:
         if not isinstance(pinned, str) or not _DATE.fullmatch(pinned):
@@ -91,7 +137,23 @@ def parse_stamp(data: Any) -> Stamp:
     stray = sorted(set(pin_files) - set(packages))
     if stray:
         raise InvalidStamp(f"field 'pinFiles' names {stray[0]!r}, which 'packages' does not")
-    return Stamp(pinned_at, ttl, packages, pin_files, fmt)
+    projects = data.get("projects", {})
+    if not isinstance(projects, dict):
+        raise InvalidStamp("field 'projects' must be an object of project to package versions")
+    per_project = {project: _str_map(projects, project) for project in projects}
+    entries, sealed = _parse_seal(data)
+    return Stamp(pinned_at, ttl, packages, pin_files, fmt, longest, per_project, entries, sealed)
+
+
+def _parse_seal(data: Mapping[str, Any]) -> tuple[int | None, str | None]:
+    if "entries" not in data and "seal" not in data:
+        return None, None
+    count, sealed = data.get("entries"), data.get("seal")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise InvalidStamp(f"field 'entries' is {count!r}, expected a count of entries")
+    if not isinstance(sealed, str) or not _HEX64.fullmatch(sealed):
+        raise InvalidStamp(f"field 'seal' is {sealed!r}, expected a blake3 hex digest")
+    return count, sealed
 
 
 def read_stamp(path: Path) -> Stamp | None:

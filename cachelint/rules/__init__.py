@@ -37,9 +37,12 @@ _MODULES: tuple[str, ...] = (
     "special_file",
     "secret",
     "env_file",
+    "unused",
+    "results_in_root",
     # stamp and TTL
     "no_stamp",
     "stamp_invalid",
+    "unstamped",
     "stale_pin",
     "unpinned",
     "short_ttl",

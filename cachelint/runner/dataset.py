@@ -23,7 +23,8 @@ from cachelint.confine import read_inside
 from cachelint.errors import CachelintError
 from cachelint.fsutil import DEFAULT_MAX_BYTES, read_regular
 from cachelint.jsontext import lone_surrogate
-from cachelint.runner.assertions import json_kind, validate_assertion
+from cachelint.runner.assertions import json_kind
+from cachelint.runner.checks import validate as validate_assertion
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
 from cachelint.winpath import problem
