@@ -254,19 +254,20 @@ def test_fifo_in_place_of_a_cache_file_fails_the_scenario_without_hanging(git_re
     assert "contents.data cannot be read (is a FIFO (named pipe), not a regular file" in proc.stdout
 
 
-def test_fifo_under_a_cache_root_is_a_special_file_finding(git_repo: Path) -> None:
+def test_fifo_under_a_cache_root_is_a_special_file_finding_not_a_hang(git_repo: Path) -> None:
     recorded_repo(git_repo)
     os.mkfifo(git_repo / "eval-cache/cache/support/pipe")
-    from cachelint.config import load
-    from cachelint.rules.special_file import RULE
-    from cachelint.tree import collect
-    from tests.test_rules import NOW as RULES_NOW
-
-    found = list(RULE.check(collect(load(git_repo), now=RULES_NOW)))
-    assert [(f.path, f.code) for f in found] == [
-        ("eval-cache/cache/support/pipe", "eval-cache-special-file")
+    contents = next(p for p in (git_repo / "eval-cache").rglob("contents.data"))
+    contents.unlink()
+    os.mkfifo(contents)  # in place of a tracked cache file
+    proc = run_cachelint(git_repo, "check", "--select", "eval-cache-special-file")
+    assert proc.returncode == 1, proc.stderr
+    found = [line for line in proc.stdout.splitlines() if "eval-cache-special-file" in line]
+    assert [line.split(":")[0] for line in found] == [
+        contents.relative_to(git_repo).as_posix(),
+        "eval-cache/cache/support/pipe",
     ]
-    assert "FIFO" in found[0].message
+    assert all("is a FIFO (named pipe), not a regular file" in line for line in found)
 
 
 def test_fifo_dataset_is_an_error_not_a_hang(git_repo: Path) -> None:
