@@ -112,20 +112,20 @@ def check_config(config: Config) -> None:
 
 
 def check_output(config: Config, option: str, path: Path) -> Path:
-    """A report file named on the command line (`--junit`, `--html`): inside the repository, not
-    through a link, not in `.git` or a cache root, and not a tracked file. Returns it absolute."""
-    repo = config.repo.resolve()
+    """A report file named on the command line (`--junit`, `--html`). Inside the repository it
+    may not pass through a link (a committed link could aim it anywhere), land in `.git` or a
+    cache root, or replace a tracked file. A path outside the repository is the caller's own
+    choice (CI writes reports to its temp directory) and is taken as given. Returns it absolute."""
     absolute = Path(os.path.abspath(Path.cwd() / path))
-    try:
-        rel = absolute.relative_to(repo).as_posix()
-    except ValueError:
+    rel = None
+    for repo in (config.repo, config.repo.resolve()):
         try:
-            rel = absolute.relative_to(config.repo).as_posix()
+            rel = absolute.relative_to(repo).as_posix()
+            break
         except ValueError:
-            raise OutsideRepository(
-                f"{option} {path}: outside the repository {config.repo}; write reports inside "
-                "it (e.g. eval-results/report.xml)"
-            ) from None
+            continue
+    if rel is None:
+        return absolute
     if rel in ("", ".") or _in_git_dir(rel):
         raise OutsideRepository(
             f"{option} {path}: inside .git; write reports in the working tree (e.g. eval-results/)"

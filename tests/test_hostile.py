@@ -220,13 +220,18 @@ def test_results_symlinked_into_the_cache_root_is_refused(git_repo: Path) -> Non
     assert git(git_repo, "status", "--porcelain", "--", "eval-cache") == ""
 
 
-def test_reports_outside_the_repository_or_onto_tracked_files_are_refused(
+def test_reports_through_links_into_git_or_onto_tracked_files_are_refused(
     git_repo: Path, tmp_path: Path
 ) -> None:
     recorded_repo(git_repo)
-    proc = run_cachelint(git_repo, "run", "--junit", str(tmp_path / "junit.xml"))
-    assert proc.returncode == 2 and "outside the repository" in proc.stderr
-    assert not (tmp_path / "junit.xml").exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (git_repo / "reports").symlink_to(elsewhere, target_is_directory=True)
+    proc = run_cachelint(git_repo, "run", "--junit", "reports/junit.xml")
+    assert proc.returncode == 2 and "--junit reports/junit.xml" in proc.stderr
+    assert "is a symbolic link" in proc.stderr and list(elsewhere.iterdir()) == []
+    proc = run_cachelint(git_repo, "run", "--junit", ".git/junit.xml")
+    assert proc.returncode == 2 and "inside .git" in proc.stderr
     before = (git_repo / "pyproject.toml").read_bytes()
     proc = run_cachelint(git_repo, "run", "--html", "pyproject.toml")
     assert proc.returncode == 2 and "would overwrite the tracked file pyproject.toml" in proc.stderr
