@@ -39,6 +39,8 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
 )
 _COMBINED = re.compile("|".join(f"(?P<p{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
 _GROUP_OF = {f"p{i}": i for i in range(len(_PATTERNS))}
+# Changes whenever a pattern does, so verdicts cached under older patterns are not reused.
+PATTERNS_VERSION = blake3.blake3(repr(_PATTERNS).encode()).hexdigest()[:16]
 MIN_KEY_LENGTH = 8  # a configured key shorter than this would match ordinary words
 
 _CREDENTIAL_PARAM = re.compile(
@@ -104,6 +106,7 @@ class Allowlist:
         items = list(items)
         self.fingerprints = frozenset(i for i in items if i.startswith("blake3:"))
         globs = [i for i in items if not i.startswith("blake3:")]
+        self.globs = tuple(globs)
         self._spec: Any = None
         if globs:
             import pathspec

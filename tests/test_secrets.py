@@ -114,6 +114,19 @@ def test_check_finds_secrets_in_answers_and_datasets_masked(git_repo: Path) -> N
         assert secret not in output
 
 
+def test_entries_scanned_clean_are_remembered_by_content(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, ACME)
+    assert record(git_repo)[0].rc == 0
+    commit_all(git_repo)
+    assert check_secrets(git_repo)[0] == 0
+    remembered = (git_repo / ".git/cachelint/secrets-clean.txt").read_text().splitlines()
+    assert len(remembered) == 2  # the header and the one entry's digest
+    assert record(git_repo, ECHO)[0].rc == 0  # the same entry, now with a key in its answer
+    commit_all(git_repo)
+    rc, output = check_secrets(git_repo)
+    assert rc == 1 and "OpenAI API key sk-p..." in output
+
+
 def test_secret_in_the_stamp_is_found(git_repo: Path) -> None:
     write_repo(git_repo, DEAD, ACME)
     assert record(git_repo)[0].rc == 0

@@ -366,7 +366,7 @@ def plan_run(
 
 def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Wiring:
     """Build the target, the transport (a refuser unless the mode calls live) and the store."""
-    from cachelint.netguard import guard_target
+    from cachelint.netguard import armed, guard_target
     from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
     from cachelint.runner.dataset import Scenario
     from cachelint.runner.pytarget import Target, chat_target, load_target
@@ -377,7 +377,8 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
     target_config = config.target
     target: Target
     if target_config.type == "python" and target_config.function:
-        target = load_target(plan.repo, target_config.function, config.source)
+        with armed(replay=not plan.mode.calls_live):  # module-level code is the target's too
+            target = load_target(plan.repo, target_config.function, config.source)
     else:
         target = chat_target
     if not plan.mode.calls_live:

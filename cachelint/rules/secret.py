@@ -5,9 +5,9 @@ watched prompt files for well-known key formats and for the configured API key's
 finding masks the secret (first 4 characters and the length) and gives its fingerprint, which
 `secret-allow` accepts for a test fixture.
 
-`scan_file(path, raw, context)` is the per-file entry point: a check that already reads every
-contents.data (content verification) hands each one to it and stores the findings in
-`facts.secret_findings`; then this rule does not read the cache files again.
+`scan_file(path, raw, context)` is the per-file entry point. Cache entries are scanned once per
+content: the digests (`store.entry_digest`) of entries found clean are kept in the repository's
+git directory, so a hook's check reads only entries that are new or changed.
 """
 
 from __future__ import annotations
@@ -15,11 +15,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+import blake3
 
 from cachelint.findings import Finding
-from cachelint.fsutil import read_regular
+from cachelint.fsutil import atomic_write_chunks, read_regular
+from cachelint.gitutil import run_git
 from cachelint.rules import Rule
-from cachelint.secretscan import Allowlist, describe, secrets_in
+from cachelint.secretscan import Allowlist, describe, fingerprint, secrets_in
+from cachelint.store import CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, entry_digest
 from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-secret"
@@ -86,10 +91,72 @@ def _watched_files(facts: TreeFacts) -> Iterable[str]:
     return [p for p in worktree_files(facts.repo) if selector.watched(p)]
 
 
-def _cache_files(facts: TreeFacts) -> Iterator[str]:
+# Entries already scanned clean, by content digest (`store.entry_digest`), in the repository's
+# git directory beside the entry cache: a hook's check then reads only new or changed entries.
+_CLEAN_FILE = "cachelint/secrets-clean.txt"
+
+
+def _scan_header(ctx: ScanContext) -> str:
+    """What a clean verdict depends on: the patterns, the allowlist and the configured key."""
+    from cachelint.secretscan import PATTERNS_VERSION
+
+    parts = [PATTERNS_VERSION, repr(sorted(ctx.allow.fingerprints)), repr(ctx.allow.globs)]
+    parts += [fingerprint(v) for v in ctx.extra]
+    return "secrets-clean 1 " + blake3.blake3("\n".join(parts).encode()).hexdigest()
+
+
+def _clean_path(repo: Path) -> Path | None:
+    result = run_git(["rev-parse", "--absolute-git-dir"], cwd=repo, check=False)
+    if result.rc != 0:
+        return None
+    return Path(os.fsdecode(result.out.strip())) / _CLEAN_FILE
+
+
+def _load_clean(path: Path | None, header: str) -> set[str]:
+    if path is None:
+        return set()
+    try:
+        lines = path.read_text(encoding="ascii").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return set(lines[1:]) if lines and lines[0] == header else set()
+
+
+def _save_clean(path: Path | None, header: str, digests: set[str]) -> None:
+    if path is None:
+        return
+    text = "\n".join([header, *sorted(digests)]) + "\n"
+    try:
+        atomic_write_chunks(path, (text.encode("ascii"),), durable=False)
+    except OSError:
+        pass  # only a cache: the next check scans again
+
+
+def _cache_findings(facts: TreeFacts, ctx: ScanContext) -> Iterator[Finding]:
+    """Every entry's two files, except entries whose digest was scanned clean before."""
+    known = {e.directory: e.digest for e in facts.entries if getattr(e, "digest", None)}
+    path = _clean_path(facts.repo)
+    header = _scan_header(ctx)
+    clean = _load_clean(path, header)
+    now_clean: set[str] = set()
     for directory, names in sorted(facts.entry_dirs.items()):
+        digest = known.get(directory)
+        if digest is not None and digest in clean:
+            now_clean.add(digest)
+            continue
+        found: list[Finding] = []
+        raws: dict[str, bytes] = {}
         for name in sorted(names):
-            yield f"{directory}/{name}"
+            rel = f"{directory}/{name}"
+            raw = _read(facts, rel, ctx.max_bytes)
+            if raw is not None:
+                raws[name] = raw
+                found += scan_file(rel, raw, ctx)
+        yield from found
+        if not found and set(raws) == set(ENTRY_FILES):
+            now_clean.add(entry_digest(raws[ENTRY_FILE], raws[CONTENTS_FILE]))
+    if now_clean != clean:
+        _save_clean(path, header, now_clean)
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
@@ -97,15 +164,11 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     paths: list[str] = [f"{root}/{facts.config.stamp}" for root in facts.roots]
     paths += _dataset_files(facts)
     paths += _watched_files(facts)
-    done: list[Finding] | None = getattr(facts, "secret_findings", None)
-    if done is None:
-        paths += _cache_files(facts)
-    else:
-        yield from done
     for rel in dict.fromkeys(paths):
         raw = _read(facts, rel, ctx.max_bytes)
         if raw is not None:
             yield from scan_file(rel, raw, ctx)
+    yield from _cache_findings(facts, ctx)
 
 
 RULE = Rule(CODE, "an API key, token or private key in the cache, stamp, datasets, prompts", check)
