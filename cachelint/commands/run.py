@@ -21,13 +21,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from cachelint.config import Config, load
+from cachelint.config import load
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
 
-TransportFactory = Callable[[Config], Any]
+TransportFactory = Callable[[Any], Any]  # TargetConfig -> transport (tests, benchmarks)
 
 _EXECUTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _PROGRESS_MIN = 20  # scenarios; shorter runs finish before a progress bar is worth drawing
@@ -108,19 +108,6 @@ def _handle(ns: argparse.Namespace) -> int:
         html=Path(ns.html) if ns.html else None,
         out=sys.stdout,
         err=sys.stderr,
-    )
-
-
-def _default_transport(config: Config) -> Any:
-    from cachelint.runner.transport import OpenAICompatibleTransport, load_api_key
-
-    target = config.target
-    return OpenAICompatibleTransport(
-        target.url,
-        api_key=load_api_key(config.repo, target.api_key_env, target.env_file),
-        params=target.params,
-        timeout=target.timeout,
-        max_retries=target.max_retries,
     )
 
 
@@ -221,11 +208,11 @@ def run(
 ) -> int:
     from cachelint import clock
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
-    from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
-    from cachelint.runner.dataset import Scenario, load_scenarios
+    from cachelint.runner.dataset import load_scenarios
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
-    from cachelint.runner.pytarget import Target, chat_target, load_target
+    from cachelint.runner.judges import METRICS
     from cachelint.runner.report import RunReport, parse_format, render, render_html, render_junit
+    from cachelint.runner.wiring import wire
     from cachelint.store import Store
 
     chosen_mode = _resolve_mode(mode, refresh)
@@ -241,7 +228,7 @@ def run(
             _refuse_inside_cache(option, path, repo, config.cache)
     moment = now if now is not None else clock.now()
     execution_name = _execution_name(execution, moment)
-    every = load_scenarios(repo, config.datasets)
+    every = load_scenarios(repo, config.datasets, metrics=METRICS | set(config.judge.metrics))
     selected = _select(
         every,
         agents=agents,
@@ -250,44 +237,20 @@ def run(
         datasets=config.datasets,
     )
 
-    target_config = config.target
-    target: Target
-    if target_config.type == "python" and target_config.function:
-        target = load_target(repo, target_config.function, config.source)
-    else:
-        target = chat_target
-    transport: Any
-    if chosen_mode.calls_live:
-        transport = (transport_factory or _default_transport)(config)
-    else:
-        transport = OfflineRefuser()
     store = Store(
         config.cache_roots()[0],
         key_prefix=config.key_prefix,
         ttl_days=config.ttl_days,
         clock=lambda: moment,
     )
-    recorders: dict[str, Recorder] = {}
-    for s in selected:
-        recorders[s.identity] = Recorder(
-            command=_rerecord_command(s.identity, trials=trials, config_path=config_path),
-            url=target_config.url,
-            api_key_env=target_config.api_key_env,
-            env_file=target_config.env_file,
-        )
-
-    def make_client(scenario: Scenario, trial: int) -> CachingClient:
-        return CachingClient(
-            store=store,
-            scenario=scenario.identity,
-            trial=trial,
-            mode=chosen_mode,
-            transport=transport,
-            provider=target_config.provider,
-            model=target_config.model,
-            recorder=recorders[scenario.identity],
-            repo_prefix=config.cache[0],
-        )
+    wiring = wire(
+        config,
+        scenarios=selected,
+        store=store,
+        mode=chosen_mode,
+        rerecord=lambda s: _rerecord_command(s, trials=trials, config_path=config_path),
+        transport_factory=transport_factory,
+    )
 
     results_dir = repo / config.results / execution_name
     canary_roots = [c for c in config.cache if (repo / c).is_dir()]
@@ -308,13 +271,14 @@ def run(
         with writer:
             results = run_scenarios(
                 selected,
-                make_client=make_client,
-                target=target,
+                make_client=wiring.make_client,
+                target=wiring.target,
                 trials=trials,
                 jobs=jobs,
                 on_done=on_done,
             )
     finally:
+        wiring.close()
         if progress is not None:
             progress(None)
 

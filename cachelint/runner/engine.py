@@ -140,13 +140,17 @@ def _judge(
 ) -> tuple[tuple[JudgeScore, ...], tuple[CallRecord, ...]]:
     """Score each metric through the same cache (so judges replay offline); never gate."""
     scores: list[JudgeScore] = []
-    judge_client = dataclasses.replace(client, purpose="judge", calls=[], misses=[])
+    # [tool.cachelint.judge] target may name another target (another model) for the judges.
+    judge_client = dataclasses.replace(
+        client.judge_client or client, purpose="judge", calls=[], misses=[]
+    )
     for metric in scenario.judges:
         judge_client.purpose = f"judge:{metric}"
         before = len(judge_client.calls)
         try:
             completion = judge_client.chat(
-                judge_messages(metric, scenario, output), options=JUDGE_OPTIONS
+                judge_messages(metric, scenario, output, client.rubrics.get(metric)),
+                options=JUDGE_OPTIONS,
             )
         except CachelintError as exc:
             first = str(exc).splitlines()[0]
