@@ -109,7 +109,7 @@ def cachelint(request: pytest.FixtureRequest) -> Iterator[Any]:
     settings = state["settings"]
     target = settings.target
     nodeid = request.node.nodeid
-    transport = (
+    transport: Any = (
         upstream_transport(settings.repo, target) if state["mode"].calls_live else OfflineRefuser()
     )
     client = CachingClient(

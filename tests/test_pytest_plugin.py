@@ -38,7 +38,8 @@ def test_refund(cachelint, tenant):
 def test_swallowed_miss(cachelint):
     sdk = openai.OpenAI(base_url=cachelint.base_url, api_key=cachelint.api_key, max_retries=0)
     try:
-        sdk.chat.completions.create(model="bot-model", messages=[{"role": "user", "content": QUESTION}])
+        sdk.chat.completions.create(
+            model="bot-model", messages=[{"role": "user", "content": QUESTION}])
     except openai.APIStatusError:
         pass
 
