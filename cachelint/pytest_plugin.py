@@ -92,9 +92,11 @@ def _session(config: pytest.Config) -> dict[str, Any]:
         ttl_days=settings.ttl_days,
         clock=lambda: moment,
     )
-    state = {"settings": settings, "store": store, "mode": mode, "endpoint": Endpoint()}
+    endpoint = Endpoint()
+    state: dict[str, Any] = {"settings": settings, "store": store, "mode": mode}
+    state["endpoint"] = endpoint
     config.stash[_SESSION] = state
-    config.add_cleanup(state["endpoint"].close)
+    config.add_cleanup(endpoint.close)
     return state
 
 

@@ -117,8 +117,9 @@ def run_trial(
         error = str(exc)
     except Exception as exc:  # the team's agent code failed: a failed scenario, not a crash
         error = f"the target raised {type(exc).__name__}: {exc}"
-    if error is None and client.misses:
-        # The target swallowed the CacheMiss (a broad `except`): a miss is never a pass or a skip.
+    if client.misses:
+        # The target swallowed the CacheMiss (a broad `except`), or an SDK turned the endpoint's
+        # miss into its own error: a miss is never a pass or a skip, and its explanation wins.
         error = client.misses[0]
     calls = tuple(client.calls)
     assertions: tuple[AssertionResult, ...] = ()
