@@ -47,3 +47,14 @@ def test_readme_quick_start_is_two_commands() -> None:
     assert len(blocks) == 2
     assert all(len(block.strip().splitlines()) == 1 for block in blocks)
     assert "cachelint run" in blocks[0] and "pytest" in blocks[1]
+
+
+def test_dataset_reference_documents_every_field_assertion_type_and_metric() -> None:
+    from cachelint.runner.assertions import DETERMINISTIC
+    from cachelint.runner.dataset import FIELDS
+    from cachelint.runner.judges import METRICS
+
+    reference = (PROJECT / "docs/datasets.md").read_text(encoding="utf-8")
+    assert "(docs/datasets.md)" in README
+    for name in sorted(FIELDS | DETERMINISTIC | METRICS):
+        assert f"| `{name}` |" in reference, name
