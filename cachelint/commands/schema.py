@@ -29,7 +29,7 @@ def add_parser(
 
 
 def schema_text() -> str:
-    return files("cachelint").joinpath("data", SCHEMA).read_text(encoding="utf-8")
+    return files("cachelint").joinpath("data").joinpath(SCHEMA).read_text(encoding="utf-8")
 
 
 def schema(*, out: TextIO) -> int:
