@@ -46,9 +46,7 @@ def answer(scenario: Any, client: Any) -> str:
         max_retries=0,
     )
     messages: list[dict[str, Any]] = [dict(m) for m in scenario.messages]
-    plan = sdk.chat.completions.create(
-        model=PLANNER, messages=messages, tools=TOOLS, temperature=0
-    )
+    plan = sdk.chat.completions.create(model=PLANNER, messages=messages, tools=TOOLS, temperature=0)
     message = plan.choices[0].message
     if not message.tool_calls:
         return message.content or ""
