@@ -415,3 +415,73 @@ def test_replay_in_a_network_namespace_with_only_loopback(git_repo: Path) -> Non
     if done.returncode != 0 and "Operation not permitted" in done.stderr:
         pytest.skip("this sandbox cannot make a network namespace")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _direct_client(root: Path, mode: Any, transport: Any, endpoint: Any) -> Any:
+    from cachelint.runner.client import CachingClient, Recorder
+    from cachelint.store import Store
+
+    return CachingClient(
+        store=Store(root),
+        scenario="support/acme/refund",
+        trial=1,
+        mode=mode,
+        transport=transport,
+        provider="cachelint-fake",
+        model="configured-model",
+        recorder=Recorder("cachelint run --refresh-cache", DEAD, "CACHELINT_TEST_KEY", None),
+        endpoint=endpoint,
+    )
+
+
+@pytest.mark.parametrize("library", ["httpx", "httpx2"])
+def test_a_streamed_answer_replays_as_the_same_event_stream(tmp_path: Path, library: str) -> None:
+    module = pytest.importorskip(library)
+    from cachelint.runner.client import Mode, OfflineRefuser
+    from cachelint.runner.endpoint import Endpoint
+    from cachelint.runner.transport import OpenAICompatibleTransport
+
+    body = {
+        "model": "small-model",
+        "messages": [{"role": "user", "content": "refunds?"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "user": "someone",
+    }
+    streams = []
+    with Endpoint() as endpoint, fake_server(SCRIPT) as fake:
+        upstream = OpenAICompatibleTransport(
+            fake.url, api_key=None, params={}, timeout=5, max_retries=0
+        )
+        for mode, transport in ((Mode.AUTO, upstream), (Mode.REPLAY, OfflineRefuser())):
+            client = _direct_client(tmp_path / "eval-cache", mode, transport, endpoint)
+            with client.http_client(library) as http:
+                assert isinstance(http, module.Client)
+                reply = http.post(f"{client.base_url}/chat/completions", json=body)
+            assert reply.status_code == 200, reply.text
+            assert reply.headers["content-type"] == "text/event-stream"
+            streams.append(reply.content)
+        upstream.close()
+        # Upstream saw one whole (not streamed) call without the transport fields.
+        assert fake.bodies == [{"model": "small-model", "messages": body["messages"]}]
+    assert streams[0] == streams[1]
+    assert b'"usage"' in streams[0] and streams[0].endswith(b"data: [DONE]\n\n")
+    [request] = recorded_requests(tmp_path)
+    assert request["trial"] == 1 and "options" not in request
+
+
+def test_a_request_for_a_scenario_that_is_not_running_is_refused(tmp_path: Path) -> None:
+    import httpx
+
+    from cachelint.runner.client import Mode, OfflineRefuser
+    from cachelint.runner.endpoint import Endpoint
+
+    with Endpoint() as endpoint:
+        client = _direct_client(tmp_path, Mode.REPLAY, OfflineRefuser(), endpoint)
+        url = client.base_url
+        endpoint.release(client)
+        reply = httpx.post(f"{url}/chat/completions", json={"model": "m", "messages": []})
+        assert reply.status_code == 404
+        assert "is not running in this cachelint run" in reply.json()["error"]["message"]
+        other = httpx.get(f"http://127.0.0.1:{endpoint.port}/v1/models")
+        assert other.status_code == 404

@@ -250,6 +250,18 @@ def _strings(value: Any, field: str, f: _Fields) -> list[str]:
     return items
 
 
+def _judges(value: Any, f: _Fields, metrics: Collection[str]) -> list[str]:
+    judges = _strings(value, "judge", f)
+    for i, metric in enumerate(judges):
+        if metric not in metrics:
+            raise f.error(
+                f"judge[{i}]",
+                f"unknown metric {metric!r}; allowed: {', '.join(sorted(metrics))} (custom "
+                "metrics go in [tool.cachelint.judge.metrics])",
+            )
+    return judges
+
+
 def parse_scenario(
     repo: Path,
     identity: str,
@@ -308,14 +320,7 @@ def parse_scenario(
         validate_assertion(spec, f"{path}: assert[{i}]")
         for i, spec in enumerate(f.array(data.get("assert", []), "assert"))
     ]
-    judges = _strings(data.get("judge", []), "judge", f)
-    for i, metric in enumerate(judges):
-        if metric not in metrics:
-            raise f.error(
-                f"judge[{i}]",
-                f"unknown metric {metric!r}; allowed: {', '.join(sorted(metrics))} (custom "
-                "metrics go in [tool.cachelint.judge.metrics])",
-            )
+    judges = _judges(data.get("judge", []), f, metrics)
     trials = data.get("trials", 1)
     if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
         raise f.error(
