@@ -480,8 +480,13 @@ def test_a_request_for_a_scenario_that_is_not_running_is_refused(tmp_path: Path)
         client = _direct_client(tmp_path, Mode.REPLAY, OfflineRefuser(), endpoint)
         url = client.base_url
         endpoint.release(client)
-        reply = httpx.post(f"{url}/chat/completions", json={"model": "m", "messages": []})
+        auth = {"Authorization": f"Bearer {client.api_key}"}
+        unauthorised = httpx.post(f"{url}/chat/completions", json={})
+        assert unauthorised.status_code == 401
+        reply = httpx.post(
+            f"{url}/chat/completions", json={"model": "m", "messages": []}, headers=auth
+        )
         assert reply.status_code == 404
         assert "is not running in this cachelint run" in reply.json()["error"]["message"]
-        other = httpx.get(f"http://127.0.0.1:{endpoint.port}/v1/models")
+        other = httpx.get(f"http://127.0.0.1:{endpoint.port}/v1/models", headers=auth)
         assert other.status_code == 404

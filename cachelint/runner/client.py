@@ -215,10 +215,11 @@ class CachingClient:
 
     @property
     def api_key(self) -> str:
-        """A placeholder the SDK can send: the endpoint needs none, the real key stays here."""
+        """The key to give the SDK: a per-run placeholder the endpoint checks, never the real key
+        (which stays with cachelint and is read only when recording)."""
         from cachelint.runner.endpoint import PLACEHOLDER_KEY
 
-        return PLACEHOLDER_KEY
+        return self.endpoint.token if self.endpoint is not None else PLACEHOLDER_KEY
 
     def http_client(self, library: str | None = None, *, asynchronous: bool = False) -> Any:
         """An httpx2 or httpx client (`library`; by default the one the installed `openai` SDK

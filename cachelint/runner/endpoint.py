@@ -27,6 +27,7 @@ import importlib
 import importlib.util
 import json
 import re
+import secrets
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,9 +40,9 @@ if TYPE_CHECKING:
     from cachelint.runner.client import CachingClient
 
 LOOPBACK = "127.0.0.1"
-# What the SDK sends as its API key: the endpoint checks none, and the real key never leaves
-# cachelint (it is read only when recording, by the upstream transport).
-PLACEHOLDER_KEY = "cachelint-endpoint-no-key-needed"
+# What the SDK sends as its API key (with a per-run suffix over the socket): the real key never
+# leaves cachelint (it is read only when recording, by the upstream transport).
+PLACEHOLDER_KEY = "cachelint-endpoint"
 # Request fields that say how to deliver the answer or who asked, not what to answer: not in the
 # key, and never sent upstream (upstream is always called without streaming).
 TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "user", "metadata"})
@@ -190,7 +191,17 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
-        status, headers, data = self.server.endpoint.dispatch(self.command, self.path, raw)
+        endpoint = self.server.endpoint
+        if self.headers.get("Authorization") != f"Bearer {endpoint.token}":
+            status, headers, data = _error(
+                401,
+                "the cachelint cache endpoint needs the API key cachelint gave this run "
+                "(OPENAI_API_KEY, or client.api_key)",
+                "invalid_request_error",
+                "invalid_api_key",
+            )
+        else:
+            status, headers, data = endpoint.dispatch(self.command, self.path, raw)
         try:
             self.send_response(status)
             for name, value in headers.items():
@@ -224,6 +235,9 @@ class Endpoint:
     cache."""
 
     def __init__(self) -> None:
+        # The "API key" SDKs send: not the provider's key, but a per-run secret, so another local
+        # process cannot have a recording run spend the real key through this port.
+        self.token = f"{PLACEHOLDER_KEY}-{secrets.token_hex(12)}"
         self._clients: dict[tuple[str, int], CachingClient] = {}
         self._lock = threading.Lock()
         self._server: _Server | None = None
