@@ -490,3 +490,28 @@ def test_a_request_for_a_scenario_that_is_not_running_is_refused(tmp_path: Path)
         assert "is not running in this cachelint run" in reply.json()["error"]["message"]
         other = httpx.get(f"http://127.0.0.1:{endpoint.port}/v1/models", headers=auth)
         assert other.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"{bad", "the request body must be a JSON object"),
+        (b'{"messages": []}', "'model' must be a non-empty string"),
+        (b'{"model": "m", "messages": "hi"}', "'messages' must be a list of message objects"),
+        (b'{"model": "m", "messages": [], "tools": {}}', "'tools' must be a list"),
+        (
+            b'{"model": "m", "messages": [], "seed": 1152921504606846976}',
+            "cannot be part of a cache key",
+        ),
+    ],
+)
+def test_a_bad_request_is_a_400_the_sdk_does_not_retry(
+    tmp_path: Path, body: bytes, expected: str
+) -> None:
+    from cachelint.runner.client import Mode, OfflineRefuser
+    from cachelint.runner.endpoint import answer
+
+    client = _direct_client(tmp_path, Mode.REPLAY, OfflineRefuser(), None)
+    status, headers, data = answer(client, "POST", "/v1/chat/completions", body)
+    assert status == 400 and headers["x-should-retry"] == "false"
+    assert expected in json.loads(data)["error"]["message"]

@@ -98,6 +98,10 @@ def answer(client: CachingClient, method: str, route: str, raw: bytes) -> Respon
         return _error(404, str(exc), "cache_miss", "cachelint_cache_miss")
     except CachelintError as exc:
         return _error(502, str(exc), "cachelint_error", "cachelint_upstream")
+    except ValueError as exc:  # e.g. an integer beyond 2**53, which no canonical key can hold
+        return _error(
+            400, f"the request cannot be part of a cache key: {exc}", "invalid_request_error"
+        )
     if stream:
         headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         return 200, headers, sse_stream(completion, include_usage=include_usage)
