@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from cachelint import __version__
 from cachelint.errors import CachelintError, ExitCode
 
-COMMANDS = ("check", "stamp", "run", "watch", "guard", "fake-provider", "schema")
+COMMANDS = ("check", "stamp", "run", "watch", "guard", "prune", "fake-provider", "schema")
 
 
 def _parser() -> argparse.ArgumentParser:

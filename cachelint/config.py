@@ -29,6 +29,8 @@ class Layout(str, Enum):
 
 
 MIN_TTL_DAYS = 365
+# Ten years: a committed cache must outlive every branch that replays it (README, "Lifecycle").
+DEFAULT_TTL_DAYS = 3650
 DEFAULT_STAMP = ".eval-cache-stamp.json"
 
 
@@ -74,7 +76,7 @@ class Config:
     pins: tuple[str, ...] = ()
     min_ttl_days: int = MIN_TTL_DAYS
     expiry_warning_days: int = 30
-    ttl_days: int = 365
+    ttl_days: int = DEFAULT_TTL_DAYS
     datasets: str = "eval-datasets"
     results: str = "eval-results"
     watch: tuple[str, ...] = ()
@@ -83,6 +85,8 @@ class Config:
     targets: Mapping[str, TargetConfig] = field(default_factory=dict)  # [tool.cachelint.targets]
     agents: Mapping[str, str] = field(default_factory=dict)  # agent -> target name
     judge: JudgeConfig = field(default_factory=JudgeConfig)
+    interpretations: Mapping[str, Any] = field(default_factory=dict)  # metric name -> ranges
+    prices: Mapping[str, Any] = field(default_factory=dict)  # model -> $/Mtok in and out
 
     def named_target(self, name: str) -> TargetConfig:
         return self.target if name == DEFAULT_TARGET else self.targets[name]
@@ -163,6 +167,18 @@ def _glob(value: Any) -> str:
     return text
 
 
+def _interpretations(value: Any) -> Mapping[str, Any]:
+    from cachelint.runner.metrics import parse_interpretations
+
+    return parse_interpretations(value)
+
+
+def _prices(value: Any) -> Mapping[str, Any]:
+    from cachelint.runner.cost import parse_prices
+
+    return parse_prices(value)
+
+
 def _table(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("a table")
@@ -194,6 +210,8 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "targets": ("targets", _table),
     "agents": ("agents", _table),
     "judge": ("judge", _table),
+    "interpretations": ("interpretations", _interpretations),
+    "prices": ("prices", _prices),
 }
 
 _TARGET_TYPES = ("openai-compatible", "python", "command")

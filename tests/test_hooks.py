@@ -146,7 +146,7 @@ def test_bad_usage_of_the_hook_module(tmp_path: Path) -> None:
         [sys.executable, "-m", "cachelint.hook", "commit-msg"], capture_output=True, text=True
     )
     assert result.returncode == 2
-    assert result.stderr.strip() == "usage: python -m cachelint.hook pre-commit"
+    assert result.stderr.strip() == "usage: python -m cachelint.hook pre-commit|check"
 
 
 def test_git_missing_from_path_is_one_line_and_leaks_no_descriptor(git_repo: Path) -> None:
@@ -271,10 +271,12 @@ def test_a_broken_config_table_sends_the_hook_to_the_real_loader(git_repo: Path)
 
 def make_checked_repo(repo: Path, *, attributes: bool) -> Path:
     """A valid recorded cache with a stamp and a pin, optionally missing `-text`."""
+    from cachelint.canonical import cache_key
     from cachelint.store import Store
 
     store = Store(repo / "eval-cache")
-    store.put("agent/t/s1", "ab" * 32, {"messages": []}, {"text": "hi"}, provider="p", model="m")
+    request: dict[str, list[str]] = {"messages": []}
+    store.put("agent/t/s1", cache_key(request), request, {"text": "hi"}, provider="p", model="m")
     (repo / "requirements.txt").write_text("cachelint==0.1.0\n")
     if attributes:
         (repo / ".gitattributes").write_text("eval-cache/** -text\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cachelint import tree
+from cachelint.collect import collect
 from cachelint.config import load
 from cachelint.errors import CachelintError, ConfigError
 from cachelint.fsutil import TEMP_PREFIX
@@ -74,14 +74,14 @@ def test_a_configured_stamp_name_is_used_everywhere(git_repo: Path) -> None:
     assert written.stdout.startswith("wrote eval-cache/STAMP.json: 1 entry, pinnedAt ")
     assert not (git_repo / "eval-cache" / ".eval-cache-stamp.json").exists()
     commit_all(git_repo)
-    facts = tree.collect(load(git_repo), now=NOW)
+    facts = collect(load(git_repo), now=NOW)
     (state,) = facts_stamps(facts)
     assert state.path == "eval-cache/STAMP.json" and state.stamp is not None
     # a stamp without entries still marks the tree as recorded, under the configured name only
     shutil.rmtree(git_repo / "eval-cache" / "cache")
-    assert recorded(tree.collect(load(git_repo), now=NOW))
+    assert recorded(collect(load(git_repo), now=NOW))
     (git_repo / "eval-cache" / "STAMP.json").rename(git_repo / "eval-cache" / "other.json")
-    assert not recorded(tree.collect(load(git_repo), now=NOW))
+    assert not recorded(collect(load(git_repo), now=NOW))
 
 
 def test_watch_globs_may_not_match_a_configured_stamp_name(git_repo: Path) -> None:
@@ -117,7 +117,7 @@ def test_modified_files_need_one_ls_files_stage(
     changed.write_text(changed.read_text() + " ")
     os.utime(touched, (1, 1))  # diff-files lists it, the content is unchanged
     log = _git_logging_to(tmp_path, monkeypatch)
-    facts = tree.collect(load(git_repo), now=NOW)
+    facts = collect(load(git_repo), now=NOW)
     assert facts.modified == {changed.relative_to(git_repo).as_posix()}
     calls = log.read_text().splitlines()
     assert any(c.startswith("hash-object") for c in calls)  # the candidates were checked

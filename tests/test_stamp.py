@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from cachelint import stamp as stamp_mod
-from cachelint import tree
+from cachelint.canonical import cache_key
+from cachelint.collect import collect
 from cachelint.config import load
 from cachelint.findings import Finding, Severity
 from cachelint.rules import all_rules
@@ -51,11 +52,11 @@ def record(
 ) -> None:
     store = Store(repo / root, ttl_days=ttl_days, clock=lambda: when)
     for i in range(n):
-        key = f"{i:02d}" * 32
+        request = {"messages": [{"role": "user", "content": f"q{i}"}]}
         store.put(
             f"support/acme/refund-{i}",
-            key,
-            {"messages": [{"role": "user", "content": f"q{i}"}]},
+            cache_key(request),
+            request,
             {"choices": [{"message": {"content": f"a{i}"}}]},
             provider="openai",
             model="gpt-4o-mini",
@@ -88,13 +89,23 @@ def run_rule(repo: Path, code: str, *, now: datetime = NOW) -> list[Finding]:
     """The one-line rule harness: the findings of one rule on the real tree."""
     (rule,) = [r for r in all_rules() if r.code == code]
     assert rule.group == "stamp"
-    facts = tree.collect(load(repo), now=now)
+    facts = collect(load(repo), now=now)
     return sorted(rule.check(facts))
 
 
 def write_stamp(
-    repo: Path, data: object, root: str = "eval-cache", name: str = ".eval-cache-stamp.json"
+    repo: Path,
+    data: object,
+    root: str = "eval-cache",
+    name: str = ".eval-cache-stamp.json",
+    *,
+    sealed: bool = True,
 ) -> None:
+    """Write `data` as the stamp; a stamp object without a seal gets the seal of the entries
+    under `root` as they are (as `cachelint stamp` would), unless `sealed` is False."""
+    if sealed and isinstance(data, dict) and "seal" not in data:
+        entries = [e for e in collect(load(repo), now=NOW).entries if e.directory.startswith(root)]
+        data = {**data, "entries": len(entries), "seal": stamp_mod.seal(root, entries)}
     (repo / root / name).write_text(json.dumps(data))
 
 
@@ -126,7 +137,9 @@ def test_stamp_then_raised_pin_gives_exactly_the_stale_pin_line(git_repo: Path) 
         "packages": {MEAI: "10.9.0"},
         "pinFiles": {MEAI: "Directory.Packages.props"},
         "pinnedAt": today,
-        "ttlDays": 365,
+        "ttlDays": 3650,  # the default ttl-days
+        "entries": 2,
+        "seal": stamp_mod.seal("eval-cache", collect(load(git_repo), now=NOW).entries),
     }
     assert written.endswith(b"}\n") and b"\r" not in written
     commit_all(git_repo, "stamp")

@@ -210,10 +210,12 @@ def run(
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.runner.dataset import load_scenarios
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
+    from cachelint.runner.evaluators import eval_context
     from cachelint.runner.judges import METRICS
     from cachelint.runner.report import RunReport, parse_format, render, render_html, render_junit
     from cachelint.runner.wiring import wire
     from cachelint.store import Store
+    from cachelint.usage import record_run
 
     chosen_mode = _resolve_mode(mode, refresh)
     report_format = parse_format(fmt)
@@ -276,6 +278,7 @@ def run(
                 trials=trials,
                 jobs=jobs,
                 on_done=on_done,
+                context=eval_context(repo, selected, config),
             )
     finally:
         wiring.close()
@@ -310,6 +313,7 @@ def run(
         _run_summary(report), sort_keys=True, ensure_ascii=False, separators=(",", ":")
     )
     atomic_write(results_dir / "run.json", (summary + "\n").encode("utf-8"))
+    record_run(config, report, filtered=bool(agents or tenants or scenarios or trials))
     if junit is not None:
         _write_report(junit, render_junit(report))
     if html is not None:

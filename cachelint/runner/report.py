@@ -19,6 +19,7 @@ from typing import Any
 from cachelint.errors import parse_choice
 from cachelint.findings import Finding
 from cachelint.runner.engine import ScenarioResult, TrialResult, summary_counts
+from cachelint.runner.metrics import Metric, Rating
 
 REPORT_FORMAT = 1
 
@@ -119,6 +120,23 @@ def _judge_lines(r: ScenarioResult) -> list[str]:
     return lines
 
 
+def metric_text(m: Metric) -> str:
+    """`words = 42 (good)`, then flags: the same words in every report format."""
+    flags = [Rating(m.rating).value] + (["failed"] if m.failed else [])
+    flags += [] if m.gating else ["reported only"]
+    return f"{m.name} = {m.shown_value()} ({', '.join(flags)})"
+
+
+def _metric_lines(r: ScenarioResult) -> list[str]:
+    return [
+        f"    metric {neutralise(metric_text(m))}"
+        + (f" (trial {t.trial})" if len(r.trials) > 1 else "")
+        + (f"  {neutralise(_one_line(m.reason))}" if m.reason else "")
+        for t in r.trials
+        for m in t.metrics
+    ]
+
+
 def _one_line(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
@@ -140,6 +158,7 @@ def render_text(report: RunReport) -> str:
                 if not t.passed:
                     out.extend(_trial_lines(t, multi))
         out.extend(_judge_lines(r))
+        out.extend(_metric_lines(r))
     for f in report.mutations:
         out.append(f"FAIL  {f.code}: {neutralise(f.path)}: {neutralise(f.message)}")
     out.append("summary by agent:")
@@ -174,6 +193,7 @@ def _trial_dict(t: TrialResult) -> dict[str, Any]:
             {"type": a.type, "passed": a.passed, "reason": a.reason} for a in t.assertions
         ],
         "judges": [{"metric": j.metric, "score": j.score, "reason": j.reason} for j in t.judges],
+        "metrics": [m.as_dict() for m in t.metrics],
         "cache_hit": t.cache_hit,
         "keys": [c.key for c in t.calls],
         "usage": t.usage,
@@ -283,8 +303,13 @@ def render_junit(report: RunReport) -> str:
                 for t in r.trials
                 for j in t.judges
             ]
+            metrics = [
+                f"metric {metric_text(m)}" + (f" - {m.reason}" if m.reason else "")
+                for t in r.trials
+                for m in t.metrics
+            ]
             rate = f"pass rate {r.passed_trials}/{len(r.trials)}"
-            ET.SubElement(case, "system-out").text = _xml_text("\n".join([rate, *judges]))
+            ET.SubElement(case, "system-out").text = _xml_text("\n".join([rate, *judges, *metrics]))
     if report.mutations:
         suite = ET.SubElement(
             root,
@@ -370,6 +395,12 @@ def render_html(report: RunReport) -> str:
                 parts.append(
                     f"<tr><td>{t.trial}</td><td>judge {_e(j.metric)}</td><td>{_e(score)}</td>"
                     f"<td>{_e(j.reason)} (reported, not gating)</td></tr>"
+                )
+            for m in t.metrics:
+                parts.append(
+                    f"<tr><td>{t.trial}</td><td>metric {_e(m.name)}</td>"
+                    f"<td>{_e(Rating(m.rating).value)}</td><td>{_e(metric_text(m))}"
+                    f"{': ' + _e(m.reason) if m.reason else ''}</td></tr>"
                 )
             if t.output is not None:
                 parts.append(
