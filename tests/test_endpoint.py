@@ -390,17 +390,39 @@ def test_a_dataset_naming_an_unknown_target_is_one_line(git_repo: Path) -> None:
     assert "defined: default" in message
 
 
+COMMAND_TARGET = f"""
+    [tool.cachelint.target]
+    type = "command"
+    command = ["sh", "agent.sh"]
+    url = "{DEAD}"
+    provider = "cachelint-fake"
+    model = "configured-model"
+    api-key-env = "CACHELINT_TEST_KEY"
+"""
+
+
 @pytest.mark.skipif(
     not (sys.platform == "linux" and os.geteuid() == 0 and shutil.which("unshare")),
     reason="needs root and unshare to make a network namespace",
 )
-def test_replay_in_a_network_namespace_with_only_loopback(git_repo: Path) -> None:
-    write_repo(
-        git_repo,
-        targets=python_target("sdk_agent:answer"),
-        scenarios={"support/acme/order": ORDER},
-        files={"sdk_agent.py": agent_code(stream=True, in_process=False)},
-    )
+@pytest.mark.parametrize("kind", ["sdk-streamed-socket", "sdk-async-in-process", "shell-curl"])
+def test_replay_in_a_network_namespace_with_only_loopback(git_repo: Path, kind: str) -> None:
+    if kind == "shell-curl":
+        scenario = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
+        write_repo(
+            git_repo,
+            targets=COMMAND_TARGET,
+            scenarios={"support/acme/refund": scenario},
+            files={"agent.sh": SHELL_AGENT},
+        )
+    else:
+        streamed = kind == "sdk-streamed-socket"
+        write_repo(
+            git_repo,
+            targets=python_target("sdk_agent:" + ("answer" if streamed else "answer_async")),
+            scenarios={"support/acme/order": ORDER if streamed else REFUND},
+            files={"sdk_agent.py": agent_code(stream=streamed, in_process=not streamed)},
+        )
     outcome, _ = record(git_repo)
     assert outcome.rc == 0, outcome.out
     command = f"ip link set lo up && {sys.executable} -m cachelint run --execution netns"
@@ -415,6 +437,7 @@ def test_replay_in_a_network_namespace_with_only_loopback(git_repo: Path) -> Non
     if done.returncode != 0 and "Operation not permitted" in done.stderr:
         pytest.skip("this sandbox cannot make a network namespace")
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed, 0 failed" in done.stdout
 
 
 def _direct_client(root: Path, mode: Any, transport: Any, endpoint: Any) -> Any:
