@@ -311,6 +311,7 @@ class Endpoint:
             server, thread = self._server, self._thread
             self._server = self._thread = None
         if server is not None:
+            _allow_in_replay(int(server.server_address[1]), allow=False)
             server.shutdown()
             server.server_close()
         if thread is not None:
@@ -322,19 +323,18 @@ def prefix(scenario: str, trial: int) -> str:
     return f"/scenario/{quote(scenario, safe='')}/trial/{trial}"
 
 
-def _allow_in_replay(port: int) -> None:
-    """Tell replay's network guard that this loopback port is cachelint's own endpoint.
-
-    The guard (replay fails closed: no connection leaves the machine) blocks every connection a
-    replay run opens except those it is told about; this is the one place the endpoint says so.
-    """
+def _allow_in_replay(port: int, *, allow: bool = True) -> None:
+    """Tell replay's network guard (`cachelint.netguard`: replay fails closed, no connection
+    leaves the machine) that this loopback port is cachelint's own endpoint, or no longer is.
+    This is the endpoint's one call site of the guard."""
     try:
-        from cachelint.runner import netguard  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
+        netguard = importlib.import_module("cachelint.netguard")
+    except ImportError:  # a build without the guard: nothing to tell
         return
-    allow = getattr(netguard, "allow_loopback_port", None)
-    if callable(allow):
-        allow(port)
+    name = "allow_loopback_port" if allow else "disallow_loopback_port"
+    call = getattr(netguard, name, None)
+    if callable(call):
+        call(port)
 
 
 # ---- in-process transports ----------------------------------------------------------------------
