@@ -103,6 +103,7 @@ class CallRecord:
     usage: Mapping[str, Any] | None
     messages: tuple[Mapping[str, Any], ...]
     response: Any
+    model: str | None = None  # the model the call asked for: what its usage is priced at
 
 
 @dataclass
@@ -186,7 +187,8 @@ class CachingClient:
                         f"{entry}/contents.data: recorded response is not a chat.completion "
                         f"object; re-record with `{self.recorder.command}`"
                     )
-                self._record(key, entry, True, time.perf_counter() - started, sent, response)
+                latency = time.perf_counter() - started
+                self._record(key, entry, True, latency, sent, response, model)
                 return response
             if self.mode is Mode.REPLAY:
                 message = self.miss_message(key, request, model=model)
@@ -202,7 +204,7 @@ class CachingClient:
             self.store.put(
                 self.scenario, key, request, response, provider=self.provider, model=model
             )
-        self._record(key, entry, False, completion.latency_s, sent, response)
+        self._record(key, entry, False, completion.latency_s, sent, response, model)
         return response
 
     # ---- for code written against a provider SDK (the cache endpoint) ----------------------
@@ -245,6 +247,7 @@ class CachingClient:
         latency: float,
         messages: list[dict[str, Any]],
         response: dict[str, Any],
+        model: str | None = None,
     ) -> None:
         usage = response.get("usage")
         record = CallRecord(
@@ -256,6 +259,7 @@ class CachingClient:
             usage=usage if isinstance(usage, dict) else None,
             messages=tuple(messages),
             response=response,
+            model=model,
         )
         with self._lock:
             self.calls.append(record)

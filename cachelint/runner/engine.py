@@ -238,6 +238,7 @@ def call_record(call: CallRecord, *, exchange: bool = True) -> dict[str, Any]:
         "cache_hit": call.hit,
         "latency_s": round(call.latency_s, 6),
         "usage": dict(call.usage) if call.usage is not None else None,
+        "model": call.model,
     }
     if exchange:
         record["messages"] = [dict(m) for m in call.messages]
