@@ -27,6 +27,7 @@ COMMANDS = (
     "guard",
     "prune",
     "fake-provider",
+    "schema",
 )
 
 

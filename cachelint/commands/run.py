@@ -29,7 +29,7 @@ from cachelint.gitutil import repo_root
 from cachelint.runner.publishing import Extras, add_report_options, check_extras
 from cachelint.runner.results import claim_execution, release_execution
 
-TransportFactory = Callable[[Config], Any]
+TransportFactory = Callable[[Any], Any]  # TargetConfig -> transport (tests, benchmarks)
 
 _EXECUTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _PROGRESS_MIN = 20  # scenarios; shorter runs finish before a progress bar is worth drawing
@@ -116,19 +116,6 @@ def _handle(ns: argparse.Namespace) -> int:
         extras=Extras(save_baseline=ns.save_baseline, baseline=ns.baseline),
         out=sys.stdout,
         err=sys.stderr,
-    )
-
-
-def _default_transport(config: Config) -> Any:
-    from cachelint.runner.transport import OpenAICompatibleTransport, load_api_key
-
-    target = config.target
-    return OpenAICompatibleTransport(
-        target.url,
-        api_key=load_api_key(config.repo, target.api_key_env, target.env_file),
-        params=target.params,
-        timeout=target.timeout,
-        max_retries=target.max_retries,
     )
 
 
@@ -227,14 +214,6 @@ class RunPlan:
 
 
 @dataclass(frozen=True)
-class Wiring:
-    """The parts a run calls: the target and a client factory over one store and transport."""
-
-    target: Any
-    make_client: Callable[[Any, int], Any]
-
-
-@dataclass(frozen=True)
 class Outcome:
     """What executing a plan produced: the results and what the offline canary saw."""
 
@@ -317,6 +296,7 @@ def plan_run(
     from cachelint import clock
     from cachelint.confine import run_outputs as confine_run_outputs
     from cachelint.runner.dataset import load_scenarios
+    from cachelint.runner.judges import METRICS
     from cachelint.runner.report import parse_format
     from cachelint.runner.shards import in_shard, parse_shard
 
@@ -334,7 +314,7 @@ def plan_run(
     moment = now if now is not None else clock.now()
     execution_name = _execution_name(execution, moment)
     junit, html = confine_run_outputs(config, execution_name, junit, html)
-    every = load_scenarios(repo, config.datasets)
+    every = load_scenarios(repo, config.datasets, metrics=METRICS | set(config.judge.metrics))
     selected = _select(
         every,
         agents=agents,
@@ -364,31 +344,13 @@ def plan_run(
     )
 
 
-def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Wiring:
-    """Build the target, the transport (a refuser unless the mode calls live) and the store."""
-    from cachelint.netguard import armed, guard_target
-    from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
-    from cachelint.runner.dataset import Scenario
-    from cachelint.runner.pytarget import Target, chat_target, load_target
-    from cachelint.secretscan import redact_url
+def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Any:
+    """Resolve each scenario's target and build its clients over one store (a refuser unless the
+    mode calls live); `runner.wiring` holds the parts, this stage only hands them the plan."""
+    from cachelint.runner import wiring
     from cachelint.store import Store
 
-    config = plan.config
-    target_config = config.target
-    target: Target
-    if target_config.type == "python" and target_config.function:
-        with armed(replay=not plan.mode.calls_live):  # module-level code is the target's too
-            target = load_target(plan.repo, target_config.function, config.source)
-    else:
-        target = chat_target
-    if not plan.mode.calls_live:
-        target = guard_target(target, must_use_cache=target is not chat_target)
-    transport: Any
-    if plan.mode.calls_live:
-        transport = (transport_factory or _default_transport)(config)
-    else:
-        transport = OfflineRefuser()
-    moment = plan.moment
+    config, moment = plan.config, plan.moment
     store = Store(
         config.cache_roots()[0],
         key_prefix=config.key_prefix,
@@ -396,32 +358,17 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
         clock=lambda: moment,
         max_bytes=config.max_entry_bytes,
     )
-    recorders: dict[str, Recorder] = {}
-    for s in plan.selected:
-        recorders[s.identity] = Recorder(
-            command=_rerecord_command(s.identity, trials=plan.trials, config_path=plan.config_path),
-            url=redact_url(target_config.url),
-            api_key_env=target_config.api_key_env,
-            env_file=target_config.env_file,
-        )
-
-    def make_client(scenario: Scenario, trial: int) -> CachingClient:
-        return CachingClient(
-            store=store,
-            scenario=scenario.identity,
-            trial=trial,
-            mode=plan.mode,
-            transport=transport,
-            provider=target_config.provider,
-            model=target_config.model,
-            recorder=recorders[scenario.identity],
-            repo_prefix=config.cache[0],
-        )
-
-    return Wiring(target=target, make_client=make_client)
+    return wiring.wire(
+        config,
+        scenarios=plan.selected,
+        store=store,
+        mode=plan.mode,
+        rerecord=lambda s: _rerecord_command(s, trials=plan.trials, config_path=plan.config_path),
+        transport_factory=transport_factory,
+    )
 
 
-def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outcome:
+def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
     from cachelint import meai
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
@@ -469,6 +416,7 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
                 context=eval_context(repo, selected, config),
             )
     finally:
+        wiring.close()
         if progress is not None:
             progress(None)
 
