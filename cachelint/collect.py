@@ -268,7 +268,7 @@ def _read_entries(
         entry = source.known(directory)
         if entry is None:
             try:
-                entry = read_entry(base, directory, prefix, config.layout)
+                entry = read_entry(base, directory, prefix, config.layout, config.max_entry_bytes)
             except CorruptEntry as exc:
                 read.corrupt.append((directory, str(exc)))
                 continue

@@ -39,8 +39,9 @@ from cachelint.store import (
     parse_entry,
 )
 
-# Larger entry files are reported, not read: a committed cache holds chat completions, and a
-# file of this size is a mistake (or a hostile input) that must not exhaust the linter's memory.
+# Larger entry files are reported, not read (config `max-entry-bytes`, this by default): a
+# committed cache holds chat completions, and a file of this size is a mistake (or a hostile
+# input) that must not exhaust the linter's memory.
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
@@ -103,11 +104,14 @@ def _decode_entry(raw: bytes, directory: str, layout: Layout) -> tuple[Entry, Ma
     return parse_entry(data, directory, layout), data
 
 
-def read_entry(base: str, directory: str, prefix: str, layout: Layout) -> Entry:
+def read_entry(
+    base: str, directory: str, prefix: str, layout: Layout, limit: int = MAX_FILE_BYTES
+) -> Entry:
     """Read and verify the entry in `base/directory`, which lies under `prefix` (a cache root's
-    `<root>/cache/`). CorruptEntry says which check failed."""
-    raw = read_file(f"{base}/{directory}/{ENTRY_FILE}", ENTRY_FILE)
-    contents = read_file(f"{base}/{directory}/{CONTENTS_FILE}", CONTENTS_FILE)
+    `<root>/cache/`); an entry file over `limit` bytes is not read. CorruptEntry says which
+    check failed."""
+    raw = read_file(f"{base}/{directory}/{ENTRY_FILE}", ENTRY_FILE, limit)
+    contents = read_file(f"{base}/{directory}/{CONTENTS_FILE}", CONTENTS_FILE, limit)
     entry, data = _decode_entry(raw, directory, layout)
     inside = directory[len(prefix) :] if directory.startswith(prefix) else directory
     if entry.layout is Layout.MEAI:

@@ -293,6 +293,21 @@ def test_entry_above_max_entry_bytes_is_not_read(git_repo: Path) -> None:
     assert "above the limit of 1024 (max-entry-bytes); not read" in outcome.out
 
 
+def test_check_reports_an_entry_file_above_max_entry_bytes_without_reading_it(
+    git_repo: Path,
+) -> None:
+    recorded_repo(git_repo)
+    set_config(git_repo, "max-entry-bytes = 1024\n")
+    contents = next(p for p in (git_repo / "eval-cache").rglob("contents.data"))
+    contents.write_bytes(contents.read_bytes() + b" " * 2048)
+    commit_all(git_repo, "a huge answer")
+    for extra in ((), ("--no-cache",)):
+        checked = run_cachelint(git_repo, "check", "--select", "eval-cache-corrupt", *extra)
+        assert checked.returncode == 1, checked.stdout + checked.stderr
+        assert "contents.data is " in checked.stdout
+        assert "bytes, over the 1024-byte limit" in checked.stdout
+
+
 BACKTRACK = {"content": "a" * 60 + "b"}
 
 
