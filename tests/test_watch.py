@@ -107,7 +107,7 @@ def test_staged_prompt_change_without_green_run_fails_naming_the_path(git_repo: 
         "prompts/system.txt: eval-green-stale: watched file changed since the last green run" in out
     )
     assert "prompts/new.txt: eval-green-stale: watched file new since the last green run" in out
-    assert "`cachelint run`, then `git add .eval-green.json`" in out
+    assert "`cachelint run`, then `git add -- .eval-green.json`" in out
 
 
 def test_staged_compares_the_index_not_the_working_tree(git_repo: Path) -> None:
@@ -118,7 +118,7 @@ def test_staged_compares_the_index_not_the_working_tree(git_repo: Path) -> None:
     record_green(repo)
     rc, out = run_watch(repo, staged=True)
     assert rc == 1
-    assert "already matches: only `git add` it" in out
+    assert "already matches: only `git add -- .eval-green.json` is missing" in out
     git(repo, "add", ".eval-green.json")
     assert run_watch(repo, staged=True) == (0, "")
     # An unstaged edit after staging does not count: the commit holds the staged bytes.

@@ -13,6 +13,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from cachelint.display import sanitize
+
 
 class _Terminated(Exception):
     """Raised from the SIGTERM handler to leave `serve_forever` in the main thread."""
@@ -30,7 +32,7 @@ def fake_provider(*, script: Path, port: int, out: TextIO) -> int:
 
     def log(line: str) -> None:
         with lock:
-            print(line, file=out, flush=True)
+            print(sanitize(line), file=out, flush=True)
 
     provider = FakeProvider(load_script(script), log=log)
     server = make_server(provider, port=port)

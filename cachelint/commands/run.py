@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import json
 import os
 import re
 import shlex
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cachelint.config import Config, load
+from cachelint.display import json_dumps
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
@@ -220,16 +220,17 @@ def run(
     transport_factory: TransportFactory | None = None,
 ) -> int:
     from cachelint import clock
+    from cachelint.formats import parse_report_format
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
     from cachelint.runner.dataset import Scenario, load_scenarios
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
     from cachelint.runner.pytarget import Target, chat_target, load_target
-    from cachelint.runner.report import RunReport, parse_format, render, render_html, render_junit
+    from cachelint.runner.report import RunReport, render, render_html, render_junit
     from cachelint.store import Store
 
     chosen_mode = _resolve_mode(mode, refresh)
-    report_format = parse_format(fmt)
+    report_format = parse_report_format(fmt)
     if jobs < 1:
         raise CachelintError(f"--jobs {jobs}: expected 1 or more")
     if trials is not None and trials < 1:
@@ -342,9 +343,7 @@ def run(
     )
     atomic_write(results_dir / "report.html", render_html(report).encode("utf-8"))
     # Compact: the indenting encoder is pure Python and costs ~0.2 ms per scenario here.
-    summary = json.dumps(
-        _run_summary(report), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    )
+    summary = json_dumps(_run_summary(report), compact=True)
     atomic_write(results_dir / "run.json", (summary + "\n").encode("utf-8"))
     if junit is not None:
         _write_report(junit, render_junit(report))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.display import shell_command
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.tree import TreeFacts, under
@@ -59,7 +60,8 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             repo,
             CODE,
             f"{kind}: git records only a commit id for it, never its {count} file(s); remove its "
-            f"`.git` (and `git rm --cached {repo}` if it is a gitlink), then `git add {repo}`",
+            f"`.git` (and `{shell_command('git', 'rm', '--cached', '--', repo)}` if it is a "
+            f"gitlink), then `{shell_command('git', 'add', '--', repo)}`",
         )
     for owner, count in sorted(grouped.items()):
         yield Finding(

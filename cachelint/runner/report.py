@@ -9,28 +9,18 @@ become visible `\\x..` escapes) because model output and dataset text are untrus
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
-from cachelint.errors import parse_choice
+from cachelint.display import json_dumps, sanitize, sanitize_block
 from cachelint.findings import Finding
+from cachelint.formats import ReportFormat
+from cachelint.reporters import finding_lines
 from cachelint.runner.engine import ScenarioResult, TrialResult, summary_counts
 
 REPORT_FORMAT = 1
-
-
-class Format(str, Enum):
-    TEXT = "text"
-    JSON = "json"
-    JUNIT = "junit"
-
-
-def parse_format(value: str) -> Format:
-    return parse_choice(Format, value, option="--format", what="a report format")
 
 
 @dataclass(frozen=True)
@@ -48,18 +38,6 @@ class RunReport:
 
 
 # ---- text ---------------------------------------------------------------------------------------
-
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def neutralise(text: str) -> str:
-    """Make untrusted text safe for a terminal: controls become visible escapes (LF kept)."""
-    return _UNSAFE.sub(
-        lambda m: (
-            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
-        ),
-        text,
-    )
 
 
 def _group_counts(results: Sequence[ScenarioResult], by_tenant: bool) -> list[tuple[str, int, int]]:
@@ -90,19 +68,20 @@ def _cache_label(r: ScenarioResult) -> str:
 
 
 def _indent(text: str, prefix: str) -> list[str]:
-    return [prefix + neutralise(line) for line in text.splitlines() or [""]]
+    # Split on LF only: CR, U+2028 and the rest are shown as escapes, never taken as a break.
+    return [prefix + sanitize(line) for line in text.split("\n")]
 
 
 def _trial_lines(t: TrialResult, multi: bool) -> list[str]:
     lines: list[str] = []
     head = f"    trial {t.trial}: " if multi else "    "
     if t.error is not None:
-        first, *rest = t.error.splitlines() or [""]
-        lines.append(head + neutralise(first))
+        first, *rest = t.error.split("\n")
+        lines.append(head + sanitize(first))
         lines.extend(_indent("\n".join(rest), "    ") if rest else [])
     for a in t.assertions:
         if not a.passed:
-            lines.append(f"{head}{neutralise(a.type)}: {neutralise(a.reason)}")
+            lines.append(f"{head}{sanitize(a.type)}: {sanitize(a.reason)}")
     return lines
 
 
@@ -113,8 +92,7 @@ def _judge_lines(r: ScenarioResult) -> list[str]:
             score = f"{j.score}/5" if j.score is not None else "no score"
             trial = f" (trial {t.trial})" if len(r.trials) > 1 else ""
             lines.append(
-                f"    judge {neutralise(j.metric)}{trial}: {score}  "
-                f"{neutralise(_one_line(j.reason))}"
+                f"    judge {sanitize(j.metric)}{trial}: {score}  {sanitize(_one_line(j.reason))}"
             )
     return lines
 
@@ -126,29 +104,26 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 def render_text(report: RunReport) -> str:
     out: list[str] = [
-        f"cachelint run: execution {neutralise(report.execution)}, mode {report.mode}, "
+        f"cachelint run: execution {sanitize(report.execution)}, mode {report.mode}, "
         f"{len(report.results)} scenario{'s' if len(report.results) != 1 else ''}"
     ]
     for r in report.results:
         verdict = "PASS" if r.passed else "FAIL"
-        out.append(
-            f"{verdict}  {neutralise(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}"
-        )
+        out.append(f"{verdict}  {sanitize(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}")
         if not r.passed:
             multi = len(r.trials) > 1
             for t in r.trials:
                 if not t.passed:
                     out.extend(_trial_lines(t, multi))
         out.extend(_judge_lines(r))
-    for f in report.mutations:
-        out.append(f"FAIL  {f.code}: {neutralise(f.path)}: {neutralise(f.message)}")
+    out.extend(finding_lines(list(report.mutations), prefix="FAIL  "))
     out.append("summary by agent:")
     out.extend(
-        f"  {neutralise(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, False)
+        f"  {sanitize(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, False)
     )
     out.append("summary by tenant:")
     out.extend(
-        f"  {neutralise(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, True)
+        f"  {sanitize(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, True)
     )
     c = summary_counts(report.results)
     out.append(
@@ -157,8 +132,8 @@ def render_text(report: RunReport) -> str:
         + (f"; cache tree mutated ({len(report.mutations)} files)" if report.mutations else "")
     )
     if report.results_dir:
-        out.append(f"results: {neutralise(report.results_dir)}/")
-    out.extend(neutralise(n) for n in report.notes)
+        out.append(f"results: {sanitize(report.results_dir)}/")
+    out.extend(sanitize(n) for n in report.notes)
     return "\n".join(out) + "\n"
 
 
@@ -213,17 +188,18 @@ def report_dict(report: RunReport) -> dict[str, Any]:
 
 
 def render_json(report: RunReport) -> str:
-    return json.dumps(report_dict(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json_dumps(report_dict(report)) + "\n"
 
 
 # ---- junit --------------------------------------------------------------------------------------
 
-_XML_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_XML_UNSAFE = re.compile("[\ufffe\uffff]")
 
 
 def _xml_text(text: str) -> str:
-    # XML 1.0 cannot carry most C0 controls even escaped; ElementTree would write them raw.
-    return _XML_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    # CI pages show these attributes and bodies to people: controls, bidi marks and surrogates
+    # become visible escapes (which also keeps out the C0 controls XML 1.0 cannot carry at all).
+    return _XML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", sanitize_block(text))
 
 
 def _failure_text(r: ScenarioResult) -> tuple[str, str]:
@@ -320,7 +296,7 @@ pre{white-space:pre-wrap;margin:0;font-size:.9em}h2{font-size:1.1rem;margin-top:
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(sanitize_block(str(value)), quote=True)
 
 
 def _verdict(passed: bool) -> str:
@@ -381,9 +357,9 @@ def render_html(report: RunReport) -> str:
     return "\n".join(parts) + "\n"
 
 
-def render(report: RunReport, fmt: Format) -> str:
-    if fmt is Format.JSON:
+def render(report: RunReport, fmt: ReportFormat) -> str:
+    if fmt is ReportFormat.JSON:
         return render_json(report)
-    if fmt is Format.JUNIT:
+    if fmt is ReportFormat.JUNIT:
         return render_junit(report)
     return render_text(report)
