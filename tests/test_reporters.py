@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 
 from cachelint import __version__
-from cachelint.findings import CheckSummary, Finding, Severity
 from cachelint.display import sanitize
+from cachelint.findings import CheckSummary, Finding, Severity
 from cachelint.formats import FindingsFormat as Format
 from cachelint.reporters import SARIF_SCHEMA_URI, render
 from cachelint.rules import Rule

@@ -26,6 +26,7 @@ from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
+from cachelint.paths import is_inside
 
 TransportFactory = Callable[[Config], Any]
 
@@ -192,7 +193,7 @@ def _refuse_inside_cache(option: str, path: Path, repo: Path, roots: Sequence[st
     """A report written into a cache root would be the very write the offline canary forbids."""
     target = (Path.cwd() / path).resolve()
     for root in roots:
-        if target.is_relative_to((repo / root).resolve()):
+        if is_inside(target, (repo / root).resolve()):
             raise CachelintError(
                 f"{option} {path}: inside cache root {root!r}; an offline run must write no byte "
                 "into the committed cache, write the report elsewhere (e.g. eval-results/)"

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 
 from cachelint.display import shell_command
 from cachelint.findings import Finding
+from cachelint.paths import is_inside
 from cachelint.rules import Rule
-from cachelint.tree import TreeFacts, under
+from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-invisible"
 
@@ -51,7 +52,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             "never committed; check `git status --ignored` and move the file into the tree",
         )
     for repo in sorted(nested):
-        if not any(under(repo, r) for r in facts.config.cache):
+        if not any(is_inside(repo, r) for r in facts.config.cache):
             continue
         count = grouped.pop(repo, 0)
         gitlink = facts.index.get(repo)

@@ -19,8 +19,9 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from cachelint.findings import Finding
+from cachelint.paths import is_inside
 from cachelint.rules import Rule
-from cachelint.tree import ATTRIBUTES, INFO_ATTRIBUTES, TreeFacts, under
+from cachelint.tree import ATTRIBUTES, INFO_ATTRIBUTES, TreeFacts
 
 if TYPE_CHECKING:
     import pathspec
@@ -88,7 +89,7 @@ def find_cause(path: str, attributes: dict[str, list[str]]) -> Cause | None:
 
 
 def _root_of(path: str, roots: tuple[str, ...]) -> str:
-    return next((r for r in roots if under(path, r)), path.partition("/")[0])
+    return next((r for r in roots if is_inside(path, r)), path.partition("/")[0])
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
