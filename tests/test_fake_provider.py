@@ -17,14 +17,14 @@ import httpx
 import pytest
 
 from cachelint.cli import COMMANDS
-from cachelint.errors import CachelintError
-from cachelint.runner.fake_provider import (
+from cachelint.devtools.fake_provider import (
     FakeProvider,
     ScriptError,
     load_script,
     make_server,
     parse_script,
 )
+from cachelint.errors import CachelintError
 from tests.conftest import PROJECT
 from tests.fakes import fake_server
 
