@@ -143,11 +143,8 @@ def test_delay_ms_adds_latency() -> None:
         started = time.perf_counter()
         assert content(chat(fake.url, user("slow"))) == "s"
         slow = time.perf_counter() - started
-        started = time.perf_counter()
         assert content(chat(fake.url, user("fast"))) == "f"
-        fast = time.perf_counter() - started
-    assert slow >= 0.3
-    assert fast < 0.3
+    assert slow >= 0.3  # a lower bound only: a loaded machine makes calls slower, never faster
 
 
 # ---- replies --------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import socket
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -474,13 +473,10 @@ def test_output_is_in_dataset_order_under_jobs(git_repo: Path) -> None:
         for n in names
     }
     write_repo(git_repo, DEAD, scenarios)
-    started = time.perf_counter()
     outcome, requests = record(git_repo, {"rules": rules}, jobs=8, fmt="json")
-    took = time.perf_counter() - started
     assert outcome.rc == 0 and requests == 8
     order = [s["scenario"] for s in json.loads(outcome.out)["scenarios"]]
     assert order == [f"faq/acme/{n}" for n in names]
-    assert took < sum(100 * (8 - i) for i in range(8)) / 1000  # faster than one at a time
     replay = do_run(git_repo, jobs=8)
     lines = [line for line in replay.out.splitlines() if line.startswith("PASS")]
     assert lines == [f"PASS  faq/acme/{n}  [cache hit]" for n in names]
