@@ -12,7 +12,7 @@ import pytest
 
 from cachelint.hook import _Gate
 from tests.conftest import PROJECT, commit_all, git
-from tests.test_watch import make_gated_repo, record_green
+from tests.helpers import make_checked_repo, make_gated_repo, record_green
 
 HOOKS = PROJECT / "hooks"
 VENV_BIN = Path(sys.executable).parent
@@ -267,22 +267,6 @@ def test_a_broken_config_table_sends_the_hook_to_the_real_loader(git_repo: Path)
         text=True,
     )
     assert (direct.returncode, direct.stderr) == (2, line)
-
-
-def make_checked_repo(repo: Path, *, attributes: bool) -> Path:
-    """A valid recorded cache with a stamp and a pin, optionally missing `-text`."""
-    from cachelint.store import Store
-
-    store = Store(repo / "eval-cache")
-    store.put("agent/t/s1", "ab" * 32, {"messages": []}, {"text": "hi"}, provider="p", model="m")
-    (repo / "requirements.txt").write_text("cachelint==0.1.0\n")
-    if attributes:
-        (repo / ".gitattributes").write_text("eval-cache/** -text\n")
-    subprocess.run(
-        [sys.executable, "-m", "cachelint", "stamp"], cwd=repo, check=True, capture_output=True
-    )
-    git(repo, "add", "-A")
-    return repo
 
 
 def test_check_blocks_a_cache_without_minus_text_then_lets_the_fix_through(git_repo: Path) -> None:

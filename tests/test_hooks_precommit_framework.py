@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT, commit_all, git
-from tests.test_hooks import make_checked_repo
-from tests.test_watch import record_green
+from tests.helpers import make_checked_repo, record_green
 
 CONFIG = '[tool.cachelint]\nwatch = ["prompts/**"]\n'
 

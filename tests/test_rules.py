@@ -9,23 +9,17 @@ import json
 import os
 import subprocess
 import unicodedata
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from cachelint.canonical import cache_key
 from cachelint.config import load
 from cachelint.findings import Finding
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.rules import Rule, all_rules
-from cachelint.store import Store
 from cachelint.tree import IndexEntry, TreeFacts, _parse_stage, collect, no_cyclic_gc
 from tests.conftest import commit_all, git
-
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-TREE_CODES = [r.code for r in all_rules() if r.group == "tree"]
-MEAI_KEY = "0123456789ABCDEF" * 6  # 96 uppercase hex characters, like a SHA-384 key
+from tests.helpers import NOW, TREE_CODES, put, write_meai
 
 
 def rule(code: str) -> Rule:
@@ -49,28 +43,6 @@ def assert_findings(repo: Path, code: str) -> list[Finding]:
 
 def assert_no_findings(repo: Path, code: str) -> None:
     assert findings(repo, code) == []
-
-
-def put(repo: Path, scenario: str = "agent/tenant/hello", text: str = "hi") -> Path:
-    store = Store(repo / "eval-cache", clock=lambda: NOW)
-    request = {"messages": [{"role": "user", "content": text}]}
-    return store.put(
-        scenario, cache_key(request), request, {"text": text}, provider="openai", model="m"
-    )
-
-
-def write_meai(repo: Path, *, key: str = MEAI_KEY, scenario: str = "Scenario") -> Path:
-    directory = repo / "eval-cache" / "cache" / scenario / "1" / key
-    directory.mkdir(parents=True)
-    entry = {
-        "scenarioName": scenario,
-        "iterationName": "1",
-        "creation": "2026-01-01T00:00:00.0000000Z",
-        "expiration": "2027-01-01T00:00:00.0000000Z",
-    }
-    (directory / "entry.json").write_text(json.dumps(entry, indent=2))
-    (directory / "contents.data").write_text('{\n  "messages": []\n}')
-    return directory
 
 
 @pytest.fixture
