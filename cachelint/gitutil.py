@@ -1,7 +1,7 @@
 """The one way cachelint talks to git: plain subprocesses, NUL-separated lists.
 
-GitPython is deliberately not used here: importing it costs 80-135 ms, more than the whole
-plumbing a pre-commit run needs on a small tree.
+GitPython is deliberately not used here: importing it costs more than the whole plumbing a
+pre-commit run needs on a small tree.
 """
 
 from __future__ import annotations
@@ -63,10 +63,9 @@ class GitProcess:
     """A git subprocess running in the background; `result()` waits and checks it.
 
     Input, output and errors go through unnamed temporary files, not pipes. Through a pipe,
-    every 32 KiB chunk of a 20 MB listing needs the GIL back in the waiting thread while the main
-    thread is busy, so git stalled on a full pipe and `check-attr` over 200,000 paths took three
-    times as long as on its own. With files, git runs at full speed and the thread waits in one
-    `waitpid`, which releases the GIL.
+    every 32 KiB chunk of a large listing needs the GIL back in the waiting thread while the main
+    thread is busy, so git stalls on a full pipe (benchmarks/README.md has the figures). With
+    files, git runs at full speed and the thread waits in one `waitpid`, which releases the GIL.
     """
 
     def __init__(self, cmd: list[str], *, cwd: Path, stdin: bytes | None) -> None:

@@ -98,7 +98,7 @@ def worktree_files(repo: Path) -> list[str]:
 
 
 def _hash_worktree(repo: Path, path: str) -> str | None:
-    # One lstat and plain os paths: a run hashes every dataset file, 20,000 of them in a big suite.
+    # One lstat and plain os paths: a run hashes every dataset file, and a big suite has many.
     full = os.path.join(repo, path)
     try:
         try:

@@ -27,7 +27,7 @@ def _longest_name(directories: Iterable[str]) -> int:
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
     prefix = facts.config.key_prefix
-    if _longest_name(facts.entry_dirs) <= prefix:  # the usual tree: 100,000 short names
+    if _longest_name(facts.entry_dirs) <= prefix:  # the usual tree: every name is short
         return
     for directory, names in facts.entry_dirs.items():
         start = directory.rfind("/") + 1

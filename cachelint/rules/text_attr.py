@@ -46,7 +46,7 @@ def _sets_text(attrs: list[str]) -> bool:
 
 @cache
 def _matcher(pattern: str) -> pathspec.GitIgnoreSpec:
-    # Imported here: only a finding needs it, and importing pathspec costs ~30 ms on every check.
+    # Imported here: only a finding needs it, and importing pathspec would slow every check.
     import pathspec
 
     return pathspec.GitIgnoreSpec.from_lines([pattern])

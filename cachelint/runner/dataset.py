@@ -254,7 +254,7 @@ def parse_scenario(
     """Validate one parsed dataset file (`path` is repo-relative, used in messages).
 
     `prompts` caches system files by repo-relative path across the scenarios of one load: a suite
-    of 20,000 scenarios usually shares a handful of prompt files."""
+    of thousands of scenarios usually shares a handful of prompt files."""
     f = _Fields(path)
     if not isinstance(data, dict):
         raise CachelintError(
