@@ -86,11 +86,13 @@ def test_guard_names_a_written_file_with_escapes_visibly(git_repo: Path) -> None
     assert_clean(proc.stdout, proc.stderr)
 
 
-def test_stamp_prints_a_hostile_root_name_visibly(git_repo: Path) -> None:
+def test_stamp_refusal_names_a_hostile_root_visibly(git_repo: Path) -> None:
+    # (the written-stamp line is covered in test_stamp.py, where a stampable repo is built)
     _cache_repo(git_repo, root="cache\x1b[31m\u202e")
     commit_all(git_repo)
     proc = run_cachelint(git_repo, "stamp")
-    assert proc.stdout or proc.stderr  # written or refused, it says so
+    assert proc.returncode == 2, proc.stdout
+    assert "cache\\x1b[31m\\u202e" in proc.stderr
     assert_clean(proc.stdout, proc.stderr)
 
 

@@ -498,3 +498,16 @@ def test_watch_globs_may_not_match_a_configured_stamp_name(git_repo: Path) -> No
 
 def test_entry_count() -> None:
     assert [entry_count(n) for n in (0, 1, 2)] == ["0 entries", "1 entry", "2 entries"]
+
+
+def test_stamp_prints_a_cache_root_with_escape_sequences_visibly(git_repo: Path) -> None:
+    root = "cache\x1b[2J\u202e"
+    config = f'packages = ["Microsoft.Extensions.AI.Evaluation"]\ncache = {json.dumps(root)}\n'
+    setup_repo(git_repo, config=config)
+    record(git_repo, root=root)
+    commit_all(git_repo, "record")
+    result = cli(git_repo, "stamp")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("wrote cache\\x1b[2J\\u202e/.eval-cache-stamp.json: 2 entries")
+    assert "\x1b" not in result.stdout + result.stderr
+    assert "\u202e" not in result.stdout + result.stderr
