@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from cachelint.display import shell_command
 from cachelint.errors import CachelintError, GitError
 
 # Git must answer the same way for every user: no pager, no localized messages, no prompts, and
@@ -123,7 +124,8 @@ def _temp_file(opened: list[IO[bytes]]) -> IO[bytes]:
 
 def describe_failure(cmd: Sequence[str], result: GitResult) -> str:
     stderr = result.err.decode("utf-8", "replace").strip().replace("\n", " | ")
-    return f"`{' '.join(cmd)}` failed with exit code {result.rc}: {stderr or '(no stderr)'}"
+    # Quoted, so the command shown can be pasted to reproduce the failure whatever a path holds.
+    return f"`{shell_command(*cmd)}` failed with exit code {result.rc}: {stderr or '(no stderr)'}"
 
 
 def split_z(out: bytes) -> list[str]:
