@@ -201,7 +201,8 @@ def render_sarif(findings: list[Finding], summary: CheckSummary, rules: Sequence
                 "ruleId": f.code,
                 "ruleIndex": index[f.code],
                 "level": "warning" if f.severity is Severity.WARNING else "error",
-                "message": {"text": f.message},
+                # Shown as prose in code-scanning pages: escapes there, not reordering bidi marks.
+                "message": {"text": sanitize(f.message)},
                 "locations": [
                     {
                         "physicalLocation": {

@@ -154,3 +154,19 @@ def test_sanitize_is_the_one_sanitizer() -> None:
 
     assert not hasattr(report, "neutralise")
     assert reporters.sanitize is sanitize
+
+
+def test_sarif_message_text_shows_controls_as_escapes() -> None:
+    from cachelint.findings import CheckSummary, Finding
+    from cachelint.formats import FindingsFormat
+    from cachelint.reporters import render
+
+    finding = Finding("eval-cache/a\u202eb.json", "eval-cache-untracked", f"bad {HOSTILE}")
+    summary = CheckSummary(roots=("eval-cache",), files=1, entries=0)
+    document = json.loads(render(FindingsFormat.SARIF, [finding], summary, []))
+    result = document["runs"][0]["results"][0]
+    assert result["message"]["text"] == f"bad {sanitize(HOSTILE)}"
+    # the location stays exact (percent-encoded), so code scanning finds the file
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
+        "eval-cache/a%E2%80%AEb.json"
+    )
