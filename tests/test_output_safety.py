@@ -170,3 +170,15 @@ def test_sarif_message_text_shows_controls_as_escapes() -> None:
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
         "eval-cache/a%E2%80%AEb.json"
     )
+
+
+def test_no_second_sanitizer_in_the_package() -> None:
+    # A copy of the character class elsewhere drifts (one once missed U+2028 and surrogates).
+    from tests.conftest import PROJECT
+
+    copies = [
+        path.relative_to(PROJECT).as_posix()
+        for path in sorted((PROJECT / "cachelint").rglob("*.py"))
+        if "\\u202a" in path.read_text(encoding="utf-8").lower()
+    ]
+    assert copies == ["cachelint/display.py"]
