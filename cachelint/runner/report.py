@@ -69,14 +69,14 @@ def _cache_label(r: ScenarioResult) -> str:
 
 def _indent(text: str, prefix: str) -> list[str]:
     # Split on LF only: CR, U+2028 and the rest are shown as escapes, never taken as a break.
-    return [prefix + sanitize(line) for line in text.split("\n")]
+    return [prefix + sanitize(line) for line in text.rstrip("\n").split("\n")]
 
 
 def _trial_lines(t: TrialResult, multi: bool) -> list[str]:
     lines: list[str] = []
     head = f"    trial {t.trial}: " if multi else "    "
     if t.error is not None:
-        first, *rest = t.error.split("\n")
+        first, *rest = t.error.rstrip("\n").split("\n")
         lines.append(head + sanitize(first))
         lines.extend(_indent("\n".join(rest), "    ") if rest else [])
     for a in t.assertions:
