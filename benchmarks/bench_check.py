@@ -1,24 +1,29 @@
-"""How much slower than git's own plumbing is `cachelint check`?
+"""How much slower than git's own plumbing (and hashing) is `cachelint check`?
 
-Builds a synthetic committed cache (native layout, 2 files per entry, entries that
-store.read_entry accepts), then times N rounds of:
+Builds a synthetic committed cache (native layout, 2 files per entry, valid entries with a sealed
+stamp), then times N rounds of:
 
 - the plumbing floor: the three listings any integrity check of the tree needs, back to back
   (`ls-files --stage`, `ls-files --others --exclude-standard`, `ls-files | check-attr text`);
-- `cachelint check` as a subprocess, three ways: cold (`--no-cache`: every entry read from disk),
-  first (no entry cache yet, as on a fresh clone in CI: every entry read from disk, and the
-  entry cache in .git/cachelint/ written) and warm (entries git reports unchanged come from the
-  entry cache, as for a pre-commit hook after its first run).
+- the content floor: `b3sum` over every file of the tree (what verifying content must read);
+- `cachelint check` as a subprocess, three ways: cold (`--no-cache`: every entry read and
+  verified), first (no entry cache yet, as on a fresh clone in CI: every entry read and verified,
+  and the entry cache in .git/cachelint/ written) and warm (entries whose files git holds
+  unchanged come from the entry cache, as for a pre-commit hook after its first run);
+- with `--baseline DIR`, the same three runs of the cachelint in another checkout (say a
+  `git worktree` of the commit before a change), paired with this one's.
 
-Peak memory is what cachelint's processes (itself and its helper processes) held at once: the
-larger of its own peak RSS (wait4) and their proportional set size (PSS: a page shared by N
-processes counts 1/N) summed every 5 ms on two untimed runs, cold and first, as sampling costs
-CPU. "+git" adds the git processes it runs at the same time (`git check-attr` alone holds ~90 MB
-at 100,000 entries, as it does in the floor).
+Cold and first are compared with plumbing + b3sum of the same round, warm with the plumbing floor
+alone. Peak memory is what cachelint held at once: the larger of its own peak RSS (wait4) and its
+proportional set size (PSS) sampled every 5 ms on two untimed runs, cold and first. "+git" adds
+the git processes it runs at the same time (`git check-attr` alone holds ~90 MB at 100,000
+entries, as it does in the floor).
 
     python benchmarks/bench_check.py [--entries 10000 100000] [--repeat 5] [--keep DIR [--reuse]]
+                                     [--baseline DIR]
 
-Goal: check/floor <= 2.0 at 100k entries (the median of the per-round ratios), peak RSS < 300 MB.
+Goals (issue 12): first and cold <= 1.5x (plumbing + b3sum), warm <= 1.5x plumbing (the median of
+the per-round ratios), peak memory < 300 MB.
 cachelint's bytecode is compiled first, as a pip install leaves it. Temporary trees are removed
 unless --keep is given; --reuse times trees a previous --keep run left in DIR instead of
 rebuilding them (building 100,000 entries takes minutes, timing them seconds).
@@ -35,8 +40,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -46,8 +51,14 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from cachelint.canonical import cache_key, dump_pretty  # noqa: E402
-from cachelint.stamp import Stamp  # noqa: E402
-from cachelint.store import CONTENTS_FILE, ENTRY_FILE, FORMAT, format_time  # noqa: E402
+from cachelint.stamp import Stamp, seal_of  # noqa: E402
+from cachelint.store import (  # noqa: E402
+    CONTENTS_FILE,
+    ENTRY_FILE,
+    FORMAT,
+    entry_digest,
+    format_time,
+)
 
 ROOT = "eval-cache"
 AGENTS = ("support", "billing", "triage", "search")
@@ -57,7 +68,7 @@ CREATED = datetime(2025, 6, 1, tzinfo=timezone.utc)
 TTL_DAYS = 730
 # A fixed "now" inside every entry's lifetime, so the run measures a clean tree, not expiry noise.
 NOW = "2025-07-01T00:00:00Z"
-GOAL_RATIO = 2.0
+GOAL_RATIO = 1.5
 GOAL_MB = 300.0
 TIMEOUT_S = 1800.0
 
@@ -159,6 +170,7 @@ def build(repo: Path, entries: int) -> int:
     (repo / ".gitattributes").write_bytes(f"{ROOT}/** -text\n".encode())
     cache = repo / ROOT / "cache"
     files = 0
+    digests: list[tuple[str, str]] = []
     for index in range(entries):
         scenario, key, entry, contents = _entry(index)
         directory = cache / scenario / key[:16]
@@ -166,6 +178,7 @@ def build(repo: Path, entries: int) -> int:
         # Direct writes, not Store.put: a fixture needs no atomic rename per file.
         (directory / CONTENTS_FILE).write_bytes(contents)
         (directory / ENTRY_FILE).write_bytes(entry)
+        digests.append((f"cache/{scenario}/{key[:16]}", entry_digest(entry, contents)))
         files += 2
     # A pin file and a matching stamp, so the tree is clean and check does its full work.
     (repo / "requirements.txt").write_bytes(b"cachelint==0.1.0\n")
@@ -174,6 +187,8 @@ def build(repo: Path, entries: int) -> int:
         ttl_days=TTL_DAYS,
         packages={"cachelint": "0.1.0"},
         pin_files={"cachelint": "requirements.txt"},
+        entries=entries,
+        seal=seal_of(digests),
     ).to_json()
     (repo / ROOT / ".eval-cache-stamp.json").write_bytes(dump_pretty(stamp))
     files += 1
@@ -205,11 +220,42 @@ def floor(repo: Path) -> None:
         raise BenchError("git ls-files | git check-attr failed")
 
 
-def _check_command(*extra: str) -> list[str]:
+def hash_floor(repo: Path) -> None:
+    """`b3sum` over every file of the tree, in as few processes as xargs makes."""
+    listing = subprocess.Popen(
+        ["git", "ls-files", "-z", "--", ROOT], cwd=repo, stdout=subprocess.PIPE, env=_env()
+    )
+    hashed = subprocess.run(
+        ["xargs", "-0", "b3sum", "--no-names"],
+        cwd=repo,
+        stdin=listing.stdout,
+        stdout=subprocess.DEVNULL,
+        env=_env(),
+    )
+    assert listing.stdout is not None
+    listing.stdout.close()
+    if listing.wait() != 0 or hashed.returncode != 0:
+        raise BenchError("git ls-files | b3sum failed (Debian: apt-get install b3sum)")
+
+
+# The checkout whose cachelint a run times: this one, or --baseline's.
+_CHECKOUT: dict[str, Path | None] = {"baseline": None}
+
+
+def _check_command(*extra: str, baseline: bool = False) -> list[str]:
+    if baseline:
+        return [sys.executable, "-m", "cachelint", "check", *extra]
     script = Path(sys.executable).parent / "cachelint"
     if script.is_file():
         return [str(script), "check", *extra]
     return [sys.executable, "-m", "cachelint", "check", *extra]
+
+
+def _check_env(*, baseline: bool = False) -> dict[str, str]:
+    env = _env()
+    if baseline and _CHECKOUT["baseline"] is not None:
+        env["PYTHONPATH"] = str(_CHECKOUT["baseline"])
+    return env
 
 
 @dataclass
@@ -220,13 +266,17 @@ class CheckRun:
     last_line: str
 
 
-def run_check(repo: Path, *extra: str) -> CheckRun:
+def run_check(repo: Path, *extra: str, baseline: bool = False) -> CheckRun:
     """One `cachelint check`; its peak RSS comes from wait4: the largest of its process tree,
     not their sum (RUSAGE_CHILDREN would also count the git processes of the floor)."""
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            _check_command(*extra), cwd=repo, stdout=out, stderr=subprocess.STDOUT, env=_env()
+            _check_command(*extra, baseline=baseline),
+            cwd=repo,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=_check_env(baseline=baseline),
         )
         timer = threading.Timer(TIMEOUT_S, proc.kill)
         timer.start()
@@ -298,28 +348,36 @@ class Row:
     entries: int
     files: int
     build_s: float
-    floors: list[float]
-    colds: list[float]  # --no-cache, each timed right after floors[i]
+    floors: list[float]  # the plumbing floor
+    hashes: list[float]  # b3sum over the same files, timed right after floors[i]
+    colds: list[float]  # --no-cache, each timed right after hashes[i]
     firsts: list[float]  # no entry cache: reads everything and writes the cache
-    warms: list[float]  # timed right after colds[i]
-    peak_mb: float  # cachelint and its helpers at once
+    warms: list[float]  # timed right after firsts[i]
+    peak_mb: float  # cachelint at once
     with_git_mb: float  # and the git processes it runs
     exit_code: int
     last_line: str
+    baseline: dict[str, list[float]] = field(default_factory=dict)  # --baseline's runs, paired
 
     @staticmethod
     def ratios(times: list[float], floors: list[float]) -> list[float]:
         """Each run against the floor timed just before it: on a shared machine whose speed
-        drifts by 30% within a minute, pairs compare like with like where best-of-N each would
-        pair a fast floor with a slow check, or the reverse."""
+        drifts within a minute, pairs compare like with like where best-of-N each would pair a
+        fast floor with a slow check, or the reverse."""
         return sorted(t / f for t, f in zip(times, floors, strict=True))
 
-    def runs(self) -> list[tuple[str, list[float]]]:
-        return [("cold", self.colds), ("first", self.firsts), ("warm", self.warms)]
+    def runs(self) -> list[tuple[str, list[float], list[float]]]:
+        """(name, times, the floor each is compared with)."""
+        content = [f + h for f, h in zip(self.floors, self.hashes, strict=True)]
+        return [
+            ("cold", self.colds, content),
+            ("first", self.firsts, content),
+            ("warm", self.warms, self.floors),
+        ]
 
-    def summary(self, times: list[float]) -> tuple[float, float, float]:
+    def summary(self, times: list[float], floors: list[float]) -> tuple[float, float, float]:
         """(median, lowest, highest) ratio to the floor."""
-        ratios = self.ratios(times, self.floors)
+        ratios = self.ratios(times, floors)
         return statistics.median(ratios), ratios[0], ratios[-1]
 
 
@@ -356,65 +414,91 @@ def measure(base: Path, entries: int, repeat: int, *, reuse: bool = False) -> Ro
         files = build(repo, entries)
         build_s = time.perf_counter() - start
     floor(repo)  # warm the page cache and git's index for both sides alike
+    hash_floor(repo)
     run_check(repo, "--no-cache")
     # Interleaved, so a slow spell of a shared machine hits every column alike.
-    floors: list[float] = []
-    cold: list[CheckRun] = []
-    first: list[CheckRun] = []
-    warm: list[CheckRun] = []
+    times: dict[str, list[float]] = {
+        k: [] for k in ("floor", "hash", "cold", "first", "warm", "b-cold", "b-first", "b-warm")
+    }
+    runs: list[CheckRun] = []
+    with_baseline = _CHECKOUT["baseline"] is not None
     for _ in range(repeat):
-        start = time.perf_counter()
-        floor(repo)
-        floors.append(time.perf_counter() - start)
-        cold.append(run_check(repo, "--no-cache"))
+        times["floor"].append(_timed(lambda: floor(repo)))
+        times["hash"].append(_timed(lambda: hash_floor(repo)))
+        for prefix, baseline in (("", False), ("b-", True)) if with_baseline else (("", False),):
+            cold = run_check(repo, "--no-cache", baseline=baseline)
+            shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
+            first = run_check(repo, baseline=baseline)
+            warm = run_check(repo, baseline=baseline)
+            times[prefix + "cold"].append(cold.seconds)
+            times[prefix + "first"].append(first.seconds)
+            times[prefix + "warm"].append(warm.seconds)
+            if not baseline:
+                runs += [cold, first, warm]
         shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
-        first.append(run_check(repo))
-        warm.append(run_check(repo))
-    last = warm[-1]
-    if {r.last_line for r in (*cold, *first, *warm)} != {last.last_line}:
+    last = runs[-1]
+    if {r.last_line for r in runs} != {last.last_line}:
         raise BenchError("cold, first and warm checks disagree; the entry cache is wrong")
     cold_mb = tree_peak_mb(repo, "--no-cache")
     shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
     first_mb = tree_peak_mb(repo)
-    peak = max(cold_mb[0], first_mb[0], *(r.peak_mb for r in [*cold, *first, *warm]))
+    peak = max(cold_mb[0], first_mb[0], *(r.peak_mb for r in runs))
     with_git = max(peak, cold_mb[1], first_mb[1])
-    return Row(
+    row = Row(
         entries,
         files,
         build_s,
-        floors,
-        [r.seconds for r in cold],
-        [r.seconds for r in first],
-        [r.seconds for r in warm],
+        times["floor"],
+        times["hash"],
+        times["cold"],
+        times["first"],
+        times["warm"],
         peak,
         with_git,
         last.exit_code,
         last.last_line,
     )
+    if with_baseline:
+        row.baseline = {k: times["b-" + k] for k in ("cold", "first", "warm")}
+    return row
+
+
+def _timed(work: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
 
 
 def table(rows: Sequence[Row]) -> str:
     head = (
-        f"{'entries':>8} {'files':>8} {'floor s':>8} {'cold s':>7} {'first s':>8} {'warm s':>7} "
-        f"{'cold ratio':>17} {'first ratio':>17} {'warm ratio':>17} {'peak MB':>8} "
-        f"{'+git MB':>8}  goal (ratio <= {GOAL_RATIO}, peak < {GOAL_MB:.0f} MB)"
+        f"{'entries':>8} {'floor s':>8} {'b3sum s':>8} {'cold s':>7} {'first s':>8} "
+        f"{'warm s':>7} {'cold ratio':>17} {'first ratio':>17} {'warm ratio':>17} "
+        f"{'peak MB':>8} {'+git MB':>8}  goal (ratio <= {GOAL_RATIO}, peak < {GOAL_MB:.0f} MB)"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
-        ratios = [(name, r.summary(times)) for name, times in r.runs()]
+        ratios = [(name, r.summary(times, floors)) for name, times, floors in r.runs()]
         verdicts = [
             f"{name} {'met' if ratio[0] <= GOAL_RATIO and r.peak_mb < GOAL_MB else 'MISSED'}"
             for name, ratio in ratios
         ]
         lines.append(
-            f"{r.entries:>8,} {r.files:>8,} {min(r.floors):>8.3f} {min(r.colds):>7.3f} "
-            f"{min(r.firsts):>8.3f} {min(r.warms):>7.3f} "
+            f"{r.entries:>8,} {statistics.median(r.floors):>8.3f} "
+            f"{statistics.median(r.hashes):>8.3f} {statistics.median(r.colds):>7.3f} "
+            f"{statistics.median(r.firsts):>8.3f} {statistics.median(r.warms):>7.3f} "
             + " ".join(f"{m:>5.2f} ({lo:.2f}-{hi:.2f})" for _, (m, lo, hi) in ratios)
             + f" {r.peak_mb:>8.1f} {r.with_git_mb:>8.1f}  {', '.join(verdicts)}"
         )
+        for name, times in r.baseline.items():
+            mine = dict((n, t) for n, t, _ in r.runs())[name]
+            m, lo, hi = r.summary(mine, times)
+            lines.append(
+                f"{'':>8} {name} vs baseline: {m:.2f} ({lo:.2f}-{hi:.2f}) "
+                f"(baseline median {statistics.median(times):.3f} s)"
+            )
     lines.append(
-        "seconds: the fastest run of each; ratio: the median of each run over the floor timed "
-        "just before it (lowest-highest)"
+        "seconds: medians; ratio: the median of each run over the floor of its own round "
+        "(cold and first: plumbing + b3sum; warm: plumbing), lowest-highest in brackets"
     )
     return "\n".join(lines)
 
@@ -427,7 +511,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--reuse", action="store_true", help="time the trees already built in --keep DIR"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="also time the cachelint of this checkout (e.g. a git worktree of an older commit)",
+    )
     args = parser.parse_args(argv)
+    if args.baseline is not None:
+        if not (args.baseline / "cachelint" / "__init__.py").is_file():
+            parser.error(f"--baseline {args.baseline}: no cachelint package there")
+        _CHECKOUT["baseline"] = args.baseline.resolve()
     if any(n < 1 for n in args.entries) or args.repeat < 1:
         parser.error("--entries and --repeat must be positive")
     if args.reuse and args.keep is None:

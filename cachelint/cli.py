@@ -19,7 +19,17 @@ from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 
-COMMANDS = ("check", "stamp", "run", "watch", "guard", "fake-provider")
+COMMANDS = (
+    "check",
+    "stamp",
+    "run",
+    "report",
+    "green",
+    "watch",
+    "guard",
+    "prune",
+    "fake-provider",
+)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -16,6 +16,7 @@ from typing import Any
 
 from cachelint.errors import ConfigError
 from cachelint.paths import is_inside
+from cachelint.runner.settings import ReportSettings, parse_settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,6 +31,8 @@ class Layout(str, Enum):
 
 
 MIN_TTL_DAYS = 365
+# Ten years: a committed cache must outlive every branch that replays it (README, "Lifecycle").
+DEFAULT_TTL_DAYS = 3650
 DEFAULT_STAMP = ".eval-cache-stamp.json"
 
 
@@ -63,12 +66,15 @@ class Config:
     pins: tuple[str, ...] = ()
     min_ttl_days: int = MIN_TTL_DAYS
     expiry_warning_days: int = 30
-    ttl_days: int = 365
+    ttl_days: int = DEFAULT_TTL_DAYS
     datasets: str = "eval-datasets"
     results: str = "eval-results"
     watch: tuple[str, ...] = ()
     green_record: str = ".eval-green.json"
     target: TargetConfig = field(default_factory=TargetConfig)
+    interpretations: Mapping[str, Any] = field(default_factory=dict)  # metric name -> ranges
+    prices: Mapping[str, Any] = field(default_factory=dict)  # model -> $/Mtok in and out
+    reports: ReportSettings = field(default_factory=ReportSettings)
 
     def cache_roots(self) -> list[Path]:
         return [self.repo / c for c in self.cache]
@@ -146,6 +152,18 @@ def _glob(value: Any) -> str:
     return text
 
 
+def _interpretations(value: Any) -> Mapping[str, Any]:
+    from cachelint.runner.metrics import parse_interpretations
+
+    return parse_interpretations(value)
+
+
+def _prices(value: Any) -> Mapping[str, Any]:
+    from cachelint.runner.cost import parse_prices
+
+    return parse_prices(value)
+
+
 def _table(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("a table")
@@ -174,6 +192,9 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "watch": ("watch", _str_list(_glob)),
     "green-record": ("green_record", _relpath),
     "target": ("target", _table),
+    "interpretations": ("interpretations", _interpretations),
+    "prices": ("prices", _prices),
+    "reports": ("reports", parse_settings),
 }
 
 _TARGET_TYPES = ("openai-compatible", "python")

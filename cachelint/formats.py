@@ -27,6 +27,8 @@ class ReportFormat(str, Enum):
     TEXT = "text"
     JSON = "json"
     JUNIT = "junit"
+    MARKDOWN = "markdown"  # rendered by runner/prformats.py from the results documents
+    GITHUB = "github"
 
 
 def parse_findings_format(value: object) -> FindingsFormat:

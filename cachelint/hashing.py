@@ -25,6 +25,11 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 Snapshot = dict[str, str]  # repo-relative path -> blake3 hex digest ("symlink:<target>" for links)
 
 
+def hash_bytes(data: bytes) -> str:
+    """blake3 hex digest of bytes, as `hash_file` gives for a file holding them."""
+    return blake3.blake3(data).hexdigest()
+
+
 def hash_file(path: str | os.PathLike[str]) -> str:
     """blake3 hex digest of a file's bytes."""
     fd = os.open(path, _OPEN_FLAGS)

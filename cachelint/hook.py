@@ -1,4 +1,7 @@
-"""The lean entry point behind the plain git hook: `python -m cachelint.hook pre-commit`.
+"""The lean entry point behind the git hooks: `python -m cachelint.hook pre-commit` (the plain
+hook: check and the watch gate) and `python -m cachelint.hook check` (the pre-commit framework's
+`cachelint-check` hook, which must run on every commit because the framework never passes a
+deleted path to a hook, and so decides here whether the staged change touches anything to lint).
 
 Most commits touch neither the cache nor a watched prompt, so this path must cost little more than
 starting Python. It imports only the standard library (no cachelint.cli, no command modules, no
@@ -17,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-USAGE = "usage: python -m cachelint.hook pre-commit"
+USAGE = "usage: python -m cachelint.hook pre-commit|check"
 
 # Paths whose change can break the cache's integrity even outside the cache roots: attributes
 # decide line-ending conversion, ignore rules decide what git sees, the config decides the roots.
@@ -170,13 +173,18 @@ class _Gate:
         return path.rpartition("/")[2] in _CHECK_NAMES
 
     def maybe_watched(self, path: str) -> bool:
+        # A staged change of the cache alone is compared with the green record's cache digest.
+        if path.startswith(self.cache_prefixes):
+            return True
         if self.dataset_prefix is not None and path.startswith(self.dataset_prefix):
             return True
         slashed = "/" + path  # lets "/x" runs (from "/x" or "**/x") match at the top level
         return any(all(run in slashed for run in runs) for runs in self._prefilter)
 
 
-def pre_commit() -> int:
+def pre_commit(*, watch: bool = True) -> int:
+    """Lint (and with `watch`, gate) what the staged change touches; deletions included, since
+    `git diff --cached --name-only` lists deleted paths too."""
     repo = _top_level()
     if repo is None:
         print("cachelint hook: not inside a git work tree; run it from a clone", file=sys.stderr)
@@ -185,13 +193,14 @@ def pre_commit() -> int:
     if rc != 0:
         print(f"cachelint hook: `git diff --cached` failed with exit code {rc}", file=sys.stderr)
         return 2
-    if not out:
+    if not out and watch:
         return 0
-    staged = out.rstrip(b"\0").decode("utf-8", "surrogateescape").split("\0")
+    staged = out.rstrip(b"\0").decode("utf-8", "surrogateescape").split("\0") if out else []
     gate = _Gate(_read_table(repo))
-    run_check = gate.invalid or any(gate.wants_check(p) for p in staged)
+    # Nothing staged: not a commit (say `pre-commit run --all-files` in CI), so lint the tree.
+    run_check = not staged or gate.invalid or any(gate.wants_check(p) for p in staged)
     # A staged dataset goes to the gate even without globs: a committed green record gates it.
-    maybe_watch = any(gate.maybe_watched(p) for p in staged)
+    maybe_watch = watch and any(gate.maybe_watched(p) for p in staged)
     if not (run_check or maybe_watch):
         return 0
     return _slow_path(repo, staged, run_check=run_check, maybe_watch=maybe_watch)
@@ -242,11 +251,11 @@ def _slow_path(repo: str, staged: list[str], *, run_check: bool, maybe_watch: bo
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if args != ["pre-commit"]:
+    if args not in (["pre-commit"], ["check"]):
         print(USAGE, file=sys.stderr)
         return 2
     try:
-        return pre_commit()
+        return pre_commit(watch=args == ["pre-commit"])
     except _NoGit as exc:
         print(f"cachelint hook: cannot run git ({exc}); put git on PATH", file=sys.stderr)
         return 2

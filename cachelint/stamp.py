@@ -5,8 +5,15 @@
       "packages": {"Microsoft.Extensions.AI.Evaluation": "10.9.0"},
       "pinFiles": {"Microsoft.Extensions.AI.Evaluation": "Directory.Packages.props"},
       "pinnedAt": "2026-01-31",           # date of the pins (see `pinned_at`)
-      "ttlDays": 365
+      "ttlDays": 365,
+      "entries": 1234,                    # entries under the root when it was stamped
+      "seal": "<blake3 hex>"              # digest of the entry set (see `seal`)
     }
+
+The seal makes a deleted, added or changed entry visible to a check that has nothing to compare
+with: it is the blake3 of one line "<entry directory relative to the root>\0<entry digest>\n" per
+entry, sorted by directory, where the entry digest covers the content of both of its files
+(`store.entry_digest`). A stamp written before seals existed has neither field and is still read.
 
 Written with dump_pretty (sorted keys, LF, final newline) and atomically, so re-stamping the same
 pins rewrites the same bytes. Reading validates every field and names the first bad one.
@@ -21,6 +28,8 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import blake3
+
 from cachelint import pins
 from cachelint.canonical import dump_pretty
 from cachelint.config import Config
@@ -31,6 +40,8 @@ from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")
+_SEAL_FIELDS = ("entries", "seal")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 class InvalidStamp(CachelintError):
@@ -44,15 +55,35 @@ class Stamp:
     packages: Mapping[str, str]  # package name -> exact version the tree was recorded under
     pin_files: Mapping[str, str] = field(default_factory=dict)  # package name -> pin file
     format: int = FORMAT
+    entries: int | None = None  # None: written before seals existed
+    seal: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "format": self.format,
             "packages": dict(sorted(self.packages.items())),
             "pinFiles": dict(sorted(self.pin_files.items())),
             "pinnedAt": self.pinned_at.isoformat(),
             "ttlDays": self.ttl_days,
         }
+        if self.seal is not None:
+            out["entries"] = self.entries
+            out["seal"] = self.seal
+        return out
+
+
+def seal(root: str, entries: Iterable[Entry]) -> str:
+    """The digest of the entry set under `root` (see the module docs)."""
+    cut = len(root.rstrip("/")) + 1
+    return seal_of((e.directory[cut:], e.digest or "") for e in entries)
+
+
+def seal_of(pairs: Iterable[tuple[str, str]]) -> str:
+    """The seal of (entry directory relative to its root, entry digest) pairs."""
+    hasher = blake3.blake3()
+    for line in sorted(f"{directory}\0{digest}\n" for directory, digest in pairs):
+        hasher.update(line.encode("utf-8", "surrogateescape"))
+    return hasher.hexdigest()
 
 
 def _str_map(data: Mapping[str, Any], name: str) -> dict[str, str]:
@@ -70,7 +101,7 @@ def parse_stamp(data: Any) -> Stamp:
     for name in _FIELDS:
         if name not in data:
             raise InvalidStamp(f"field {name!r} is missing")
-    unknown = sorted(set(data) - set(_FIELDS))
+    unknown = sorted(set(data) - set(_FIELDS) - set(_SEAL_FIELDS))
     if unknown:
         raise InvalidStamp(f"unknown field {unknown[0]!r}")
     fmt = data["format"]
@@ -91,7 +122,19 @@ def parse_stamp(data: Any) -> Stamp:
     stray = sorted(set(pin_files) - set(packages))
     if stray:
         raise InvalidStamp(f"field 'pinFiles' names {stray[0]!r}, which 'packages' does not")
-    return Stamp(pinned_at, ttl, packages, pin_files, fmt)
+    entries, sealed = _parse_seal(data)
+    return Stamp(pinned_at, ttl, packages, pin_files, fmt, entries, sealed)
+
+
+def _parse_seal(data: Mapping[str, Any]) -> tuple[int | None, str | None]:
+    if "entries" not in data and "seal" not in data:
+        return None, None
+    count, sealed = data.get("entries"), data.get("seal")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise InvalidStamp(f"field 'entries' is {count!r}, expected a count of entries")
+    if not isinstance(sealed, str) or not _HEX64.fullmatch(sealed):
+        raise InvalidStamp(f"field 'seal' is {sealed!r}, expected a blake3 hex digest")
+    return count, sealed
 
 
 def read_stamp(path: Path) -> Stamp | None:

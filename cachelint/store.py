@@ -50,20 +50,23 @@ _MEAI_KEY = re.compile(r"[0-9A-F]{96}")
 _FRACTION = re.compile(r"\.(\d+)")
 # Python 3.11 taught fromisoformat the "Z" suffix (as UTC, like "+00:00"); 3.10 needs the rewrite.
 _FROMISO_Z = sys.version_info >= (3, 11)
-# Enum member lookups cost ~150 ns each on 3.12+; parse_entry runs 100,000 times per check.
+# Enum member lookups are attribute lookups on the class each time; parse_entry runs per entry.
 _AUTO, _MEAI, _CACHELINT = Layout.AUTO, Layout.MEAI, Layout.CACHELINT
 
 
 # What the linter keeps in place of a native entry's validated request: it never needs the body,
-# and 100,000 of them would triple its memory (`Store.get` reads a request when it is needed).
+# and keeping every request body of a large tree would multiply its memory (`Store.get` reads a
+# request when it is needed).
 UNREAD_REQUEST: Mapping[str, Any] = {}
 
 
 class Entry(NamedTuple):
-    """One cache entry as read from disk, whichever layout wrote it.
+    """One cache entry as read from disk, whichever layout wrote it; build it by keyword.
 
-    A NamedTuple rather than a frozen dataclass: the linter builds 100,000 of them per check, and
-    a frozen dataclass's `__init__` (one `object.__setattr__` per field) was 2 us of the 5 us each.
+    A NamedTuple rather than a frozen dataclass: the linter builds one per entry of a tree that
+    may be large, and the entry cache rebuilds them from columns at C speed. Every field but
+    `request` is a column of the entry cache (`COLUMNS`), so a field added here must be added
+    there too, which the assertion below `COLUMNS` enforces.
     """
 
     layout: Layout
@@ -75,6 +78,9 @@ class Entry(NamedTuple):
     provider: str | None = None
     model: str | None = None
     iteration: str | None = None
+    # blake3 over both files' own blake3 digests (`entry_digest`): what the stamp's seal is
+    # made of. Set by the linter's read, which verifies content; None from `Store` reads.
+    digest: str | None = None
     request: Mapping[str, Any] | None = None
 
     @property
@@ -82,6 +88,61 @@ class Entry(NamedTuple):
         if self.created is None or self.expires is None:
             return None
         return self.expires - self.created
+
+
+def entry_digest(entry_json: bytes, contents: bytes) -> str:
+    """The content digest of one entry: blake3 of the two files' blake3 hex digests, in the
+    order entry.json, contents.data, each followed by a newline."""
+    both = b"%s\n%s\n" % (
+        blake3.blake3(entry_json).hexdigest().encode(),
+        blake3.blake3(contents).hexdigest().encode(),
+    )
+    return blake3.blake3(both).hexdigest()
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _from_iso(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _interned(value: str | None) -> str | None:
+    # Thousands of entries share one scenario, provider and model: one string object each.
+    return None if value is None else sys.intern(value)
+
+
+@dataclass(frozen=True)
+class Column:
+    """How one Entry field is stored in the entry cache: JSON-able `encode`, and back."""
+
+    name: str
+    kind: type | tuple[type, ...]  # what `decode` accepts, and None unless `needed`
+    encode: Callable[[Any], Any] = _same
+    decode: Callable[[Any], Any] = _same
+    needed: bool = False  # None is not a valid value
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("layout", str, lambda layout: layout.value, Layout, needed=True),
+    Column("directory", str, needed=True),
+    Column("scenario", str, decode=sys.intern, needed=True),
+    Column("key", str),
+    Column("created", str, _iso, _from_iso),
+    Column("expires", str, _iso, _from_iso),
+    Column("provider", str, decode=_interned),
+    Column("model", str, decode=_interned),
+    Column("iteration", str, decode=_interned),
+    Column("digest", str),
+)
+# `request` is never cached: the linter keeps none (`UNREAD_REQUEST`) and a cached entry is given
+# the same. Any other field without a column would be silently lost on a cached check.
+assert [c.name for c in COLUMNS] + ["request"] == list(Entry._fields), "Entry without a column"
 
 
 def utcnow() -> datetime:
@@ -96,9 +157,9 @@ def parse_time(value: Any) -> datetime:
     """Parse ISO 8601 as written by Python and .NET (7-digit fractions, Z or offsets)."""
     if not isinstance(value, str):
         raise ValueError(f"expected an ISO 8601 timestamp string, got {value!r}")
-    # Fast path for the exact shape cachelint writes ("2025-06-01T00:00:00Z", 200,000 of them
-    # in a 100k-entry check): the same parse as below minus strip and suffix rewriting. Anything
-    # it rejects takes the general path, which decides and words the error.
+    # Fast path for the exact shape cachelint writes ("2025-06-01T00:00:00Z", two per entry):
+    # the same parse as below minus strip and suffix rewriting. Anything it rejects takes the
+    # general path, which decides and words the error.
     if len(value) == 20 and value[19] == "Z":
         try:
             return datetime.fromisoformat(value if _FROMISO_Z else value[:19] + "+00:00")
@@ -108,7 +169,7 @@ def parse_time(value: Any) -> datetime:
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     # .NET writes 100 ns ticks (7 digits); Python 3.10's fromisoformat takes at most 6. The
-    # test keeps the regex off cachelint's own whole-second stamps (200,000 per 100k-entry check).
+    # test keeps the regex off cachelint's own whole-second times, two per entry.
     if "." in text:
         text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), text, count=1)
     try:
@@ -123,7 +184,7 @@ def parse_time(value: Any) -> datetime:
 def decode_json(raw: bytes) -> Any:
     """`json.loads`, with every way bytes can fail to be JSON as a ValueError giving the reason.
 
-    RecursionError is one of them: `[` repeated 200,000 times exhausts the decoder's stack, and
+    RecursionError is one of them: a few hundred thousand `[` exhaust the decoder's stack, and
     that is bad input to report, not an internal error."""
     try:
         # UTF-8 only (a byte-order mark allowed, .NET writes one): json.loads on bytes would
@@ -178,7 +239,7 @@ def read_entry(directory: Path, relative: str, layout: Layout = Layout.AUTO) -> 
 def parse_entry(
     data: Any, relative: str, layout: Layout = Layout.AUTO, *, keep_request: bool = True
 ) -> Entry:
-    """Validate a decoded entry.json. The linter reads 100,000 of them and already knows from its
+    """Validate a decoded entry.json. The linter reads one per entry and already knows from its
     own walk whether contents.data exists, so it skips `read_entry`'s pathlib and stat work; it
     passes `keep_request=False` to get `UNREAD_REQUEST` in place of a validated request."""
     if not isinstance(data, dict):
@@ -204,7 +265,7 @@ def _read_native(
     provider = data.get("provider")
     model = data.get("model")
     contents = data.get("contents")
-    # The linter validates 100,000 of these: one combined test for the usual valid entry, and
+    # The linter validates one per entry: one combined test for the usual valid entry, and
     # the field-by-field walk below only for an invalid one, so its first failing check (in the
     # same order as always) still names the field.
     if (
@@ -219,16 +280,15 @@ def _read_native(
     ):
         # Thousands of entries share a scenario, provider and model: one string object each.
         return Entry(
-            _CACHELINT,
-            relative,
-            sys.intern(scenario),
-            key,
-            _time_field(data, "created", "entry.json"),
-            _time_field(data, "expires", "entry.json"),
-            sys.intern(provider),
-            sys.intern(model),
-            None,
-            request if keep_request else UNREAD_REQUEST,
+            layout=_CACHELINT,
+            directory=relative,
+            scenario=sys.intern(scenario),
+            key=key,
+            created=_time_field(data, "created", "entry.json"),
+            expires=_time_field(data, "expires", "entry.json"),
+            provider=sys.intern(provider),
+            model=sys.intern(model),
+            request=request if keep_request else UNREAD_REQUEST,
         )
     return _read_native_checked(data, relative, name)
 

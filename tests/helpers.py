@@ -87,7 +87,8 @@ def record_green(repo: Path) -> Path:
 def make_checked_repo(repo: Path, *, attributes: bool) -> Path:
     """A valid recorded cache with a stamp and a pin, optionally missing `-text`."""
     store = Store(repo / "eval-cache")
-    store.put("agent/t/s1", "ab" * 32, {"messages": []}, {"text": "hi"}, provider="p", model="m")
+    request: dict[str, list[str]] = {"messages": []}
+    store.put("agent/t/s1", cache_key(request), request, {"text": "hi"}, provider="p", model="m")
     (repo / "requirements.txt").write_text("cachelint==0.1.0\n")
     if attributes:
         (repo / ".gitattributes").write_text("eval-cache/** -text\n")

@@ -42,7 +42,7 @@ def test_defaults_without_any_config(tmp_path: Path) -> None:
     assert config.cache == ("eval-cache",)
     assert config.layout is Layout.AUTO
     assert config.max_path == 160
-    assert config.ttl_days == 365 and config.min_ttl_days == 365
+    assert config.ttl_days == 3650 and config.min_ttl_days == 365
     assert config.stamp == DEFAULT_STAMP
     assert config.target == TargetConfig()
     assert config.cache_roots() == [tmp_path / "eval-cache"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cachelint import tree
+from cachelint.collect import collect
 from cachelint.config import load
 from tests.conftest import commit_all
 from tests.helpers import NOW, put
@@ -40,7 +40,7 @@ def test_modified_files_need_one_ls_files_stage(
     changed.write_text(changed.read_text() + " ")
     os.utime(touched, (1, 1))  # diff-files lists it, the content is unchanged
     log = _git_logging_to(tmp_path, monkeypatch)
-    facts = tree.collect(load(git_repo), now=NOW)
+    facts = collect(load(git_repo), now=NOW)
     assert facts.modified == {changed.relative_to(git_repo).as_posix()}
     calls = [c.split() for c in log.read_text().splitlines()]
     assert any(c[0] == "hash-object" for c in calls)  # the candidates were checked by content

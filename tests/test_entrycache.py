@@ -1,5 +1,6 @@
-"""The entry cache: a check reuses the entries an earlier one parsed only while git reports their
-entry.json unchanged, and reads everything else from disk. Real repositories, real git."""
+"""The entry cache: a check reuses the entries an earlier one verified only while git's index holds
+the same object ids for both of their files and git reports neither changed, and reads and
+verifies everything else from disk. Real repositories, real git."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ import orjson
 import pytest
 
 from cachelint import __version__, entrycache
+from cachelint.collect import collect
 from cachelint.config import Layout, load
 from cachelint.entrycache import CACHE_FILE
 from cachelint.store import UNREAD_REQUEST, Entry
-from cachelint.tree import TreeFacts, collect
+from cachelint.tree import TreeFacts
 from tests.conftest import commit_all, git, run_cachelint
 from tests.test_rules import NOW, put, write_meai
 
@@ -39,8 +41,32 @@ def entry_file(repo: Path, scenario: str) -> Path:
     )
 
 
+def entry(**fields: object) -> Entry:
+    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    base: dict[str, object] = dict(
+        layout=Layout.CACHELINT,
+        directory="r/cache/a/01",
+        scenario="a",
+        key="01ab",
+        created=moment,
+        expires=moment,
+        provider="p",
+        model="m",
+        request=UNREAD_REQUEST,
+    )
+    return Entry(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def encode(pairs: list[tuple[Entry, str]]) -> bytes:
+    return entrycache._encode_line(pairs)[0]
+
+
+def decode(line: bytes) -> entrycache.Cached | None:
+    return entrycache._decode_line(line)
+
+
 # The columns of a line of the cache file.
-FIELDS = ("object", *Entry._fields[: Entry._fields.index("request")])
+FIELDS = ("ids", *Entry._fields[: Entry._fields.index("request")])
 Row = dict[str, object]
 
 
@@ -83,7 +109,9 @@ def test_first_check_writes_every_committed_entry(repo: Path) -> None:
         meta, path = line.split("\t")
         objects[path] = meta.split(" ")[1]
     for row in written:
-        assert row["object"] == objects[f"{row['directory']}/entry.json"]
+        directory = row["directory"]
+        both = f"{objects[f'{directory}/entry.json']} {objects[f'{directory}/contents.data']}"
+        assert row["ids"] == both
 
 
 def test_a_warm_check_sees_exactly_what_a_cold_one_sees(repo: Path) -> None:
@@ -165,10 +193,16 @@ def test_untracked_and_corrupt_entries_get_no_row(repo: Path) -> None:
 @pytest.mark.skipif(sys.platform != "linux", reason="file names of arbitrary bytes")
 def test_an_entry_under_an_undecodable_name_gets_no_row_and_the_others_do(repo: Path) -> None:
     entry = put(repo, scenario="support/odd/x", text="odd name")
-    odd = os.fsencode(entry.parent.parent) + b"/\xff"  # not UTF-8: a lone surrogate in Python
-    os.rename(os.fsencode(entry.parent), odd)
+    scenario_dir = os.fsencode(entry.parent)
+    odd = scenario_dir[:-1] + b"\xff"  # not UTF-8: a lone surrogate in Python
+    os.rename(scenario_dir, odd)
+    entry_json = Path(os.fsdecode(odd)) / entry.name / "entry.json"
+    data = json.loads(entry_json.read_text())
+    data["scenario"] = "support/odd/\udcff"  # what the directory's name decodes to
+    entry_json.write_text(json.dumps(data, indent=2))  # ASCII: the surrogate as an escape
     commit_all(repo)
     cold = facts_of(repo, entry_cache=False)
+    assert not cold.corrupt
     assert len(cold.entries) == 4 and any("\udcff" in e.directory for e in cold.entries)
     facts_of(repo)  # writes the cache
     assert len(rows(repo)) == 3
@@ -231,10 +265,10 @@ def test_no_cache_unless_git_names_an_existing_absolute_git_dir(repo: Path) -> N
     """A git older than 2.13 echoes `--absolute-git-dir` back: that must not become a directory
     in the work tree."""
     from cachelint.gitutil import GitResult
-    from cachelint.tree import _git_dir
+    from cachelint.listing import git_dir
 
     def named(text: str) -> Path | None:
-        return _git_dir(GitResult(0, text.encode() + b"\n", b""))
+        return git_dir(GitResult(0, text.encode() + b"\n", b""))
 
     assert named(str(repo / ".git")) == repo / ".git"
     assert named("--absolute-git-dir") is None
@@ -245,10 +279,17 @@ def test_no_cache_unless_git_names_an_existing_absolute_git_dir(repo: Path) -> N
 
 def test_columns_round_trip_both_layouts() -> None:
     moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    native = Entry(Layout.CACHELINT, "r/cache/a/0123", "a", "0123abcd", moment, moment, "p", "m")
-    native = native._replace(request=UNREAD_REQUEST)
-    meai = Entry(Layout.MEAI, "r/cache/S/1/" + "A" * 96, "S", None, moment, None, None, None, "1")
-    decoded = entrycache.decode(entrycache.encode([native, meai], ["0" * 40, "1" * 40]))
+    native = entry(digest="d" * 64)
+    meai = Entry(
+        layout=Layout.MEAI,
+        directory="r/cache/S/1/" + "A" * 96,
+        scenario="S",
+        key=None,
+        created=moment,
+        expires=None,
+        iteration="1",
+    )
+    decoded = decode(encode([(native, "0" * 40), (meai, "1" * 40)]))
     assert decoded is not None
     assert decoded.entries == {native.directory: native, meai.directory: meai}
     assert decoded.entries[native.directory].request is UNREAD_REQUEST
@@ -256,10 +297,9 @@ def test_columns_round_trip_both_layouts() -> None:
 
 
 def test_a_name_json_cannot_hold_drops_only_that_entry() -> None:
-    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    good = Entry(Layout.CACHELINT, "r/cache/a/01", "a", "01ab", moment, moment, "p", "m")
+    good = entry()
     odd = good._replace(directory="r/cache/\udcff/01")  # undecodable bytes, surrogateescape
-    decoded = entrycache.decode(entrycache.encode([good, odd], ["0" * 40, "1" * 40]))
+    decoded = decode(encode([(good, "0" * 40), (odd, "1" * 40)]))
     assert decoded is not None
     assert list(decoded.entries) == [good.directory]
     assert decoded.objects == {good.directory: "0" * 40}
@@ -279,15 +319,24 @@ def test_a_name_json_cannot_hold_drops_only_that_entry() -> None:
     ],
 )
 def test_anything_else_decodes_to_nothing(line: bytes) -> None:
-    assert entrycache.decode(line) is None
+    assert decode(line) is None
 
 
 def test_columns_of_different_lengths_decode_to_nothing() -> None:
-    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    entry = Entry(Layout.CACHELINT, "r/cache/a/01", "a", "01ab", moment, moment, "p", "m")
-    columns = orjson.loads(entrycache.encode([entry], ["0" * 40]))
-    columns[4].append("02cd")  # one key too many
-    assert entrycache.decode(orjson.dumps(columns)) is None
+    columns = orjson.loads(encode([(entry(), "0" * 40)]))
+    columns[FIELDS.index("key")].append("02cd")  # one key too many
+    assert decode(orjson.dumps(columns)) is None
+
+
+def test_every_entry_field_but_the_request_is_a_column() -> None:
+    """A field added to Entry without a column would be silently lost on a cached check."""
+    from cachelint.store import COLUMNS
+
+    assert [c.name for c in COLUMNS] == list(FIELDS[1:])
+    full = entry(digest="d" * 64, iteration="it")
+    assert all(value is not None for value in full[:-1])
+    decoded = decode(encode([(full, "0" * 40)]))
+    assert decoded is not None and decoded.entries[full.directory] == full
 
 
 def test_a_file_of_several_lines_reads_as_one(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -320,5 +369,5 @@ def test_a_file_of_the_row_format_is_ignored_and_rewritten(repo: Path) -> None:
     cache_path(repo).parent.mkdir(exist_ok=True)
     cache_path(repo).write_bytes(orjson.dumps(header) + b"\n" + orjson.dumps(row) + b"\n")
     assert facts_of(repo).entries == cold.entries
-    assert orjson.loads(cache_path(repo).read_bytes().splitlines()[0])["format"] == 2
+    assert orjson.loads(cache_path(repo).read_bytes().splitlines()[0])["format"] == 3
     assert len(rows(repo)) == 3

@@ -6,37 +6,14 @@ them with `-k precommit`."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import PROJECT, commit_all, git
+from tests.conftest import commit_all, git
 from tests.helpers import make_checked_repo, record_green
 
 CONFIG = '[tool.cachelint]\nwatch = ["prompts/**"]\n'
-
-
-@pytest.fixture(scope="session")
-def hook_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """The project as the framework sees a hook repository: a git repo with a commit.
-
-    A copy of the working tree, because try-repo and `rev:` only see committed (or staged)
-    files, and the lead commits this project, not us."""
-    src = tmp_path_factory.mktemp("hook-source") / "cachelint"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(PROJECT / "cachelint", src / "cachelint", ignore=ignore)
-    shutil.copytree(PROJECT / "hooks", src / "hooks", ignore=ignore)
-    for name in ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md"):
-        if (PROJECT / name).exists():
-            shutil.copy2(PROJECT / name, src / name)
-    if not (src / "README.md").exists():  # pyproject names it; the lead writes the real one
-        (src / "README.md").write_text("# cachelint\n")
-    git(src, "init", "-q", "-b", "main")
-    commit_all(src, "hook source")
-    return src, git(src, "rev-parse", "HEAD").strip()
 
 
 def framework_env(pre_commit_home: Path) -> dict[str, str]:

@@ -4,7 +4,6 @@ broken in exactly one way."""
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
@@ -13,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from cachelint.collect import collect
 from cachelint.config import load
 from cachelint.findings import Finding
 from cachelint.fsutil import TEMP_PREFIX
+from cachelint.listing import parse_stage
 from cachelint.rules import Rule, all_rules
-from cachelint.tree import IndexEntry, TreeFacts, _parse_stage, collect, no_cyclic_gc
+from cachelint.tree import IndexEntry, TreeFacts
 from tests.conftest import commit_all, git
 from tests.helpers import NOW, TREE_CODES, put, write_meai
 
@@ -31,7 +32,15 @@ def facts_of(repo: Path) -> TreeFacts:
 
 
 def findings(repo: Path, code: str) -> list[Finding]:
-    return list(rule(code).check(facts_of(repo)))
+    """The rule's findings on the tree, which must be the same read from disk (`--no-cache`),
+    on the check that writes the entry cache, and on a warm check that reads it: every rule
+    test is also an equivalence test of the two read paths."""
+    check = rule(code).check
+    cold = list(check(collect(load(repo), now=NOW, entry_cache=False)))
+    first = list(check(collect(load(repo), now=NOW)))
+    warm = list(check(collect(load(repo), now=NOW)))
+    assert cold == first == warm, (cold, first, warm)
+    return warm
 
 
 def assert_findings(repo: Path, code: str) -> list[Finding]:
@@ -75,6 +84,7 @@ def test_every_tree_rule_has_a_test() -> None:
         "eval-cache-text-attr",
         "eval-cache-empty",
         "eval-cache-corrupt",
+        "eval-cache-unused",  # tests/test_lifecycle.py
     }
 
 
@@ -504,25 +514,12 @@ def test_the_usual_index_parses_like_the_general_case(repo: Path) -> None:
     general = out.replace(b"H 100644 ", b"H 100755 ", 1)
     assert general != out
     for objects in (False, True):
-        fast_index, fast_objects, fast_flagged = _parse_stage(out, entry_objects=objects)
-        slow_index, slow_objects, slow_flagged = _parse_stage(general, entry_objects=objects)
+        fast_index, fast_objects, fast_flagged = parse_stage(out, entry_objects=objects)
+        slow_index, slow_objects, slow_flagged = parse_stage(general, entry_objects=objects)
         assert fast_index.keys() == slow_index.keys() and len(fast_index) == 6
         assert set(fast_index.values()) == {IndexEntry("100644", 0)}
         assert fast_objects == slow_objects and fast_flagged == slow_flagged == {}
-        assert len(fast_objects) == (3 if objects else 0)
-
-
-def test_no_cyclic_gc_hands_what_it_built_to_the_oldest_generation() -> None:
-    """Left in the youngest generation, the objects built with the collector off would all be
-    scanned by the first allocation after it is back on."""
-    assert gc.isenabled()
-    with no_cyclic_gc():
-        assert not gc.isenabled()
-        built = [[index] for index in range(5_000)]
-    assert gc.isenabled()
-    assert gc.get_count()[0] < 1_000
-    oldest = {id(o) for o in gc.get_objects(generation=2)}
-    assert id(built) in oldest and id(built[-1]) in oldest
+        assert len(fast_objects) == (6 if objects else 0)  # entry.json and contents.data
 
 
 def test_clean_tree_skips_the_untracked_listings_but_finds_a_new_file(repo: Path) -> None:

@@ -158,8 +158,17 @@ def entry_files(repo: Path) -> list[str]:
     return sorted(p.relative_to(repo).as_posix() for p in base.rglob("*") if p.is_file())
 
 
+def latest(repo: Path, execution: str = "test") -> str:
+    """The directory the newest run named `execution` claimed (`NAME`, `NAME-2`, ...)."""
+    root = repo / "eval-results"
+    taken = [
+        n for n in range(1, 1000) if (root / (execution if n == 1 else f"{execution}-{n}")).is_dir()
+    ]
+    return execution if max(taken) == 1 else f"{execution}-{max(taken)}"
+
+
 def result(repo: Path, identity: str, execution: str = "test") -> dict[str, Any]:
-    path = repo / "eval-results" / execution / f"{identity}.json"
+    path = repo / "eval-results" / latest(repo, execution) / f"{identity}.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from cachelint import stamp as stamp_mod
-from cachelint import tree
+from cachelint.canonical import cache_key
+from cachelint.collect import collect
 from cachelint.config import load
 from cachelint.errors import ConfigError
 from cachelint.findings import Finding, Severity
@@ -54,11 +55,11 @@ def record(
 ) -> None:
     store = Store(repo / root, ttl_days=ttl_days, clock=lambda: when)
     for i in range(n):
-        key = f"{i:02d}" * 32
+        request = {"messages": [{"role": "user", "content": f"q{i}"}]}
         store.put(
             f"support/acme/refund-{i}",
-            key,
-            {"messages": [{"role": "user", "content": f"q{i}"}]},
+            cache_key(request),
+            request,
             {"choices": [{"message": {"content": f"a{i}"}}]},
             provider="openai",
             model="gpt-4o-mini",
@@ -91,13 +92,23 @@ def run_rule(repo: Path, code: str, *, now: datetime = NOW) -> list[Finding]:
     """The one-line rule harness: the findings of one rule on the real tree."""
     (rule,) = [r for r in all_rules() if r.code == code]
     assert rule.group == "stamp"
-    facts = tree.collect(load(repo), now=now)
+    facts = collect(load(repo), now=now)
     return sorted(rule.check(facts))
 
 
 def write_stamp(
-    repo: Path, data: object, root: str = "eval-cache", name: str = ".eval-cache-stamp.json"
+    repo: Path,
+    data: object,
+    root: str = "eval-cache",
+    name: str = ".eval-cache-stamp.json",
+    *,
+    sealed: bool = True,
 ) -> None:
+    """Write `data` as the stamp; a stamp object without a seal gets the seal of the entries
+    under `root` as they are (as `cachelint stamp` would), unless `sealed` is False."""
+    if sealed and isinstance(data, dict) and "seal" not in data:
+        entries = [e for e in collect(load(repo), now=NOW).entries if e.directory.startswith(root)]
+        data = {**data, "entries": len(entries), "seal": stamp_mod.seal(root, entries)}
     (repo / root / name).write_text(json.dumps(data))
 
 
@@ -129,7 +140,9 @@ def test_stamp_then_raised_pin_gives_exactly_the_stale_pin_line(git_repo: Path) 
         "packages": {MEAI: "10.9.0"},
         "pinFiles": {MEAI: "Directory.Packages.props"},
         "pinnedAt": today,
-        "ttlDays": 365,
+        "ttlDays": 3650,  # the default ttl-days
+        "entries": 2,
+        "seal": stamp_mod.seal("eval-cache", collect(load(git_repo), now=NOW).entries),
     }
     assert written.endswith(b"}\n") and b"\r" not in written
     commit_all(git_repo, "stamp")
@@ -480,14 +493,14 @@ def test_a_configured_stamp_name_is_used_everywhere(git_repo: Path) -> None:
     assert written.stdout.startswith("wrote eval-cache/STAMP.json: 1 entry, pinnedAt ")
     assert not (git_repo / "eval-cache" / ".eval-cache-stamp.json").exists()
     commit_all(git_repo)
-    facts = tree.collect(load(git_repo), now=NOW)
+    facts = collect(load(git_repo), now=NOW)
     (state,) = facts_stamps(facts)
     assert state.path == "eval-cache/STAMP.json" and state.stamp is not None
     # a stamp without entries still marks the tree as recorded, under the configured name only
     shutil.rmtree(git_repo / "eval-cache" / "cache")
-    assert recorded(tree.collect(load(git_repo), now=NOW))
+    assert recorded(collect(load(git_repo), now=NOW))
     (git_repo / "eval-cache" / "STAMP.json").rename(git_repo / "eval-cache" / "other.json")
-    assert not recorded(tree.collect(load(git_repo), now=NOW))
+    assert not recorded(collect(load(git_repo), now=NOW))
 
 
 def test_watch_globs_may_not_match_a_configured_stamp_name(git_repo: Path) -> None:

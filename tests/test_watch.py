@@ -244,3 +244,25 @@ def test_building_the_cli_parser_loads_no_gate_or_hashing_modules() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout
     assert out == "[]\n"
+
+
+def test_staged_cache_change_alone_is_compared_with_the_record(git_repo: Path) -> None:
+    """Deleting an entry (or rewriting its contents) stages nothing watched, yet the record's
+    digest of the cache tree no longer matches: the gate refuses it."""
+    repo = make_gated_repo(git_repo)
+    entry = "eval-cache/cache/agent/tenant/s1/0123456789abcdef"
+    git(repo, "rm", "-r", "-q", entry)
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1, out
+    assert "eval-cache: eval-green-stale: cache tree changed since the last green run" in out
+
+    git(repo, "reset", "-q", "--hard")
+    assert run_watch(repo, staged=True)[0] == 0  # nothing staged
+    (repo / entry / "contents.data").write_text('"HELLO"\n')
+    git(repo, "add", entry)
+    rc, out = run_watch(repo, staged=True)
+    assert rc == 1 and "cache tree changed" in out, out
+
+    record_green(repo)  # a green run over the new cache: the record follows it
+    git(repo, "add", "-A")
+    assert run_watch(repo, staged=True) == (0, "")

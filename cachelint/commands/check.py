@@ -8,8 +8,10 @@ accepted and ignored: the tree is always listed by cachelint itself.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -58,6 +60,12 @@ def add_parser(
     )
     parser.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
     parser.add_argument(
+        "--unused",
+        action="store_true",
+        help="list only the entries no scenario reached in the last full `cachelint run`, and "
+        "fail when there are any (`cachelint prune` deletes them)",
+    )
+    parser.add_argument(
         "--no-cache",
         dest="entry_cache",
         action="store_false",
@@ -75,6 +83,10 @@ def _handle(ns: argparse.Namespace) -> int:
     from cachelint import clock
 
     select = split_codes(ns.select)
+    if ns.unused:
+        from cachelint.commands.prune import unused_options
+
+        select, ns.strict = unused_options(Path.cwd(), Path(ns.config) if ns.config else None)
     return check(
         Path.cwd(),
         config_path=Path(ns.config) if ns.config else None,
@@ -109,6 +121,24 @@ def choose_rules(
     return [r for r in rules if r.code in wanted and (group_set is None or r.group in group_set)]
 
 
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """A check builds objects per file of the tree, keeps them to the end, and none of them is in
+    a cycle: the cyclic collector would only rescan a growing heap for nothing, so it is off for
+    the check and reference counting frees what is transient. On leaving, what was built is moved
+    to the oldest generation unscanned (freeze, then unfreeze), else the first allocation after
+    the check would run a full collection over all of it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.freeze()
+            gc.unfreeze()
+            gc.enable()
+
+
 def check(
     start: Path,
     *,
@@ -127,7 +157,8 @@ def check(
     `select` None (or empty) runs every rule; `groups` limits the run to rules of those groups
     (`cachelint stamp --check` passes {"stamp"}).
     """
-    from cachelint import clock, tree
+    from cachelint import clock
+    from cachelint.collect import collect
     from cachelint.config import load
     from cachelint.findings import CheckSummary, fails, sort_findings
     from cachelint.gitutil import repo_root
@@ -138,8 +169,8 @@ def check(
     repo = repo_root(start)
     config = load(repo, config_path)
     rules = choose_rules(all_rules(), select=select, ignore=ignore, groups=groups)
-    with tree.no_cyclic_gc():
-        facts = tree.collect(
+    with no_cyclic_gc():
+        facts = collect(
             config, now=now if now is not None else clock.now(), entry_cache=entry_cache
         )
         findings = sort_findings([f for rule in rules for f in rule.check(facts)])

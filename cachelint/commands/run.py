@@ -16,17 +16,19 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from cachelint.config import Config, load
-from cachelint.display import json_dumps
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
 from cachelint.paths import is_inside
+from cachelint.runner.publishing import Extras, add_report_options, check_extras
+from cachelint.runner.results import claim_execution, release_execution
 
 TransportFactory = Callable[[Config], Any]
 
@@ -77,7 +79,10 @@ def add_parser(
         "--jobs", "-j", type=int, default=1, help="scenarios run concurrently (default 1)"
     )
     parser.add_argument(
-        "--format", default="text", help="stdout report: text (default), json, junit"
+        "--format",
+        default="text",
+        help="stdout report: text (default), json, junit, markdown (also appended to "
+        "$GITHUB_STEP_SUMMARY), github (annotations, and the Markdown summary)",
     )
     parser.add_argument(
         "--execution",
@@ -89,6 +94,7 @@ def add_parser(
         "--junit", metavar="PATH", default=None, help="also write a JUnit XML report"
     )
     parser.add_argument("--html", metavar="PATH", default=None, help="also write an HTML report")
+    add_report_options(parser)
     parser.set_defaults(handler=_handle)
 
 
@@ -107,6 +113,8 @@ def _handle(ns: argparse.Namespace) -> int:
         execution=ns.execution,
         junit=Path(ns.junit) if ns.junit else None,
         html=Path(ns.html) if ns.html else None,
+        shard=ns.shard,
+        extras=Extras(save_baseline=ns.save_baseline, baseline=ns.baseline),
         out=sys.stdout,
         err=sys.stderr,
     )
@@ -200,6 +208,45 @@ def _refuse_inside_cache(option: str, path: Path, repo: Path, roots: Sequence[st
             )
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run will do, settled before anything is wired or executed."""
+
+    repo: Path
+    config: Config
+    config_path: Path | None
+    mode: Any
+    report_format: Any
+    moment: datetime
+    execution: str
+    every: list[Any]
+    selected: list[Any]
+    trials: int | None
+    jobs: int
+    filtered: bool
+    shard: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """The parts a run calls: the target and a client factory over one store and transport."""
+
+    target: Any
+    make_client: Callable[[Any, int], Any]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What executing a plan produced: the results and what the offline canary saw."""
+
+    results: list[Any]
+    mutations: list[Finding]
+    # Per root, so the green record can reuse the canary's hashes instead of reading every
+    # entry again (it pins one digest per cache root).
+    after_by_root: dict[str, Any] | None
+    streamed: bool = False  # the text report's scenario blocks were already printed live
+
+
 def run(
     start: Path,
     *,
@@ -219,16 +266,59 @@ def run(
     html: Path | None = None,
     now: datetime | None = None,
     transport_factory: TransportFactory | None = None,
+    shard: str | None = None,
+    extras: Extras | None = None,
 ) -> int:
+    plan = plan_run(
+        start,
+        config_path=config_path,
+        mode=mode,
+        refresh=refresh,
+        agents=agents,
+        tenants=tenants,
+        scenarios=scenarios,
+        trials=trials,
+        jobs=jobs,
+        fmt=fmt,
+        execution=execution,
+        junit=junit,
+        html=html,
+        now=now,
+        shard=shard,
+    )
+    try:
+        check_extras(plan.repo, extras)
+        wiring = wire(plan, transport_factory=transport_factory)
+        outcome = execute(plan, wiring, out=out, err=err)
+    except BaseException:
+        release_execution(plan.repo / plan.config.results, plan.execution)
+        raise
+    return publish(plan, outcome, out=out, err=err, junit=junit, html=html, extras=extras)
+
+
+def plan_run(
+    start: Path,
+    *,
+    config_path: Path | None,
+    mode: str | None,
+    refresh: bool,
+    agents: Sequence[str],
+    tenants: Sequence[str],
+    scenarios: Sequence[str],
+    trials: int | None,
+    jobs: int,
+    fmt: str,
+    execution: str | None,
+    junit: Path | None,
+    html: Path | None,
+    now: datetime | None,
+    shard: str | None = None,
+) -> RunPlan:
+    """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
     from cachelint.formats import parse_report_format
-    from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
-    from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
-    from cachelint.runner.dataset import Scenario, load_scenarios
-    from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
-    from cachelint.runner.pytarget import Target, chat_target, load_target
-    from cachelint.runner.report import RunReport, render, render_html, render_junit
-    from cachelint.store import Store
+    from cachelint.runner.dataset import load_scenarios
+    from cachelint.runner.shards import in_shard, parse_shard
 
     chosen_mode = _resolve_mode(mode, refresh)
     report_format = parse_report_format(fmt)
@@ -251,18 +341,48 @@ def run(
         globs=scenarios,
         datasets=config.datasets,
     )
+    chosen_shard = parse_shard(shard) if shard is not None else None
+    if chosen_shard is not None:
+        # An empty shard is a valid slice of a small suite: it runs nothing and passes.
+        selected = in_shard(selected, chosen_shard)
+    execution_name = claim_execution(repo / config.results, execution_name)
+    return RunPlan(
+        repo=repo,
+        config=config,
+        config_path=config_path,
+        mode=chosen_mode,
+        report_format=report_format,
+        moment=moment,
+        execution=execution_name,
+        every=every,
+        selected=selected,
+        trials=trials,
+        jobs=jobs,
+        filtered=bool(agents or tenants or scenarios or chosen_shard),
+        shard=chosen_shard,
+    )
 
+
+def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Wiring:
+    """Build the target, the transport (a refuser unless the mode calls live) and the store."""
+    from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
+    from cachelint.runner.dataset import Scenario
+    from cachelint.runner.pytarget import Target, chat_target, load_target
+    from cachelint.store import Store
+
+    config = plan.config
     target_config = config.target
     target: Target
     if target_config.type == "python" and target_config.function:
-        target = load_target(repo, target_config.function, config.source)
+        target = load_target(plan.repo, target_config.function, config.source)
     else:
         target = chat_target
     transport: Any
-    if chosen_mode.calls_live:
+    if plan.mode.calls_live:
         transport = (transport_factory or _default_transport)(config)
     else:
         transport = OfflineRefuser()
+    moment = plan.moment
     store = Store(
         config.cache_roots()[0],
         key_prefix=config.key_prefix,
@@ -270,9 +390,9 @@ def run(
         clock=lambda: moment,
     )
     recorders: dict[str, Recorder] = {}
-    for s in selected:
+    for s in plan.selected:
         recorders[s.identity] = Recorder(
-            command=_rerecord_command(s.identity, trials=trials, config_path=config_path),
+            command=_rerecord_command(s.identity, trials=plan.trials, config_path=plan.config_path),
             url=target_config.url,
             api_key_env=target_config.api_key_env,
             env_file=target_config.env_file,
@@ -283,7 +403,7 @@ def run(
             store=store,
             scenario=scenario.identity,
             trial=trial,
-            mode=chosen_mode,
+            mode=plan.mode,
             transport=transport,
             provider=target_config.provider,
             model=target_config.model,
@@ -291,38 +411,59 @@ def run(
             repo_prefix=config.cache[0],
         )
 
-    results_dir = repo / config.results / execution_name
+    return Wiring(target=target, make_client=make_client)
+
+
+def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outcome:
+    """Run the scenarios, writing each result as it lands, inside the offline canary."""
+    from cachelint.formats import ReportFormat
+    from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
+    from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
+    from cachelint.runner.evaluators import eval_context
+    from cachelint.runner.progress import live_progress
+    from cachelint.runner.report import text_head
+
+    repo, config, selected = plan.repo, plan.config, plan.selected
+    results_dir = repo / config.results / plan.execution
     canary_roots = [c for c in config.cache if (repo / c).is_dir()]
-    before = snapshot(repo, canary_roots) if not chosen_mode.records else None
+    before = snapshot(repo, canary_roots) if not plan.mode.records else None
 
     progress = (
         _progress(err, len(selected)) if err.isatty() and len(selected) >= _PROGRESS_MIN else None
     )
 
-    writer = ResultWriter(results_dir, execution=execution_name, mode=chosen_mode.value)
+    lines, streamed = live_progress(
+        out=out,
+        err=err,
+        text_format=plan.report_format is ReportFormat.TEXT,
+        head=text_head(plan.execution, plan.mode.value, len(selected)),
+        selected=selected,
+    )
+    writer = ResultWriter(results_dir, execution=plan.execution, mode=plan.mode.value)
 
     def on_done(result: ScenarioResult) -> None:
         writer.write(result)
         if progress is not None:
             progress(result)
+        if lines is not None:
+            lines(result)
 
     try:
         with writer:
             results = run_scenarios(
                 selected,
-                make_client=make_client,
-                target=target,
-                trials=trials,
-                jobs=jobs,
+                make_client=wiring.make_client,
+                target=wiring.target,
+                trials=plan.trials,
+                jobs=plan.jobs,
                 on_done=on_done,
+                context=eval_context(repo, selected, config),
             )
     finally:
         if progress is not None:
             progress(None)
 
     mutations: list[Finding] = []
-    # Per root, so the green record can reuse the canary's hashes instead of reading every
-    # entry again (it pins one digest per cache root).
     after_by_root: dict[str, Snapshot] | None = None
     if before is not None:
         after_by_root = {
@@ -332,45 +473,82 @@ def run(
         for part in after_by_root.values():
             after.update(part)
         mutations = mutation_findings(
-            diff(before, after), during=f"`cachelint run` (mode {chosen_mode.value})"
+            diff(before, after), during=f"`cachelint run` (mode {plan.mode.value})"
         )
-    results_rel = (Path(config.results) / execution_name).as_posix()
+    return Outcome(
+        results=results, mutations=mutations, after_by_root=after_by_root, streamed=streamed
+    )
+
+
+def publish(
+    plan: RunPlan,
+    outcome: Outcome,
+    *,
+    out: TextIO,
+    err: TextIO,
+    junit: Path | None = None,
+    html: Path | None = None,
+    extras: Extras | None = None,
+) -> int:
+    """Write the reports, print the summary, and record a green run; return the exit code."""
+    from cachelint.runner.publishing import publish_more, view_of
+    from cachelint.runner.report import RunReport, render, render_junit, text_tail
+    from cachelint.store import format_time
+    from cachelint.usage import record_run
+
+    config = plan.config
+    results_dir = plan.repo / config.results / plan.execution
+    results_rel = (Path(config.results) / plan.execution).as_posix()
     report = RunReport(
-        execution=execution_name,
-        mode=chosen_mode.value,
-        results=results,
-        mutations=mutations,
+        execution=plan.execution,
+        mode=plan.mode.value,
+        results=outcome.results,
+        mutations=outcome.mutations,
         results_dir=results_rel,
     )
-    atomic_write(results_dir / "report.html", render_html(report).encode("utf-8"))
-    # Compact: the indenting encoder is pure Python, the compact one runs in C.
-    summary = json_dumps(_run_summary(report), compact=True)
-    atomic_write(results_dir / "run.json", (summary + "\n").encode("utf-8"))
+    started = format_time(plan.moment)
+    view = view_of(report, config, started)
+    notes, failed, pr_text = publish_more(
+        view,
+        config,
+        _run_summary(report),
+        fmt=plan.report_format.value,
+        html=html,
+        results_dir=results_dir,
+        extras=extras or Extras(),
+        started=started,
+        shard=plan.shard,
+    )
+    report = replace(report, notes=tuple(notes), costs={s.identity: s.cost for s in view.scenarios})
+    # --trials is a filter here too: entries other trial counts reach are not proven unused.
+    filtered = plan.filtered or plan.trials is not None
+    record_run(config, report, filtered=filtered)
     if junit is not None:
         _write_report(junit, render_junit(report))
-    if html is not None:
-        _write_report(html, render_html(report))
-    out.write(render(report, report_format))
+    if pr_text is not None:
+        out.write(pr_text)
+    else:
+        out.write(text_tail(report) if outcome.streamed else render(report, plan.report_format))
     out.flush()
-    if not report.passed:
+    if not report.passed or failed:
         return int(ExitCode.FINDINGS)
-    if agents or tenants or scenarios:
+    if plan.filtered:
         # The record vouches for every watched prompt; a filtered run cannot vouch for the rest
         # (even when its filter happens to select everything today).
         err.write(
-            f"cachelint: green record not updated: this run was filtered ({len(selected)} of "
-            f"{len(every)} scenarios); run them all to prove the watched files\n"
+            f"cachelint: green record not updated: this run was filtered ({len(plan.selected)} "
+            f"of {len(plan.every)} scenarios); run them all to prove the watched files\n"
         )
         return int(ExitCode.OK)
     from cachelint.green import record_green_run
 
     record_green_run(
         config,
-        execution=execution_name,
-        mode=chosen_mode.value,
-        scenarios=[s.identity for s in selected],
-        now=moment,
-        cache_snapshots=after_by_root,
+        execution=plan.execution,
+        mode=plan.mode.value,
+        scenarios=[s.identity for s in plan.selected],
+        now=plan.moment,
+        cache_snapshots=outcome.after_by_root,
     )
     return int(ExitCode.OK)
 

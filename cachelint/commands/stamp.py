@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
@@ -75,11 +76,18 @@ def _handle(ns: argparse.Namespace) -> int:
 def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) -> int:
     """Write the stamp at every cache root that has entries; return the exit code."""
     from cachelint import pins
+    from cachelint.collect import collect
     from cachelint.config import load
     from cachelint.errors import CachelintError
     from cachelint.gitutil import repo_root
-    from cachelint.stamp import Stamp, entries_by_root, entry_count, pinned_at, write_stamp
-    from cachelint.tree import collect
+    from cachelint.stamp import (
+        Stamp,
+        entries_by_root,
+        entry_count,
+        pinned_at,
+        seal,
+        write_stamp,
+    )
 
     repo = repo_root(start)
     config = load(repo, config_path)
@@ -92,11 +100,17 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
             f"{where}: no cache entries to stamp; record the tree first (`cachelint run "
             "--refresh-cache`), then run `cachelint stamp`"
         )
+    if facts.corrupt:
+        path, reason = sorted(facts.corrupt)[0]
+        raise CachelintError(
+            f"{path}: {reason}; cannot seal a tree with {len(facts.corrupt)} corrupt entry "
+            "file(s): run `cachelint check`, fix or re-record them, then run `cachelint stamp`"
+        )
     resolution = pins.current(config)
     if resolution.problems:
         raise CachelintError("cannot stamp: " + "; ".join(p.message for p in resolution.problems))
     chosen = sorted(resolution.pinned.values(), key=lambda r: r.name.casefold())
-    new = Stamp(
+    base = Stamp(
         pinned_at=pinned_at(repo, list(resolution.files), now),
         ttl_days=config.ttl_days,
         packages={r.name: r.version for r in chosen},
@@ -105,10 +119,12 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
     versions = ", ".join(f"{r.name} {r.version} ({r.source})" for r in chosen)
     for root in filled:
         rel = config.stamp_path(root)
+        found = by_root[root]
+        new = replace(base, entries=len(found), seal=seal(root, found))
         changed = write_stamp(repo / rel, new)
         verb = "wrote" if changed else "unchanged"
         line = (
-            f"{verb} {rel}: {entry_count(len(by_root[root]))}, pinnedAt "
+            f"{verb} {rel}: {entry_count(len(found))}, pinnedAt "
             f"{new.pinned_at.isoformat()}, ttlDays {new.ttl_days}, {versions}"
         )
         out.write(sanitize(line) + "\n")

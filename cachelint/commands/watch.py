@@ -19,6 +19,7 @@ from cachelint.display import sanitize, shell_command
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.gitutil import describe_failure, repo_root, run_git, split_z, stage_record
+from cachelint.paths import is_inside
 
 if TYPE_CHECKING:  # green imports blake3 and the canonical JSON stack: load it only when gating
     from cachelint import green
@@ -93,41 +94,31 @@ def watch(
 
 
 def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) -> int:
-    """The hook's gate, given the already-listed staged paths (so the hook lists them once)."""
+    """The hook's gate, given the already-listed staged paths (so the hook lists them once).
+    A staged change under a cache root (a deletion included) is compared with the record's
+    digest of that root, as staged, even when nothing watched changed with it."""
     from cachelint import green
 
-    if not green.relevant(config, staged_paths):
+    cache_staged = [p for p in staged_paths if _cache_root(config, p) is not None]
+    if not green.relevant(config, staged_paths) and not cache_staged:
         return int(ExitCode.OK)
-    selector = green.Selector(config)
-    index = run_git(["ls-files", "-s", "-z"], cwd=config.repo).out
-    blobs: dict[str, str] = {}  # path -> blob id
-    record_blob: str | None = None
-    for parsed in map(stage_record, index.split(b"\0")):
-        if parsed is None:
-            continue
-        mode, object_id, _, raw_path = parsed
-        path = raw_path.decode("utf-8", "surrogateescape")
-        if mode == b"160000":  # a submodule has no content here to hash
-            continue
-        if path == config.green_record:
-            record_blob = object_id.decode()
-        elif selector.relevant(path):
-            blobs[path] = object_id.decode()
-    wanted = sorted({*blobs.values(), *([record_blob] if record_blob else [])})
-    contents = _cat_blobs(config.repo, wanted)
-    state = green.GreenState()
-    for path, blob in blobs.items():
-        digest = green.content_hash(contents[blob])
-        if selector.dataset(path):
-            state.datasets[path] = digest
-        if selector.watched(path):
-            state.watched[path] = digest
+    staged = _staged_blobs(config, with_cache=bool(cache_staged))
     record_name = config.green_record
     add_record = shell_command("git", "add", "--", record_name)
-    worktree_hint = _worktree_hint(config, state)
+    record_blob = staged.record
+    if record_blob is None and not config.watch:
+        return int(ExitCode.OK)  # no record opted into the gate and no globs ask for one
+    wanted = {
+        *staged.blobs.values(),
+        *staged.cache.values(),
+        *((record_blob,) if record_blob else ()),
+    }
+    contents = _cat_blobs(config.repo, sorted(wanted))
+    state = _staged_state(config, staged, contents, with_cache=bool(cache_staged))
+    worktree_hint = _worktree_hint(config, state, with_cache=bool(cache_staged))
     if record_blob is None:
-        if not config.watch:
-            return int(ExitCode.OK)  # only datasets are staged and no record opted into the gate
+        if not green.relevant(config, staged_paths):
+            return int(ExitCode.OK)  # a cache change alone, and no record to compare it with
         finding = Finding(
             record_name,
             _CODE_MISSING,
@@ -147,6 +138,8 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
         out.write(render([finding], None))
         return int(ExitCode.FINDINGS)
     mismatches = green.compare_state(record, state, with_cache=False)
+    if cache_staged:
+        mismatches += green.compare(record.cache, state.cache)
     if not mismatches:
         return int(ExitCode.OK)
     findings = _stale_findings(config, mismatches, record.recorded)
@@ -155,7 +148,68 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
     return int(ExitCode.FINDINGS)
 
 
-def _worktree_hint(config: Config, state: green.GreenState) -> str:
+class _Staged:
+    """Blob ids of the index: gated paths, cache files (when asked for), and the record."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, str] = {}
+        self.cache: dict[str, str] = {}
+        self.record: str | None = None
+
+
+def _cache_root(config: Config, path: str) -> str | None:
+    return next((r for r in config.cache if is_inside(path, r)), None)
+
+
+def _staged_blobs(config: Config, *, with_cache: bool) -> _Staged:
+    from cachelint import green
+
+    selector = green.Selector(config)
+    index = run_git(["ls-files", "-s", "-z"], cwd=config.repo).out
+    staged = _Staged()
+    for parsed in map(stage_record, index.split(b"\0")):
+        if parsed is None:
+            continue
+        mode, object_id, _, raw_path = parsed
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if mode == b"160000":  # a submodule has no content here to hash
+            continue
+        if path == config.green_record:
+            staged.record = object_id.decode()
+        elif selector.relevant(path):
+            staged.blobs[path] = object_id.decode()
+        elif with_cache and _cache_root(config, path) is not None:
+            staged.cache[path] = object_id.decode()
+    return staged
+
+
+def _staged_state(
+    config: Config, staged: _Staged, contents: dict[str, bytes], *, with_cache: bool
+) -> green.GreenState:
+    from cachelint import green
+    from cachelint.hashing import hash_bytes
+
+    selector = green.Selector(config)
+    state = green.GreenState()
+    for path, blob in staged.blobs.items():
+        digest = green.content_hash(contents[blob])
+        if selector.dataset(path):
+            state.datasets[path] = digest
+        if selector.watched(path):
+            state.watched[path] = digest
+    if with_cache:
+        # Hashed as `cachelint run` hashes the working tree for the record (raw bytes): with
+        # `-text` on the tree, the staged blob is the file's bytes.
+        snapshots: dict[str, dict[str, str]] = {root: {} for root in config.cache}
+        for path, blob in staged.cache.items():
+            root = _cache_root(config, path)
+            if root is not None:
+                snapshots[root][path] = hash_bytes(contents[blob])
+        state.cache = {root: green.cache_digest(snap) for root, snap in snapshots.items()}
+    return state
+
+
+def _worktree_hint(config: Config, state: green.GreenState, *, with_cache: bool = False) -> str:
     """If the working-tree record already matches the staged files, only `git add` is missing."""
     from cachelint import green
 
@@ -164,7 +218,7 @@ def _worktree_hint(config: Config, state: green.GreenState) -> str:
         record = green.parse_record(path.read_bytes(), config.green_record)
     except (OSError, ValueError):
         return ""
-    if green.compare_state(record, state, with_cache=False):
+    if green.compare_state(record, state, with_cache=with_cache):
         return ""
     add = shell_command("git", "add", "--", config.green_record)
     return f" (the working-tree {config.green_record} already matches: only `{add}` is missing)"

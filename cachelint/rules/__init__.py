@@ -34,9 +34,11 @@ _MODULES: tuple[str, ...] = (
     "text_attr",
     "empty",
     "corrupt",
+    "unused",
     # stamp and TTL
     "no_stamp",
     "stamp_invalid",
+    "unstamped",
     "stale_pin",
     "unpinned",
     "short_ttl",

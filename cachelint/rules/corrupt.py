@@ -1,16 +1,21 @@
 """eval-cache-corrupt: an entry that cannot be replayed as recorded.
 
-entry.json invalid for its layout, contents.data missing (or entry.json missing beside it), a full
-key that does not start with its directory name, or a temp file left by an interrupted atomic
-write. A corrupt entry is an error, never a silent live call.
+check verifies every entry's content on every run (`cachelint.entries`): a native entry whose
+contents.data no longer hashes to the digest entry.json records, whose key is not the hash of its
+stored request, whose scenario is not its directory or whose directory is not its key's prefix;
+an MEAI entry whose contents.data is not a JSON object or that sits anywhere but
+cache/<scenarioName>/<iterationName>/<key>; an unreadable or half-written pair; a temp file left by
+an interrupted atomic write. A corrupt entry is an error, never a silent live call.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 
 from cachelint.findings import Finding
 from cachelint.rules import Rule
+from cachelint.store import CACHE_DIR, ENTRY_FILES
 from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-corrupt"
@@ -18,7 +23,43 @@ CODE = "eval-cache-corrupt"
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
     for path, reason in sorted(facts.corrupt):
-        yield Finding(path, CODE, reason)
+        yield Finding(path, CODE, f"{reason}; {_fix(facts, path)}")
 
 
-RULE = Rule(CODE, "an unreadable entry, a half-written pair or a leftover temp file", check)
+def _fix(facts: TreeFacts, path: str) -> str:
+    """Restore what git has when only the working tree differs from the commit; else re-record."""
+    name = path.rpartition("/")[2]
+    if name.startswith(".cachelint-tmp-"):
+        return f"delete it: `rm -- {shlex.quote(path)}`"
+    files = [f"{path}/{n}" for n in ENTRY_FILES]
+    if any(f in facts.modified for f in files):
+        quoted = " ".join(shlex.quote(f) for f in files if f in facts.index)
+        return (
+            "only the working tree differs from the commit: restore it with "
+            f"`git checkout -- {quoted}`"
+        )
+    scenario = _scenario(facts, path)
+    if scenario is None:
+        return "delete the entry directory and re-record it"
+    command = f"cachelint run --scenario {shlex.quote(scenario)} --refresh-cache"
+    return f"delete the entry directory and re-record the scenario: `{command}`, then re-stamp"
+
+
+def _scenario(facts: TreeFacts, directory: str) -> str | None:
+    """The native scenario identity the entry directory belongs to (`<root>/cache/<scenario>/<key
+    prefix>`), or None for an MEAI path (re-recorded by the .NET test run)."""
+    for root in facts.roots:
+        prefix = f"{root.rstrip('/')}/{CACHE_DIR}/"
+        if directory.startswith(prefix):
+            scenario = directory[len(prefix) :].rpartition("/")[0]
+            parts = scenario.split("/")
+            # A native scenario is <agent>/<tenant>/<name>; MEAI's <scenario>/<iteration>.
+            return scenario if len(parts) == 3 else None
+    return None
+
+
+RULE = Rule(
+    CODE,
+    "an entry whose content no longer verifies, a half-written pair or a leftover temp file",
+    check,
+)

@@ -20,7 +20,8 @@ from typing import Any
 
 from cachelint.canonical import canonical_bytes
 from cachelint.errors import CachelintError
-from cachelint.runner.assertions import json_kind, validate_assertion
+from cachelint.runner.assertions import json_kind
+from cachelint.runner.checks import validate as validate_assertion
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
 from cachelint.winpath import problem

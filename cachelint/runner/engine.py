@@ -22,10 +22,13 @@ from typing import Any
 
 from cachelint.errors import CachelintError
 from cachelint.fsutil import TEMP_PREFIX
-from cachelint.runner.assertions import AssertionResult, evaluate, has_deterministic
+from cachelint.runner.assertions import AssertionResult
+from cachelint.runner.checks import has_deterministic
 from cachelint.runner.client import CacheMiss, CachingClient, CallRecord
 from cachelint.runner.dataset import Scenario
+from cachelint.runner.evaluators import EvalContext, evaluate_all
 from cachelint.runner.judges import JUDGE_OPTIONS, judge_messages, parse_score
+from cachelint.runner.metrics import Metric
 from cachelint.runner.output import Output, output_from_completion
 from cachelint.runner.pytarget import Target
 
@@ -54,6 +57,7 @@ class TrialResult:
     calls: tuple[CallRecord, ...]  # target calls, in call order
     judge_calls: tuple[CallRecord, ...]
     latency_s: float  # provider latency of the target calls (recorded or live)
+    metrics: tuple[Metric, ...] = ()  # from custom evaluators, in dataset order
 
     @property
     def usage(self) -> dict[str, int]:
@@ -100,7 +104,12 @@ def checks_nothing(scenario: Scenario) -> str:
 
 
 def run_trial(
-    scenario: Scenario, trial: int, *, make_client: ClientFactory, target: Target
+    scenario: Scenario,
+    trial: int,
+    *,
+    make_client: ClientFactory,
+    target: Target,
+    context: EvalContext | None = None,
 ) -> TrialResult:
     client = make_client(scenario, trial)
     if not has_deterministic(scenario.assertions):
@@ -124,14 +133,15 @@ def run_trial(
     assertions: tuple[AssertionResult, ...] = ()
     judges: tuple[JudgeScore, ...] = ()
     judge_calls: tuple[CallRecord, ...] = ()
+    metrics: tuple[Metric, ...] = ()
     if output is not None and error is None:
-        assertions = tuple(evaluate(spec, output) for spec in scenario.assertions)
+        assertions, metrics = evaluate_all(scenario, output, calls, context or EvalContext())
         if scenario.judges:
             judges, judge_calls = _judge(scenario, output, client)
     passed = error is None and all(a.passed for a in assertions)
     latency = sum(c.latency_s for c in calls)
     return TrialResult(
-        trial, passed, error, output, assertions, judges, calls, judge_calls, latency
+        trial, passed, error, output, assertions, judges, calls, judge_calls, latency, metrics
     )
 
 
@@ -173,11 +183,15 @@ def run_scenario(
     trials: int | None,
     make_client: ClientFactory,
     target: Target,
+    context: EvalContext | None = None,
 ) -> ScenarioResult:
     count = trials if trials is not None else scenario.trials
     return ScenarioResult(
         scenario,
-        tuple(run_trial(scenario, t, make_client=make_client, target=target) for t in range(count)),
+        tuple(
+            run_trial(scenario, t, make_client=make_client, target=target, context=context)
+            for t in range(count)
+        ),
     )
 
 
@@ -189,11 +203,14 @@ def run_scenarios(
     trials: int | None = None,
     jobs: int = 1,
     on_done: Callable[[ScenarioResult], None] | None = None,
+    context: EvalContext | None = None,
 ) -> list[ScenarioResult]:
     """Run every scenario; the result list is in the order given, whatever finishes first."""
 
     def one(scenario: Scenario) -> ScenarioResult:
-        result = run_scenario(scenario, trials=trials, make_client=make_client, target=target)
+        result = run_scenario(
+            scenario, trials=trials, make_client=make_client, target=target, context=context
+        )
         if on_done is not None:
             on_done(result)
         return result
@@ -260,6 +277,7 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
                     {"metric": j.metric, "score": j.score, "reason": j.reason, "key": j.key}
                     for j in t.judges
                 ],
+                "metrics": [m.as_dict() for m in t.metrics],
                 "latency_s": round(t.latency_s, 6),
                 "usage": t.usage,
                 "cache_hit": t.cache_hit,

@@ -26,6 +26,14 @@ class Output:
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
 
+    @property
+    def json(self) -> Any:
+        """The text parsed as JSON, or None when it is not JSON (for custom evaluators)."""
+        try:
+            return json.loads(self.text)
+        except (ValueError, RecursionError):
+            return None
+
 
 def _parse_arguments(raw: Any) -> Any:
     # OpenAI sends arguments as a JSON *string*; models sometimes emit invalid JSON, which

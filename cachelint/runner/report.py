@@ -1,4 +1,5 @@
-"""Run reports: text, JSON, JUnit XML and HTML, as pure functions of the results.
+"""Run reports: text, JSON and JUnit XML, as pure functions of the results (HTML, Markdown and
+GitHub annotations render the results documents: runner/htmlreport.py, runner/prformats.py).
 
 No I/O, no clock, no environment: identical runs render byte-identical reports. Timings of cache
 hits (lookup times) are left out for that reason; live latency and tokens live in the per-scenario
@@ -8,9 +9,8 @@ become visible `\\x..` escapes) because model output and dataset text are untrus
 
 from __future__ import annotations
 
-import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from cachelint.findings import Finding
 from cachelint.formats import ReportFormat
 from cachelint.reporters import finding_lines
 from cachelint.runner.engine import ScenarioResult, TrialResult, summary_counts
+from cachelint.runner.metrics import Metric, Rating
 
 REPORT_FORMAT = 1
 
@@ -31,6 +32,7 @@ class RunReport:
     mutations: Sequence[Finding] = ()
     results_dir: str | None = None  # repo-relative, where the per-scenario files went
     notes: Sequence[str] = field(default_factory=tuple)
+    costs: Mapping[str, float | None] = field(default_factory=dict)  # identity -> USD
 
     @property
     def passed(self) -> bool:
@@ -97,25 +99,51 @@ def _judge_lines(r: ScenarioResult) -> list[str]:
     return lines
 
 
+def metric_text(m: Metric) -> str:
+    """`words = 42 (good)`, then flags: the same words in every report format."""
+    flags = [Rating(m.rating).value] + (["failed"] if m.failed else [])
+    flags += [] if m.gating else ["reported only"]
+    return f"{m.name} = {m.shown_value()} ({', '.join(flags)})"
+
+
+def _metric_lines(r: ScenarioResult) -> list[str]:
+    return [
+        f"    metric {sanitize(metric_text(m))}"
+        + (f" (trial {t.trial})" if len(r.trials) > 1 else "")
+        + (f"  {sanitize(_one_line(m.reason))}" if m.reason else "")
+        for t in r.trials
+        for m in t.metrics
+    ]
+
+
 def _one_line(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def render_text(report: RunReport) -> str:
-    out: list[str] = [
-        f"cachelint run: execution {sanitize(report.execution)}, mode {report.mode}, "
-        f"{len(report.results)} scenario{'s' if len(report.results) != 1 else ''}"
-    ]
-    for r in report.results:
-        verdict = "PASS" if r.passed else "FAIL"
-        out.append(f"{verdict}  {sanitize(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}")
-        if not r.passed:
-            multi = len(r.trials) > 1
-            for t in r.trials:
-                if not t.passed:
-                    out.extend(_trial_lines(t, multi))
-        out.extend(_judge_lines(r))
+def text_head(execution: str, mode: str, n: int) -> str:
+    return (
+        f"cachelint run: execution {sanitize(execution)}, mode {mode}, "
+        f"{n} scenario{'s' if n != 1 else ''}\n"
+    )
+
+
+def text_scenario(r: ScenarioResult) -> str:
+    """One scenario's block of the text report (also printed live, see runner/progress.py)."""
+    verdict = "PASS" if r.passed else "FAIL"
+    out = [f"{verdict}  {sanitize(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}"]
+    if not r.passed:
+        multi = len(r.trials) > 1
+        for t in r.trials:
+            if not t.passed:
+                out.extend(_trial_lines(t, multi))
+    out.extend(_judge_lines(r))
+    out.extend(_metric_lines(r))
+    return "\n".join(out) + "\n"
+
+
+def text_tail(report: RunReport) -> str:
+    out: list[str] = []
     out.extend(finding_lines(list(report.mutations), prefix="FAIL  "))
     out.append("summary by agent:")
     out.extend(
@@ -137,6 +165,11 @@ def render_text(report: RunReport) -> str:
     return "\n".join(out) + "\n"
 
 
+def render_text(report: RunReport) -> str:
+    head = text_head(report.execution, report.mode, len(report.results))
+    return head + "".join(map(text_scenario, report.results)) + text_tail(report)
+
+
 # ---- json ---------------------------------------------------------------------------------------
 
 
@@ -149,6 +182,7 @@ def _trial_dict(t: TrialResult) -> dict[str, Any]:
             {"type": a.type, "passed": a.passed, "reason": a.reason} for a in t.assertions
         ],
         "judges": [{"metric": j.metric, "score": j.score, "reason": j.reason} for j in t.judges],
+        "metrics": [m.as_dict() for m in t.metrics],
         "cache_hit": t.cache_hit,
         "keys": [c.key for c in t.calls],
         "usage": t.usage,
@@ -220,7 +254,7 @@ def _live_seconds(r: ScenarioResult) -> float:
 
 
 def render_junit(report: RunReport) -> str:
-    # Imported here: ElementTree adds start-up time and only --junit/--format junit need it.
+    # Imported here: ElementTree costs ~5 ms of start-up and only --junit/--format junit need it.
     import xml.etree.ElementTree as ET
 
     root = ET.Element("testsuites", name="cachelint")
@@ -250,6 +284,10 @@ def render_junit(report: RunReport) -> str:
                 file=_xml_text(r.scenario.path),
                 time=f"{_live_seconds(r):.3f}",
             )
+            cost = report.costs.get(r.scenario.identity)
+            if cost is not None:
+                props = ET.SubElement(case, "properties")
+                ET.SubElement(props, "property", name="cost_usd", value=f"{cost:.8f}")
             if not r.passed:
                 message, body = _failure_text(r)
                 failure = ET.SubElement(case, "failure", message=_xml_text(message), type="failed")
@@ -259,8 +297,13 @@ def render_junit(report: RunReport) -> str:
                 for t in r.trials
                 for j in t.judges
             ]
+            metrics = [
+                f"metric {metric_text(m)}" + (f" - {m.reason}" if m.reason else "")
+                for t in r.trials
+                for m in t.metrics
+            ]
             rate = f"pass rate {r.passed_trials}/{len(r.trials)}"
-            ET.SubElement(case, "system-out").text = _xml_text("\n".join([rate, *judges]))
+            ET.SubElement(case, "system-out").text = _xml_text("\n".join([rate, *judges, *metrics]))
     if report.mutations:
         suite = ET.SubElement(
             root,
@@ -284,77 +327,7 @@ def render_junit(report: RunReport) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-# ---- html ---------------------------------------------------------------------------------------
-
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem}
-td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;vertical-align:top}
-.pass{color:#176b2c;font-weight:bold}.fail{color:#a4161a;font-weight:bold}
-pre{white-space:pre-wrap;margin:0;font-size:.9em}h2{font-size:1.1rem;margin-top:2rem}
-""".strip()
-
-
-def _e(value: Any) -> str:
-    return html.escape(sanitize_block(str(value)), quote=True)
-
-
-def _verdict(passed: bool) -> str:
-    return '<span class="pass">PASS</span>' if passed else '<span class="fail">FAIL</span>'
-
-
-def render_html(report: RunReport) -> str:
-    c = summary_counts(report.results)
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>cachelint run {_e(report.execution)}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>cachelint run {_e(report.execution)} ({_e(report.mode)}): "
-        f"{_verdict(report.passed)}</h1>",
-        f"<p>{c['scenarios']} scenarios: {c['passed']} passed, {c['failed']} failed; "
-        f"{c['calls']} model calls, {c['cache_hits']} cache hits.</p>",
-        "<table><tr><th>agent / tenant</th><th>passed</th></tr>",
-    ]
-    for name, p, n in _group_counts(report.results, True):
-        parts.append(f"<tr><td>{_e(name)}</td><td>{p}/{n}</td></tr>")
-    parts.append("</table>")
-    if report.mutations:
-        parts.append("<h2>eval-cache-mutated</h2><table>")
-        for f in report.mutations:
-            parts.append(f"<tr><td>{_e(f.path)}</td><td>{_e(f.message)}</td></tr>")
-        parts.append("</table>")
-    for r in report.results:
-        parts.append(
-            f'<h2 id="{_e(r.scenario.identity)}">{_verdict(r.passed)} {_e(r.scenario.identity)} '
-            f"({r.passed_trials}/{len(r.trials)} trials)</h2>"
-        )
-        parts.append("<table><tr><th>trial</th><th>check</th><th>verdict</th><th>detail</th></tr>")
-        for t in r.trials:
-            if t.error is not None:
-                parts.append(
-                    f"<tr><td>{t.trial}</td><td>run</td><td>{_verdict(False)}</td>"
-                    f"<td><pre>{_e(t.error)}</pre></td></tr>"
-                )
-            for a in t.assertions:
-                parts.append(
-                    f"<tr><td>{t.trial}</td><td>{_e(a.type)}</td><td>{_verdict(a.passed)}</td>"
-                    f"<td>{_e(a.reason)}</td></tr>"
-                )
-            for j in t.judges:
-                score = f"{j.score}/5" if j.score is not None else "no score"
-                parts.append(
-                    f"<tr><td>{t.trial}</td><td>judge {_e(j.metric)}</td><td>{_e(score)}</td>"
-                    f"<td>{_e(j.reason)} (reported, not gating)</td></tr>"
-                )
-            if t.output is not None:
-                parts.append(
-                    f"<tr><td>{t.trial}</td><td>output</td><td></td>"
-                    f"<td><pre>{_e(t.output.text)}</pre></td></tr>"
-                )
-        parts.append("</table>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+# ---- html: see runner/htmlreport.py (one renderer for `run` and `cachelint report`) -----------
 
 
 def render(report: RunReport, fmt: ReportFormat) -> str:

@@ -1,0 +1,373 @@
+"""Gathering the facts of one check: one walk of each cache root, a few bulk git listings and one
+verified read of every entry (or its reuse from the entry cache).
+
+The git listings run one after another on a single worker thread, queued before the Python walk,
+so git works on the other core while Python scans the disk and reads entries; per-file git calls
+or GitPython would make a large tree take minutes instead of seconds. The `--others` listings,
+which walk the whole tree again inside git, run only when the walk found a path the index lacks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from cachelint import listing
+from cachelint.config import Config
+from cachelint.entries import CachedSource, DiskSource, EntrySource, read_entry
+from cachelint.errors import CorruptEntry
+from cachelint.fsutil import TEMP_PREFIX
+from cachelint.gitutil import GitResult, split_z, start_git
+from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
+from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
+
+_Matcher = Callable[[str], bool]
+
+
+@dataclass
+class _Walk:
+    """What one scandir pass over the roots found."""
+
+    files: list[str] = field(default_factory=list)  # files, symlinks and special files
+    symlinks: set[str] = field(default_factory=set)
+    special: set[str] = field(default_factory=set)
+    git_dirs: list[str] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+    # Each directory holding entry or temp files, with their names (links left out).
+    holders: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    walked: list[str] = field(default_factory=list)  # every path, before `exclude`
+    drop: _Matcher | None = None  # what `exclude` leaves out
+    excluded: int = 0
+
+
+@dataclass
+class _Read:
+    entries: list[Entry] = field(default_factory=list)
+    corrupt: list[tuple[str, str]] = field(default_factory=list)
+    entry_dirs: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+class _Git:
+    """The bulk git calls, run in order on one worker thread."""
+
+    def __init__(self, repo: Path) -> None:
+        self._repo = repo
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cachelint-git")
+
+    def submit(self, args: list[str], stdin: bytes | None = None) -> Future[GitResult]:
+        return self._pool.submit(lambda: start_git(args, cwd=self._repo, stdin=stdin).result())
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeFacts:
+    """Gather every fact the rules need. `entry_cache` reuses entries an earlier check verified
+    whose files git holds unchanged (see `cachelint.entrycache`); False reads every entry."""
+    repo = config.repo
+    roots = [r for r in config.cache if os.path.isdir(repo / r) and not os.path.islink(repo / r)]
+    # `:(literal)` so a root named like a glob is never expanded by git.
+    spec = ["--", *(f":(literal){r}" for r in config.cache)]
+    git = _Git(repo)
+    try:
+        # Queued first: none of these needs the walk, so they run while Python walks.
+        git_dir = git.submit(["rev-parse", "--absolute-git-dir"]) if entry_cache else None
+        stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec])
+        # Without preloadIndex: its threads would lstat the same files as the walk, on the
+        # same two cores, for a diff-files that finishes long before the walk anyway.
+        unthreaded = ["-c", "core.preloadIndex=false"]
+        changed = git.submit([*unthreaded, "diff-files", "-z", "--name-only", *spec])
+        base = _opening_base(repo)
+        walk = _walk_roots(config, base, roots)
+        plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
+        attrs = git.submit(["check-attr", "-z", "--stdin", "text"], listing.nul_joined(plain))
+        found = _listings(git, spec, walk, stage, changed, with_objects=entry_cache)
+        source: EntrySource = DiskSource()
+        directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
+        if directory is not None:
+            changes = found.candidates | found.untracked
+            source = CachedSource(directory, config.layout, found.objects, changes)
+        read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source)
+        source.finish(read.entries)
+        text_attr = listing.parse_text_attr(attrs.result().out, plain) if plain else {}
+    finally:
+        git.close()
+    return TreeFacts(
+        repo=repo,
+        config=config,
+        now=now,
+        roots=tuple(roots),
+        missing_roots=tuple(r for r in config.cache if r not in roots),
+        disk_files=walk.files,
+        symlinks=walk.symlinks,
+        index=found.index,
+        untracked=found.untracked,
+        ignored=found.ignored,
+        text_attr=text_attr,
+        entries=read.entries,
+        corrupt=read.corrupt,
+        excluded=walk.excluded + found.excluded,
+        special=frozenset(walk.special),
+        nested_repos=found.nested,
+        git_dirs=walk.git_dirs,
+        modified=_modified(repo, walk, found),
+        skip_worktree={p for p, tag in found.flagged.items() if tag in listing.SKIP_WORKTREE},
+        ignore_sources=listing.ignore_sources(repo, found.ignored) if found.ignored else {},
+        entry_dirs=read.entry_dirs,
+        attributes=_read_attributes(repo, config, walk),
+        walked_names=walk.names,
+        all_indexed=not found.strays,
+    )
+
+
+def _walk_roots(config: Config, base: str, roots: list[str]) -> _Walk:
+    """Walk every root, then leave out what `exclude` names (`walk.walked` keeps all paths)."""
+    walk = _Walk()
+    for root in config.cache:
+        if os.path.islink(config.repo / root):
+            walk.symlinks.add(root)
+            walk.files.append(root)
+    for root in roots:
+        _walk(base, root, walk)
+    walk.walked = walk.files
+    walk.drop = drop = _exclusions(config)
+    if drop is not None:
+        walk.files = [p for p in walk.walked if not drop(p)]
+        walk.excluded = len(walk.walked) - len(walk.files)
+        walk.symlinks = {p for p in walk.symlinks if not drop(p)}
+        walk.special = {p for p in walk.special if not drop(p)}
+        walk.holders = [(d, tuple(n for n in ns if not drop(f"{d}/{n}"))) for d, ns in walk.holders]
+    return walk
+
+
+@dataclass
+class _Listings:
+    """What git said about the paths under the roots."""
+
+    index: dict[str, IndexEntry]
+    objects: dict[str, str]  # object ids of the entry files, for the entry cache
+    flagged: dict[str, str]  # ls-files -v tag of marked or unmerged paths
+    candidates: set[str]  # paths whose working tree may differ from the index
+    recorded: dict[str, str]  # the candidates' object ids in the index
+    strays: bool  # the walk found a path the index lacks
+    nested: set[str] = field(default_factory=set)
+    untracked: set[str] = field(default_factory=set)
+    ignored: set[str] = field(default_factory=set)
+    excluded: int = 0
+
+
+def _listings(
+    git: _Git,
+    spec: list[str],
+    walk: _Walk,
+    stage_job: Future[GitResult],
+    changed_job: Future[GitResult],
+    *,
+    with_objects: bool,
+) -> _Listings:
+    stage = stage_job.result().out
+    index, objects, flagged = listing.parse_stage(stage, entry_objects=with_objects)
+    # Everything the --others listings can name is on disk and not in the index, so when every
+    # walked path is in the index (checked before `exclude` dropped any) neither needs to run.
+    strays = not all(map(index.__contains__, walk.walked))
+    if strays:
+        others = git.submit(["ls-files", "-z", "--others", "--exclude-standard", *spec])
+        ignored = git.submit(
+            ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *spec]
+        )
+    # diff-files skips files marked assume-unchanged or skip-worktree: those are compared like
+    # its own candidates, so such a mark hides a change from neither the dirty rule nor the
+    # entry cache.
+    candidates = set(split_z(changed_job.result().out)) | flagged.keys()
+    recorded = listing.index_objects(stage, candidates) if candidates else {}
+    found = _Listings(index, objects, flagged, candidates, recorded, strays)
+    if _has_mode(index, GITLINK):
+        found.nested = {p for p, e in index.items() if e.mode == GITLINK}
+    drop = walk.drop
+    if drop is not None:
+        found.index = {p: e for p, e in index.items() if not drop(p)}
+        found.excluded = len(index) - len(found.index)
+        found.candidates = {p for p in candidates if not drop(p)}
+    if strays:
+        found.untracked = set(split_z(others.result().out))
+        found.ignored = set(split_z(ignored.result().out))
+    for listed in (found.untracked, found.ignored):
+        dirs = {p for p in listed if p.endswith("/")}
+        listed -= dirs
+        found.nested.update(d.rstrip("/") for d in dirs)
+    if drop is not None:
+        found.untracked = {p for p in found.untracked if not drop(p)}
+        found.ignored = {p for p in found.ignored if not drop(p)}
+    return found
+
+
+def _modified(repo: Path, walk: _Walk, found: _Listings) -> set[str]:
+    """Tracked files whose content differs from the index: git's candidates, hashed."""
+    on_disk = set(walk.files)
+    index = found.index
+    hashable = {
+        p
+        for p in found.candidates
+        if p in on_disk
+        and p not in walk.symlinks
+        and p not in walk.special
+        and p in index
+        and index[p].mode not in (GITLINK, SYMLINK)
+    }
+    modified = listing.really_modified(repo, hashable, found.recorded) if hashable else set()
+    # A FIFO or device in place of a tracked file is not what was committed; never hashed.
+    return modified | {p for p in found.candidates if p in walk.special and p in index}
+
+
+def _has_mode(index: dict[str, IndexEntry], mode: str) -> bool:
+    # The index shares one IndexEntry per (mode, stage): a few values to look at, not every path.
+    return any(e.mode == mode for e in set(index.values()))
+
+
+def _cache_prefixes(roots: list[str]) -> tuple[str, ...]:
+    """Where entry directories can be: under `<root>/cache/`."""
+    return tuple(f"{root.rstrip('/')}/{CACHE_DIR}/" for root in roots)
+
+
+def _read_entries(
+    base: str,
+    holders: list[tuple[str, tuple[str, ...]]],
+    prefixes: tuple[str, ...],
+    config: Config,
+    source: EntrySource,
+) -> _Read:
+    """Read (or take from `source`) and verify every entry once; anything invalid becomes a
+    (path, reason) in `corrupt`. `holders` are the walk's directories with their entry and temp
+    file names."""
+    read = _Read()
+    shared: dict[frozenset[str], frozenset[str]] = {_PAIR: _PAIR}  # one set for most directories
+    for directory, found in sorted(holders):
+        key = frozenset(found)
+        names = shared.get(key)
+        if names is None:
+            names = shared[key] = frozenset(n for n in key if not n.startswith(TEMP_PREFIX))
+        for temp in sorted(key - names):
+            temp_path = f"{directory}/{temp}"
+            read.corrupt.append((temp_path, "leftover temp file from an interrupted write"))
+        prefix = next((p for p in prefixes if directory.startswith(p)), None)
+        if not names or prefix is None:
+            continue
+        read.entry_dirs[directory] = names
+        if ENTRY_FILE not in names:
+            read.corrupt.append(
+                (directory, f"{CONTENTS_FILE} without {ENTRY_FILE} (an interrupted write)")
+            )
+            continue
+        if CONTENTS_FILE not in names:
+            read.corrupt.append((directory, f"{CONTENTS_FILE} is missing"))
+            continue
+        entry = source.known(directory)
+        if entry is None:
+            try:
+                entry = read_entry(base, directory, prefix, config.layout)
+            except CorruptEntry as exc:
+                read.corrupt.append((directory, str(exc)))
+                continue
+        read.entries.append(entry)
+    return read
+
+
+_PAIR = frozenset(ENTRY_FILES)
+
+
+def _read_attributes(repo: Path, config: Config, walk: _Walk) -> dict[str, list[str]]:
+    """The lines of the attributes files that can apply under the roots: those in the
+    directories above each root, those the walk found inside, and .git/info/attributes."""
+    wanted: set[str] = set()
+    if ATTRIBUTES in walk.names:
+        wanted = {p for p in walk.files if p.rpartition("/")[2] == ATTRIBUTES}
+    for root in config.cache:
+        parent = root
+        while parent:
+            parent = parent.rpartition("/")[0]
+            wanted.add(f"{parent}/{ATTRIBUTES}" if parent else ATTRIBUTES)
+    wanted.add(INFO_ATTRIBUTES)
+    found: dict[str, list[str]] = {}
+    for rel in wanted:
+        if rel in walk.special:
+            continue
+        try:
+            with open(repo / rel, encoding="utf-8", errors="surrogateescape") as fh:
+                found[rel] = fh.read().splitlines()
+        except OSError:
+            continue
+    return found
+
+
+def _opening_base(repo: Path) -> str:
+    """`repo` as the path to open the files under it by: relative to the working directory when
+    that has fewer parts (usually "."), since the kernel resolves a path part by part."""
+    absolute = str(repo)
+    try:
+        relative = os.path.relpath(absolute)
+    except (OSError, ValueError):  # no working directory any more; another drive on Windows
+        return absolute
+    return relative if relative.count(os.sep) < absolute.count(os.sep) else absolute
+
+
+def _walk(base: str, root: str, walk: _Walk) -> None:
+    """One scandir pass: symlinks are recorded, never followed (a link can point out of the tree
+    or loop); `.git` directories are noted because git silently skips them; special files are
+    noted and never opened."""
+    held_alike: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple for the usual pair
+    stack = [root]
+    while stack:
+        rel = stack.pop()
+        try:
+            it = os.scandir(f"{base}/{rel}")
+        except OSError:
+            continue
+        with it:
+            prefix = rel + "/"
+            held: list[str] = []
+            for de in it:
+                name = de.name
+                path = prefix + name
+                # DirEntry answers from d_type without a stat, and nothing follows a link.
+                if de.is_file(follow_symlinks=False):
+                    walk.files.append(path)
+                    if name in ENTRY_FILES or name.startswith(TEMP_PREFIX):
+                        held.append(name)
+                        continue  # into `names` with its directory's names, below
+                    walk.names.add(name)
+                    continue
+                walk.names.add(name)
+                if de.is_dir(follow_symlinks=False):
+                    stack.append(path)
+                    if name == ".git":
+                        walk.git_dirs.append(path)
+                    continue
+                walk.files.append(path)
+                if de.is_symlink():
+                    walk.symlinks.add(path)
+                    continue
+                walk.special.add(path)
+                if name in ENTRY_FILES:  # read_entry opens it without blocking and reports it
+                    held.append(name)
+            if held:
+                names = tuple(held)
+                walk.holders.append((rel, held_alike.setdefault(names, names)))
+    for names in held_alike:
+        walk.names.update(names)
+
+
+def _exclusions(config: Config) -> _Matcher | None:
+    if not config.exclude:
+        return None
+    import pathspec
+
+    spec = pathspec.GitIgnoreSpec.from_lines(config.exclude)
+
+    def drop(path: str) -> bool:
+        return bool(spec.match_file(path))
+
+    return drop

@@ -1,0 +1,96 @@
+"""`cachelint green --from-results EXECUTION`: write the green record from a finished execution.
+
+For sharded CI: each job runs `cachelint run --shard I/N` (a filtered run never writes the record),
+`cachelint report --merge` joins their results, and this command writes the record only when the
+merged execution covers every scenario in the datasets and every one passed with the cache tree
+untouched, the same conditions an unsharded `cachelint run` checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from cachelint.config import load
+from cachelint.errors import CachelintError, ExitCode
+from cachelint.gitutil import repo_root
+
+
+def add_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    parser = subparsers.add_parser(
+        "green",
+        parents=parents,
+        help="write the green record from a (merged) execution that covers and passes everything",
+        description=(
+            "Write the green record (`green-record`, default .eval-green.json) from the results "
+            "of an execution, typically one merged from shards by `cachelint report --merge`."
+        ),
+    )
+    parser.add_argument(
+        "--from-results", metavar="EXECUTION", required=True, help="execution under <results>/"
+    )
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(ns: argparse.Namespace) -> int:
+    return green(
+        Path.cwd(),
+        config_path=Path(ns.config) if ns.config else None,
+        execution=ns.from_results,
+        out=sys.stdout,
+        err=sys.stderr,
+    )
+
+
+def green(
+    start: Path, *, out: TextIO, err: TextIO, execution: str, config_path: Path | None = None
+) -> int:
+    from cachelint import clock
+    from cachelint.green import record_green_run
+    from cachelint.runner.dataset import load_scenarios
+    from cachelint.runner.views import RUN_FILE
+
+    config = load(repo_root(start), config_path)
+    run_file = config.repo / config.results / execution / RUN_FILE
+    try:
+        summary = json.loads(run_file.read_text(encoding="utf-8"))
+        entries = {str(e["scenario"]): bool(e["passed"]) for e in summary["scenarios"]}
+    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError):
+        raise CachelintError(
+            f"{config.results}/{execution}/{RUN_FILE}: no readable run summary; pass an "
+            "execution written by `cachelint run` or `cachelint report --merge`"
+        ) from None
+    every = [s.identity for s in load_scenarios(config.repo, config.datasets)]
+    missing = [s for s in every if s not in entries]
+    failed = [s for s, ok in entries.items() if not ok]
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} scenario(s) not in it (first: {missing[0]})")
+    if failed:
+        problems.append(f"{len(failed)} failed (first: {failed[0]})")
+    if summary.get("mutations"):
+        problems.append("the cache tree was modified during the run")
+    if problems:
+        err.write(
+            f"cachelint: green record not updated: execution {execution}: "
+            + "; ".join(problems)
+            + "\n"
+        )
+        return int(ExitCode.FINDINGS)
+    path = record_green_run(
+        config,
+        execution=execution,
+        mode=str(summary.get("mode", "")),
+        scenarios=every,
+        now=clock.now(),
+    )
+    out.write(
+        f"green record: {path.relative_to(config.repo).as_posix()} ({len(every)} scenarios)\n"
+    )
+    return int(ExitCode.OK)

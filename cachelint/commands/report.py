@@ -1,0 +1,161 @@
+"""`cachelint report`: render the HTML report from the results root, compare two executions, or
+merge the results of `run --shard I/N` jobs into one execution.
+
+It reads only the results root (`run.json` and the per-scenario results documents), so it works
+on a CI artifact downloaded to another machine, offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from cachelint.config import Config, load
+from cachelint.errors import CachelintError, ExitCode
+from cachelint.gitutil import repo_root
+from cachelint.runner.publishing import Extras
+
+
+def add_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        parents=parents,
+        help="render the HTML report of an execution, compare two, or merge shards",
+        description=(
+            "Render <results>/<execution>/report.html from the results files (the latest "
+            "execution by default), compare two executions, or merge the results directories "
+            "of `run --shard I/N` jobs into one execution."
+        ),
+    )
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--compare", nargs=2, metavar=("A", "B"), help="B's report, compared with A")
+    what.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="DIR",
+        type=Path,
+        help="merge these execution directories (shards) into one execution",
+    )
+    parser.add_argument(
+        "--execution",
+        default=None,
+        help="the execution to render (default: the latest), or the merged execution's name",
+    )
+    parser.add_argument(
+        "--output",
+        "-o",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="where to write the HTML (default: in the execution directory)",
+    )
+    parser.add_argument(
+        "--save-baseline",
+        metavar="LABEL",
+        default=None,
+        help="store the execution as baseline LABEL in eval-baselines.json (e.g. merged shards)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="LABEL",
+        default=None,
+        help="compare the execution with baseline LABEL; a regression exits 1",
+    )
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(ns: argparse.Namespace) -> int:
+    return report(
+        Path.cwd(),
+        config_path=Path(ns.config) if ns.config else None,
+        execution=ns.execution,
+        compare=tuple(ns.compare) if ns.compare else None,
+        merge=list(ns.merge) if ns.merge else None,
+        output=ns.output,
+        extras=Extras(save_baseline=ns.save_baseline, baseline=ns.baseline),
+        out=sys.stdout,
+    )
+
+
+def _latest(config: Config) -> str:
+    from cachelint.runner.views import list_executions
+
+    names = list_executions(config.repo / config.results)
+    if not names:
+        raise CachelintError(
+            f"{config.results}/: no execution to report; run `cachelint run` first"
+        )
+    return names[-1]
+
+
+def _merge(config: Config, sources: Sequence[Path], name: str | None) -> str:
+    from cachelint import clock
+    from cachelint.runner.dataset import load_scenarios
+    from cachelint.runner.results import claim_execution, release_execution
+    from cachelint.runner.shards import merge
+
+    root = config.repo / config.results
+    order = [s.identity for s in load_scenarios(config.repo, config.datasets)]
+    wanted = name or "merged-" + clock.now().strftime("%Y%m%dT%H%M%SZ")
+    claimed = claim_execution(root, wanted)
+    try:
+        merge([Path(s) for s in sources], root / claimed, order=order)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(root / claimed, ignore_errors=True)
+        release_execution(root, claimed)
+        raise
+    return claimed
+
+
+def report(
+    start: Path,
+    *,
+    out: TextIO,
+    config_path: Path | None = None,
+    execution: str | None = None,
+    compare: tuple[str, str] | None = None,
+    merge: Sequence[Path] | None = None,
+    output: Path | None = None,
+    extras: Extras | None = None,
+) -> int:
+    import json
+
+    from cachelint.fsutil import atomic_write
+    from cachelint.runner import baselines
+    from cachelint.runner.publishing import check_extras, html_page, verdict_notes
+    from cachelint.runner.views import RUN_FILE, load_execution
+
+    config = load(repo_root(start), config_path)
+    extras = extras or Extras()
+    check_extras(config.repo, extras)
+    root = config.repo / config.results
+    model, prices = config.target.model, config.prices
+    if merge:
+        execution = _merge(config, merge, execution)
+        out.write(f"merged {len(merge)} directories into {config.results}/{execution}/\n")
+    name = compare[1] if compare else execution or _latest(config)
+    view = load_execution(root / name, model, prices)
+    other = load_execution(root / compare[0], model, prices) if compare else None
+    summary = json.loads((root / name / RUN_FILE).read_text(encoding="utf-8"))
+    notes, failed = verdict_notes(view, config, extras)
+    if extras.save_baseline is not None:
+        baselines.save(config.repo, extras.save_baseline, view)
+        notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
+    out.writelines(f"{n}\n" for n in notes)
+    page = html_page(view, config, summary, compare=other, notes=notes)
+    default = root / name / (f"compare-{compare[0]}.html" if compare else "report.html")
+    target = output or default
+    try:
+        atomic_write(target, page.encode("utf-8"))
+    except OSError as exc:
+        raise CachelintError(f"{target}: cannot write report: {exc.strerror}") from None
+    out.write(f"{target}\n")
+    return int(ExitCode.OK if view.passed and not failed else ExitCode.FINDINGS)

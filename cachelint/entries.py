@@ -1,0 +1,230 @@
+"""Reading a tree's entries for the linter: one reader that verifies content, and one interface,
+`EntrySource`, for where an already verified entry may come from instead.
+
+`read_entry` reads both files of an entry and checks everything replay will rely on:
+
+- native entries: `contents.data` hashes (blake3) to the digest `entry.json` records, the key is
+  the hash of the canonical request stored beside it, the `scenario` is the entry's directory
+  path and the directory name is the key's prefix;
+- Microsoft.Extensions.AI.Evaluation entries: `contents.data` is a JSON object (MEAI throws a
+  JsonException replaying anything else), `scenarioName` and `iterationName` are the two
+  directories above the key directory, which sits exactly at `cache/<scenario>/<iteration>/<key>`.
+
+Files are opened without following links and without blocking, and only regular files are read:
+a FIFO in place of an entry file must not hang a check, nor a device exhaust its memory.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import blake3
+import orjson
+
+from cachelint import entrycache
+from cachelint.canonical import cache_key
+from cachelint.config import Layout
+from cachelint.errors import CorruptEntry
+from cachelint.store import (
+    CONTENTS_FILE,
+    ENTRY_FILE,
+    UNREAD_REQUEST,
+    Entry,
+    decode_json,
+    entry_digest,
+    parse_entry,
+)
+
+# Larger entry files are reported, not read: a committed cache holds chat completions, and a
+# file of this size is a mistake (or a hostile input) that must not exhaust the linter's memory.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+# O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+# O_BINARY: Windows would otherwise turn CRLF into LF and stop at a Ctrl-Z.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_BOM = b"\xef\xbb\xbf"
+_CONFLICT = b"<<<<<<< "
+
+
+def read_file(path: str, name: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at `path`; CorruptEntry naming `name` for anything else."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise CorruptEntry(f"{name} is missing") from None
+    except OSError as exc:
+        raise CorruptEntry(f"{name} cannot be read ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CorruptEntry(f"{name} is not a regular file (a FIFO, socket or device)")
+        if info.st_size > limit:
+            raise CorruptEntry(f"{name} is {info.st_size} bytes, over the {limit}-byte limit")
+        # One read asks for a byte more than fstat saw: a short answer is the end of the file,
+        # so the usual entry costs one read, not a second one that returns nothing.
+        data = os.read(fd, info.st_size + 1)
+        if len(data) <= info.st_size:
+            return data
+        chunks = [data]  # the file grew since fstat: read on, within the limit
+        while (chunk := os.read(fd, 1 << 16)) and sum(map(len, chunks)) <= limit:
+            chunks.append(chunk)
+        if sum(map(len, chunks)) > limit:
+            raise CorruptEntry(f"{name} is over the {limit}-byte limit")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise CorruptEntry(f"{name} cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def _decode_entry(raw: bytes, directory: str, layout: Layout) -> tuple[Entry, Mapping[str, Any]]:
+    """The entry.json bytes as an entry and its decoded object. orjson decodes twice as fast as
+    json but is stricter (NaN, lone surrogate escapes) and words its errors differently: when its
+    result is not a valid entry the stdlib decodes again, so a finding reads as it always did."""
+    text = raw[3:] if raw.startswith(_BOM) else raw  # .NET writers may prefix one
+    try:
+        data = orjson.loads(text)
+        return parse_entry(data, directory, layout), data
+    except (orjson.JSONDecodeError, CorruptEntry):
+        pass
+    try:
+        data = decode_json(raw)
+    except ValueError as exc:
+        raise CorruptEntry(f"{ENTRY_FILE} is not valid JSON ({exc})") from None
+    return parse_entry(data, directory, layout), data
+
+
+def read_entry(base: str, directory: str, prefix: str, layout: Layout) -> Entry:
+    """Read and verify the entry in `base/directory`, which lies under `prefix` (a cache root's
+    `<root>/cache/`). CorruptEntry says which check failed."""
+    raw = read_file(f"{base}/{directory}/{ENTRY_FILE}", ENTRY_FILE)
+    contents = read_file(f"{base}/{directory}/{CONTENTS_FILE}", CONTENTS_FILE)
+    entry, data = _decode_entry(raw, directory, layout)
+    inside = directory[len(prefix) :] if directory.startswith(prefix) else directory
+    if entry.layout is Layout.MEAI:
+        _verify_meai(entry, contents, inside)
+        request = None
+    else:
+        _verify_native(entry, data, contents, inside)
+        request = UNREAD_REQUEST  # every request body of a large tree would multiply its memory
+    return entry._replace(request=request, digest=entry_digest(raw, contents))
+
+
+def _verify_native(entry: Entry, data: Mapping[str, Any], contents: bytes, inside: str) -> None:
+    if blake3.blake3(contents).hexdigest() != data["contents"]:
+        raise CorruptEntry(
+            f"{CONTENTS_FILE} does not match the blake3 digest recorded in {ENTRY_FILE} "
+            "(overwritten, merged, or torn by an interrupted or concurrent re-record)"
+        )
+    try:
+        key = cache_key(data["request"])
+    except ValueError as exc:
+        raise CorruptEntry(f"{ENTRY_FILE}: the stored request cannot be hashed ({exc})") from None
+    if key != entry.key:
+        raise CorruptEntry(
+            f"{ENTRY_FILE}: key {entry.key[:16] if entry.key else ''}... is not the hash of the "
+            f"request stored beside it ({key[:16]}...): the request or the key was edited"
+        )
+    scenario = inside.rpartition("/")[0]
+    if entry.scenario != scenario:
+        raise CorruptEntry(
+            f"{ENTRY_FILE}: scenario {entry.scenario!r} is not the entry's directory "
+            f"{scenario!r}: replay of {scenario!r} looks elsewhere"
+        )
+
+
+def _verify_meai(entry: Entry, contents: bytes, inside: str) -> None:
+    where = f"{ENTRY_FILE} (Microsoft.Extensions.AI.Evaluation layout)"
+    parts = inside.split("/")
+    if len(parts) != 3:
+        raise CorruptEntry(
+            f"the entry sits at cache/{inside}, but MEAI reads entries only at "
+            "cache/<scenarioName>/<iterationName>/<key>"
+        )
+    if entry.scenario != parts[0] or entry.iteration != parts[1]:
+        raise CorruptEntry(
+            f"{where}: scenarioName {entry.scenario!r} and iterationName {entry.iteration!r} are "
+            f"not the directories above the key ({parts[0]!r}, {parts[1]!r}): MEAI looks elsewhere"
+        )
+    if not contents.strip():
+        raise CorruptEntry(f"{CONTENTS_FILE} is empty: MEAI throws a JsonException replaying it")
+    if _CONFLICT in contents:
+        raise CorruptEntry(f"{CONTENTS_FILE} holds a merge-conflict marker; resolve the merge")
+    try:
+        value = decode_json(contents)
+    except ValueError as exc:
+        raise CorruptEntry(
+            f"{CONTENTS_FILE} is not valid JSON ({exc}): MEAI throws a JsonException replaying it"
+        ) from None
+    if not isinstance(value, dict):
+        raise CorruptEntry(f"{CONTENTS_FILE} is not a JSON object, the response MEAI replays")
+
+
+class EntrySource(Protocol):
+    """Where the linter may take an entry from instead of reading and verifying it again."""
+
+    def known(self, directory: str) -> Entry | None:
+        """An entry verified earlier whose two files are, by content, those on disk now."""
+
+    def finish(self, entries: Iterable[Entry]) -> None:
+        """Called once with every valid entry of this check (to refresh a cache, say)."""
+
+
+class DiskSource:
+    """Every entry is read from disk: `cachelint check --no-cache` and a repository without a
+    git directory cachelint may write to."""
+
+    def known(self, directory: str) -> Entry | None:
+        return None
+
+    def finish(self, entries: Iterable[Entry]) -> None:
+        return None
+
+
+class CachedSource:
+    """Entries verified by an earlier check, keyed by the git object ids of both of their files
+    (content hashes), taken only while git's index holds exactly those ids and git reports
+    neither file changed in the working tree (see `cachelint.entrycache`)."""
+
+    def __init__(
+        self, git_dir: Path, layout: Layout, objects: Mapping[str, str], changed: set[str]
+    ) -> None:
+        self._git_dir = git_dir
+        self._layout = layout
+        self._objects = objects  # index object id by repo-relative file path
+        self._changed = changed  # paths whose working tree may differ from the index
+        self._cached = entrycache.load(git_dir, layout)
+        self._used = 0
+
+    def _ids(self, directory: str) -> str | None:
+        entry_path = f"{directory}/{ENTRY_FILE}"
+        contents_path = f"{directory}/{CONTENTS_FILE}"
+        if entry_path in self._changed or contents_path in self._changed:
+            return None
+        entry_id = self._objects.get(entry_path)
+        contents_id = self._objects.get(contents_path)
+        if entry_id is None or contents_id is None:
+            return None
+        return f"{entry_id} {contents_id}"
+
+    def known(self, directory: str) -> Entry | None:
+        ids = self._cached.objects.get(directory)
+        if ids is None or ids != self._ids(directory):
+            return None
+        self._used += 1
+        return self._cached.entries[directory]
+
+    def finish(self, entries: Iterable[Entry]) -> None:
+        keep = [(e, ids) for e in entries if (ids := self._ids(e.directory)) is not None]
+        if self._used == len(keep) == len(self._cached.entries):
+            return  # every entry came from the cache and none went unused: nothing to rewrite
+        entrycache.save(self._git_dir, self._layout, keep)

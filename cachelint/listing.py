@@ -1,0 +1,139 @@
+"""The git listings a check makes, and their parsers: what the index holds, which files git sees
+changed, ignored or untracked, and their effective `text` attribute. Always `-z`, split on NUL,
+decoded with surrogateescape so an undecodable name survives the round trip back to git."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import compress, repeat
+from operator import itemgetter
+from pathlib import Path
+
+from cachelint.gitutil import GitResult, run_git, split_z
+from cachelint.store import CONTENTS_FILE, ENTRY_FILE
+from cachelint.tree import IgnoreSource, IndexEntry
+
+_ENTRY_SUFFIXES = ("/" + ENTRY_FILE, "/" + CONTENTS_FILE)
+_REGULAR_TAG = "\0H 100644 "  # a record of a regular file, neither marked nor unmerged
+_REGULAR = IndexEntry("100644", 0)
+SKIP_WORKTREE = ("S", "s")  # ls-files -v: "s" is also marked assume-unchanged
+
+
+def parse_stage(
+    out: bytes, *, entry_objects: bool = False
+) -> tuple[dict[str, IndexEntry], dict[str, str], dict[str, str]]:
+    """`ls-files -v --stage` records are "<tag> <mode> <object> <stage>\\t<path>". Returns the
+    index; if `entry_objects`, the object ids of the entry files (entry.json and contents.data)
+    by path, which the entry cache is keyed by; and the tag of each path whose tag is not "H":
+    marked assume-unchanged ("h") or skip-worktree ("S", "s"), which git no longer compares with
+    the disk, or unmerged ("M")."""
+    index: dict[str, IndexEntry] = {}
+    objects: dict[str, str] = {}
+    flagged: dict[str, str] = {}
+    if not out:
+        return index, objects, flagged
+    text = out.decode("utf-8", "surrogateescape")
+    records = text.split("\0")
+    records.pop()  # the empty string after the last terminator
+    regular = text.count(_REGULAR_TAG) + text.startswith(_REGULAR_TAG[1:]) == len(records)
+    del text
+    if regular:
+        # The usual index: every record "H 100644 <object> 0\t<path>", the object ids all one
+        # length, so every path starts at the same offset and slicing replaces parsing.
+        start = records[0].index("\t") + 1
+        paths = [r[start:] for r in records]
+        index = dict.fromkeys(paths, _REGULAR)
+        if entry_objects:
+            wanted = list(map(str.endswith, paths, repeat(_ENTRY_SUFFIXES)))
+            object_id = itemgetter(slice(9, start - 3))  # "H 100644 <object> 0\t"
+            ids = map(object_id, compress(records, wanted))
+            objects = dict(zip(compress(paths, wanted), ids, strict=True))
+        return index, objects, flagged
+    shared: dict[str, IndexEntry] = {}
+    for record in records:
+        meta, _, path = record.partition("\t")
+        kind = meta[2:8] + meta[-1]
+        entry = shared.get(kind)
+        if entry is None:
+            entry = shared[kind] = IndexEntry(meta[2:8], int(meta[-1]))
+        index[path] = entry
+        if entry_objects and entry.stage == 0 and path.endswith(_ENTRY_SUFFIXES):
+            objects[path] = meta[9:-2]
+        if meta[0] != "H":
+            flagged[path] = meta[0]
+    return index, objects, flagged
+
+
+def index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:
+    """Object ids of the `wanted` paths in the `ls-files -v --stage` output."""
+    out: dict[str, str] = {}
+    for record in stage.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = record.partition("\t")
+        if path in wanted:
+            out[path] = meta.split(" ")[-2]
+    return out
+
+
+def parse_text_attr(out: bytes, paths: list[str]) -> dict[str, str]:
+    """check-attr answers "<path>\\0text\\0<value>\\0" in input order. The usual answer is "unset"
+    for every file, which counting that triple confirms without splitting the output."""
+    if out.count(b"\0text\0unset\0") == len(paths):
+        return dict.fromkeys(paths, "unset")
+    fields = split_z(out)
+    values: dict[str, str] = {}
+    result: dict[str, str] = {}
+    for i in range(0, len(fields) - 2, 3):
+        value = fields[i + 2]
+        result[fields[i]] = values.setdefault(value, value)
+    return result
+
+
+def really_modified(repo: Path, candidates: Iterable[str], recorded: dict[str, str]) -> set[str]:
+    """diff-files compares stat data, so a file rewritten with the same bytes (or touched) shows
+    up; hash the candidates once with `git hash-object` (which applies the same filters as
+    `git add`) and keep only those whose content differs from the index (`recorded`: their
+    object ids there). The caller passes regular files only: hash-object would block on a FIFO."""
+    check = sorted(candidates)
+    # --stdin-paths is line based: a name with a newline cannot be hashed this way, keep it.
+    odd = {p for p in check if "\n" in p}
+    plain = [p for p in check if p not in odd]
+    if not plain:
+        return odd
+    result = run_git(
+        ["hash-object", "--stdin-paths"],
+        cwd=repo,
+        stdin="".join(p + "\n" for p in plain).encode("utf-8", "surrogateescape"),
+    )
+    shas = result.out.decode("ascii").split()
+    return odd | {p for p, sha in zip(plain, shas, strict=True) if sha != recorded.get(p)}
+
+
+def ignore_sources(repo: Path, ignored: set[str]) -> dict[str, IgnoreSource]:
+    """One `git check-ignore -v` for all ignored files: which file and line ignores each."""
+    paths = sorted(ignored)
+    result = run_git(
+        ["check-ignore", "-v", "-z", "--no-index", "--stdin"],
+        cwd=repo,
+        stdin=nul_joined(paths),
+        ok_codes=(0, 1),
+    )
+    fields = split_z(result.out)
+    out: dict[str, IgnoreSource] = {}
+    for i in range(0, len(fields) - 3, 4):
+        source, line, pattern, path = fields[i : i + 4]
+        if source:
+            out[path] = IgnoreSource(source, int(line) if line.isdigit() else 0, pattern)
+    return out
+
+
+def git_dir(result: GitResult) -> Path | None:
+    """The repository's own git directory from `rev-parse --absolute-git-dir`, or None (no entry
+    cache this time) when git did not name an existing absolute directory: a git older than 2.13
+    echoes the option back, and the cache must never land in the work tree."""
+    text = result.out.decode("utf-8", "surrogateescape").strip()
+    path = Path(text)
+    return path if result.rc == 0 and text and path.is_absolute() and path.is_dir() else None
+
+
+def nul_joined(paths: list[str]) -> bytes:
+    return ("\0".join(paths) + "\0").encode("utf-8", "surrogateescape")

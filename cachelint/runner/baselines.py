@@ -1,0 +1,111 @@
+"""Baselines: a labelled snapshot of verdicts, judge scores, tokens and cost, to compare with.
+
+`run --save-baseline LABEL` stores them in `eval-baselines.json` (committed, outside every cache
+root, deterministic JSON: sorted keys, LF, trailing newline, written atomically, no timestamp so
+saving the same results twice changes no byte); `run --baseline LABEL` lists the scenarios that
+regressed against it: pass -> fail, a judge score down by more than `baseline-score-margin`, a
+cost up by more than `baseline-cost-ratio`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cachelint.canonical import dump_pretty
+from cachelint.errors import CachelintError
+from cachelint.fsutil import atomic_write
+from cachelint.runner.settings import ReportSettings
+from cachelint.runner.views import ExecutionView
+
+FILE = "eval-baselines.json"
+FORMAT = 1
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_label(label: str, option: str) -> str:
+    if not _LABEL.fullmatch(label):
+        raise CachelintError(
+            f"{option} {label!r}: use letters, digits, '.', '_' and '-' (at most 100)"
+        )
+    return label
+
+
+def snapshot(view: ExecutionView) -> dict[str, Any]:
+    scenarios: dict[str, Any] = {}
+    for s in view.scenarios:
+        scenarios[s.identity] = {
+            "passed": s.passed,
+            "judges": {m: v for m, v in sorted(s.judge_scores().items())},
+            "tokens": {"input": s.tokens[0], "output": s.tokens[1]},
+            "cost": round(s.cost, 8) if s.cost is not None else None,
+        }
+    return {"mode": view.mode, "scenarios": scenarios}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"format": FORMAT, "baselines": {}}
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise CachelintError(f"{path}: not a readable baselines file ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("baselines"), dict):
+        raise CachelintError(f"{path}: not a baselines file (no 'baselines' object)")
+    if data.get("format") != FORMAT:
+        raise CachelintError(f"{path}: 'format' is {data.get('format')!r}, expected {FORMAT}")
+    return data
+
+
+def save(repo: Path, label: str, view: ExecutionView) -> Path:
+    path = repo / FILE
+    data = _read(path)
+    data["baselines"][label] = snapshot(view)
+    atomic_write(path, dump_pretty(data))
+    return path
+
+
+def load(repo: Path, label: str) -> Mapping[str, Any]:
+    path = repo / FILE
+    data = _read(path)
+    if label not in data["baselines"]:
+        known = ", ".join(sorted(data["baselines"])) or "none"
+        raise CachelintError(
+            f"--baseline {label}: no such baseline in {FILE} (saved: {known}); save one with "
+            f"`cachelint run --save-baseline {label}`"
+        )
+    return data["baselines"][label]
+
+
+def regressions(
+    baseline: Mapping[str, Any], view: ExecutionView, settings: ReportSettings
+) -> list[str]:
+    """One line per regression, in the run's scenario order."""
+    old = baseline.get("scenarios") or {}
+    now = snapshot(view)["scenarios"]
+    out: list[str] = []
+    for s in view.scenarios:
+        before, after = old.get(s.identity), now[s.identity]
+        if not isinstance(before, dict):
+            continue  # a new scenario cannot regress
+        if before.get("passed") and not after["passed"]:
+            out.append(f"{s.identity}: passed in the baseline, fails now")
+        for metric, score in after["judges"].items():
+            was = (before.get("judges") or {}).get(metric)
+            if isinstance(was, (int, float)) and (
+                score is None or was - score > settings.baseline_score_margin
+            ):
+                shown = f"{score:.2f}" if score is not None else "no score"
+                out.append(f"{s.identity}: judge {metric} {was:.2f} -> {shown}")
+        was_cost, cost = before.get("cost"), after["cost"]
+        if (
+            isinstance(was_cost, (int, float))
+            and was_cost > 0
+            and cost is not None
+            and cost > was_cost * settings.baseline_cost_ratio
+        ):
+            out.append(f"{s.identity}: cost ${was_cost:.6f} -> ${cost:.6f}")
+    return out

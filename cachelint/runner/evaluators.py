@@ -1,0 +1,189 @@
+"""Evaluate a scenario's assertions: the built-in checks, the recorded-call checks (`latency-ms`,
+`cost`) and custom Python evaluators.
+
+A custom evaluator is named in the dataset as `{"type": "python", "function": "module:function",
+...options}`, imported from the repository root like the python target, and called as
+`function(scenario, output, options)`: the `Scenario`, the `Output` (`text`, `tool_calls`, and
+`json`, the parsed text or None) and the assertion's other fields. It returns a `cachelint.Metric`
+or a dict of the same fields. An exception or a malformed return fails the scenario with a reason
+naming the evaluator; a failed metric fails it unless the metric says `gating: false`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cachelint.config import Config
+from cachelint.errors import ConfigError
+from cachelint.paths import is_inside
+from cachelint.runner import checks
+from cachelint.runner.assertions import AssertionResult, evaluate
+from cachelint.runner.client import CallRecord
+from cachelint.runner.cost import Price, call_cost, format_dollars, price_for, response_model
+from cachelint.runner.dataset import Scenario
+from cachelint.runner.metrics import Interpretation, Metric, Rating, interpret, metric_from
+from cachelint.runner.output import Output
+
+Evaluator = Callable[[Scenario, Output, Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class EvalContext:
+    """What evaluation needs beyond the output: the imported evaluators and the config tables."""
+
+    functions: Mapping[str, Evaluator] = field(default_factory=dict)  # "module:function" ->
+    interpretations: Mapping[str, Interpretation] = field(default_factory=dict)
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    model: str = ""  # the configured target model, when a response names none
+
+
+def _import(repo: Path, spec: str, where: str) -> Evaluator:
+    module_name, _, attr = spec.partition(":")
+    root = str(repo)
+    if root not in sys.path:
+        sys.path.insert(0, root)  # the module lives in the repository, as for the python target
+    stale = sys.modules.get(module_name)
+    stale_file = getattr(stale, "__file__", None)  # None for a namespace package: keep it
+    if stale_file and not is_inside(os.path.abspath(stale_file), os.path.abspath(root)):
+        del sys.modules[module_name]  # another repository's module of the same name
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(
+            f"{where}: function {spec!r}: cannot import module {module_name!r} from {repo} "
+            f"({type(exc).__name__}: {exc}); the module path is relative to the repository root"
+        ) from None
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise ConfigError(
+            f"{where}: function {spec!r}: module {module_name!r} has no callable {attr!r}"
+        )
+    return function
+
+
+def load_context(
+    repo: Path,
+    scenarios: Sequence[Scenario],
+    *,
+    interpretations: Mapping[str, Interpretation],
+    prices: Mapping[str, Price],
+    model: str,
+) -> EvalContext:
+    """Import every evaluator the scenarios name, before any model call: a typo in a module
+    name is a usage error (exit 2), never a run of failed scenarios."""
+    functions: dict[str, Evaluator] = {}
+    for scenario in scenarios:
+        for i, spec in enumerate(scenario.assertions):
+            if spec["type"] == "python" and spec["function"] not in functions:
+                where = f"{scenario.path}: assert[{i}]"
+                functions[spec["function"]] = _import(repo, spec["function"], where)
+    return EvalContext(functions, interpretations, prices, model)
+
+
+def _python(
+    spec: Mapping[str, Any], scenario: Scenario, output: Output, context: EvalContext
+) -> tuple[AssertionResult, Metric | None]:
+    name = spec["function"]
+    function = context.functions.get(name)
+    if function is None:  # the engine was handed a context that did not load this scenario
+        return AssertionResult("python", False, f"python {name}: evaluator not loaded"), None
+    options = {k: v for k, v in spec.items() if k not in ("type", "function")}
+    try:
+        returned = function(scenario, output, options)
+    except Exception as exc:  # the team's evaluator failed: a failed scenario, not a crash
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        reason = f"python {name}: the evaluator raised {type(exc).__name__}: {first}"
+        return AssertionResult("python", False, reason), None
+    try:
+        metric = interpret(metric_from(returned), context.interpretations)
+    except (TypeError, ValueError) as exc:
+        return AssertionResult("python", False, f"python {name}: {exc}"), None
+    verdict = f"{metric.name} = {metric.shown_value()} ({Rating(metric.rating).value}"
+    verdict += ", failed" if metric.failed else ""
+    verdict += ", reported only)" if not metric.gating else ")"
+    detail = f": {metric.reason}" if metric.reason else ""
+    return AssertionResult("python", not metric.gates, f"python {name}: {verdict}{detail}"), metric
+
+
+def _latency(spec: Mapping[str, Any], calls: Sequence[CallRecord]) -> AssertionResult:
+    limit = spec["max"]
+    label = f"latency-ms (max {limit:g})"
+    live = [c for c in calls if not c.hit]
+    if not calls:
+        return AssertionResult("latency-ms", False, f"{label}: no model call was made")
+    if not live:
+        # A cache hit's time is a disk lookup, not the provider's: there is nothing to compare.
+        return AssertionResult(
+            "latency-ms", True, f"{label}: not measured, every call was replayed from the cache"
+        )
+    total = sum(c.latency_s for c in live) * 1000
+    verdict = total <= limit
+    word = "within" if verdict else "over"
+    return AssertionResult(
+        "latency-ms", verdict, f"{label}: {total:.0f} ms over {len(live)} live call(s), {word}"
+    )
+
+
+def _cost(
+    spec: Mapping[str, Any], calls: Sequence[CallRecord], context: EvalContext
+) -> AssertionResult:
+    limit = spec["max"]
+    label = f"cost (max {format_dollars(limit)})"
+    if not calls:
+        return AssertionResult("cost", False, f"{label}: no model call was made")
+    total = 0.0
+    for call in calls:
+        model = price_for(response_model(call.response, context.model), context.prices)
+        dollars, why = call_cost(call.usage, model, context.prices)
+        if dollars is None:
+            return AssertionResult("cost", False, f"{label}: {call.entry}: {why}")
+        total += dollars
+    verdict = total <= limit
+    word = "within" if verdict else "over"
+    return AssertionResult(
+        "cost", verdict, f"{label}: {format_dollars(total)} for {len(calls)} call(s), {word}"
+    )
+
+
+def evaluate_all(
+    scenario: Scenario,
+    output: Output,
+    calls: Sequence[CallRecord],
+    context: EvalContext,
+) -> tuple[tuple[AssertionResult, ...], tuple[Metric, ...]]:
+    """Every assertion of `scenario` against `output` (and the target's recorded `calls`), and
+    the metrics its custom evaluators returned, in dataset order."""
+    results: list[AssertionResult] = []
+    metrics: list[Metric] = []
+    for spec in scenario.assertions:
+        kind = spec["type"]
+        if kind == "python":
+            result, metric = _python(spec, scenario, output, context)
+            results.append(result)
+            if metric is not None:
+                metrics.append(metric)
+        elif kind == "latency-ms":
+            results.append(_latency(spec, calls))
+        elif kind == "cost":
+            results.append(_cost(spec, calls, context))
+        else:
+            own = checks.evaluate_output(spec, output)
+            results.append(own if own is not None else evaluate(spec, output))
+    return tuple(results), tuple(metrics)
+
+
+def eval_context(repo: Path, scenarios: Sequence[Scenario], config: Config) -> EvalContext:
+    """`load_context` with the tables and model from `config`."""
+    return load_context(
+        repo,
+        scenarios,
+        interpretations=config.interpretations,
+        prices=config.prices,
+        model=config.target.model,
+    )

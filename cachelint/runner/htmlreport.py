@@ -1,0 +1,329 @@
+"""The HTML report: one self-contained page (inline CSS, JS and SVG; no network; works from file://).
+
+Rendered from an `ExecutionView` (the per-scenario results documents) plus the run summaries of
+earlier executions for the trends, so `cachelint report` and `run --html` draw the same page. Every
+user-derived string (dataset text, model output, tool arguments, reasons, names) goes through
+`_e`; the page's Content-Security-Policy forbids any fetch, so a string that slipped through could
+still not load anything.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cachelint.display import sanitize_block
+from cachelint.runner.cost import money
+from cachelint.runner.settings import ReportSettings
+from cachelint.runner.views import ExecutionView, ScenarioView, group_cost
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5rem 2rem;color:#222;max-width:80rem}
+table{border-collapse:collapse;margin:.4rem 0 1rem}
+td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
+.pass{color:#176b2c;font-weight:bold}.fail{color:#a4161a;font-weight:bold}
+.good{color:#176b2c}.average{color:#8a6d00}.poor,.not-scored{color:#a4161a}
+pre{white-space:pre-wrap;margin:0;font-size:.88em}
+details.scenario{border:1px solid #ddd;border-radius:4px;margin:.3rem 0;padding:.3rem .6rem}
+details.scenario>summary{cursor:pointer}
+.msg{border-left:3px solid #bbb;margin:.3rem 0;padding:.1rem .5rem}
+.msg .role{font-size:.8em;text-transform:uppercase;color:#555}
+.msg.system{border-color:#888}.msg.user{border-color:#2a6fdb}.msg.assistant{border-color:#176b2c}
+.msg.tool{border-color:#8a6d00}
+body.failed-only details.scenario.passed,body.failed-only .group.all-passed{display:none}
+.meta{color:#555;font-size:.9em}svg{vertical-align:middle}
+""".strip()
+
+_JS = """
+(function () {
+  var box = document.getElementById('failed-only');
+  function apply() { document.body.classList.toggle('failed-only', box.checked); }
+  box.addEventListener('change', apply);
+  if (location.hash === '#failed') { box.checked = true; apply(); }
+})();
+""".strip()
+
+
+def _e(value: Any) -> str:
+    # Model answers and dataset text: bidi marks, controls and lone surrogates shown as escapes.
+    return html.escape(sanitize_block(str(value)), quote=True)
+
+
+def _verdict(passed: bool) -> str:
+    return '<span class="pass">PASS</span>' if passed else '<span class="fail">FAIL</span>'
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Earlier executions' summaries (run.json documents), oldest first, the current one last."""
+
+    runs: Sequence[Mapping[str, Any]]
+
+    def names(self) -> list[str]:
+        return [str(r.get("execution", "?")) for r in self.runs]
+
+    def pass_rates(self) -> list[float | None]:
+        rates: list[float | None] = []
+        for r in self.runs:
+            scenarios = r.get("scenarios") or []
+            ok = sum(1 for s in scenarios if s.get("passed"))
+            rates.append(ok / len(scenarios) if scenarios else None)
+        return rates
+
+    def scenario(self, identity: str) -> tuple[list[float | None], dict[str, list[float | None]]]:
+        """Pass rate per execution and mean judge score per metric per execution."""
+        rates: list[float | None] = []
+        judges: dict[str, list[float | None]] = {}
+        for i, r in enumerate(self.runs):
+            found = next(
+                (s for s in r.get("scenarios") or [] if s.get("scenario") == identity), None
+            )
+            rates.append(float(found.get("pass_rate", 0.0)) if found else None)
+            scores: dict[str, list[int]] = {}
+            for t in (found or {}).get("trials") or []:
+                for j in t.get("judges") or []:
+                    if isinstance(j.get("score"), int):
+                        scores.setdefault(str(j["metric"]), []).append(j["score"])
+            for metric, values in scores.items():
+                series = judges.setdefault(metric, [None] * i)
+                series.append(sum(values) / len(values))
+            for series in judges.values():
+                series.extend([None] * (i + 1 - len(series)))
+        return rates, judges
+
+
+def sparkline(values: Sequence[float | None], *, top: float, label: str, wide: int = 160) -> str:
+    """An inline SVG line over `values` (None leaves a gap), scaled 0..top."""
+    height, pad = 36, 3
+    n = len(values)
+    step = (wide - 2 * pad) / max(n - 1, 1)
+    points = []
+    dots = []
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        x = pad + i * step
+        y = height - pad - (v / top) * (height - 2 * pad)
+        points.append(f"{x:.1f},{y:.1f}")
+        dots.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5"><title>{_e(v)}</title></circle>')
+    line = f'<polyline fill="none" stroke="#2a6fdb" stroke-width="2" points="{" ".join(points)}"/>'
+    return (
+        f'<svg class="trend" data-points="{len(points)}" role="img" aria-label="{_e(label)}" '
+        f'width="{wide}" height="{height}" viewBox="0 0 {wide} {height}">'
+        f'<rect width="{wide}" height="{height}" fill="#f6f8fa"/>{line}{"".join(dots)}</svg>'
+    )
+
+
+def _content(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _message(role: str, body: str, extra: str = "") -> str:
+    return (
+        f'<div class="msg {_e(role)}" data-role="{_e(role)}"><div class="role">{_e(role)}'
+        f"{extra}</div><pre>{_e(body)}</pre></div>"
+    )
+
+
+def _conversation(trial: Mapping[str, Any]) -> str:
+    """System, user, assistant, tool calls and tool results, then the final output."""
+    calls = trial.get("calls") or []
+    messages = calls[-1].get("messages") if len(calls) > 1 and calls[-1].get("messages") else None
+    parts = ['<div class="conversation" data-testid="conversation">']
+    for m in messages or trial.get("messages") or []:
+        role = str(m.get("role", "?"))
+        if m.get("content") not in (None, ""):
+            parts.append(_message(role, _content(m.get("content"))))
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            parts.append(_message("tool call", f"{fn.get('name')}({fn.get('arguments', '')})", ""))
+    output = trial.get("output")
+    if output is not None:
+        for call in output.get("tool_calls") or []:
+            parts.append(
+                _message("tool call", f"{call.get('name')}({_content(call.get('arguments'))})")
+            )
+        if output.get("text"):
+            parts.append(_message("assistant", str(output["text"])))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _checks(trial: Mapping[str, Any], settings: ReportSettings) -> str:
+    rows = ["<table><tr><th>check</th><th>verdict</th><th>reason</th></tr>"]
+    if trial.get("error"):
+        rows.append(
+            f"<tr><td>run</td><td>{_verdict(False)}</td><td><pre>{_e(trial['error'])}</pre></td></tr>"
+        )
+    for a in trial.get("assertions") or []:
+        rows.append(
+            f'<tr class="assertion"><td>{_e(a.get("type"))}</td>'
+            f"<td>{_verdict(bool(a.get('passed')))}"
+            f"</td><td>{_e(a.get('reason'))}</td></tr>"
+        )
+    for j in trial.get("judges") or []:
+        score = j.get("score")
+        reading = settings.interpret(score if isinstance(score, int) else None)
+        shown = f"{score}/5" if isinstance(score, int) else "no score"
+        rows.append(
+            f'<tr class="judge"><td>judge {_e(j.get("metric"))}</td><td>{_e(shown)} '
+            f'<span class="{_e(reading.replace(" ", "-"))}">{_e(reading)}</span></td>'
+            f"<td>{_e(j.get('reason'))} (reported, not gating)</td></tr>"
+        )
+    for m in trial.get("metrics") or []:
+        rows.append(_metric_row(m))
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _metric_row(metric: Mapping[str, Any]) -> str:
+    """A custom evaluator's metric: its rating as the verdict, its value and reason."""
+    value = metric.get("value")
+    shown = ("true" if value else "false") if isinstance(value, bool) else f"{value}"
+    if isinstance(value, float):
+        shown = f"{value:g}"
+    rating = str(metric.get("rating") or "unknown")
+    gate = "" if metric.get("gating", True) else " (reported, not gating)"
+    failed = " FAILED" if metric.get("failed") else ""
+    return (
+        f'<tr class="metric"><td>metric {_e(metric.get("name"))}</td><td>{_e(rating)}{failed}</td>'
+        f"<td>{_e(metric.get('name'))} = {_e(shown)} ({_e(rating)}): "
+        f"{_e(metric.get('reason'))}{gate}</td></tr>"
+    )
+
+
+def _scenario(s: ScenarioView, settings: ReportSettings, trend: Trend | None) -> str:
+    state = "passed" if s.passed else "failed"
+    n_in, n_out = s.tokens
+    parts = [
+        f'<details class="scenario {state}" data-testid="scenario" data-scenario="{_e(s.identity)}"'
+        f"{'' if s.passed else ' open'}><summary>{_verdict(s.passed)} {_e(s.identity)} "
+        f'<span class="meta">{sum(1 for t in s.trials if t.get("passed"))}/{len(s.trials)} trials, '
+        f'<span data-testid="cost">{_e(money(s.cost))}</span>, '
+        f"{'cache hit' if s.cache_hit else 'live'}</span></summary>",
+        f'<p class="meta">dataset {_e(s.path)}; '
+        + ("answered from the cache; " if s.cache_hit else f"live latency {s.latency_s:.3f} s; ")
+        + f"tokens {n_in} in / {n_out} out (recorded); cost {_e(money(s.cost))}</p>",
+    ]
+    if trend is not None and len(trend.runs) > 1:
+        rates, judges = trend.scenario(s.identity)
+        parts.append('<p class="meta">pass rate over executions ')
+        parts.append(sparkline(rates, top=1.0, label=f"pass rate of {s.identity}"))
+        for metric, series in sorted(judges.items()):
+            parts.append(f" judge {_e(metric)} ")
+            parts.append(sparkline(series, top=5.0, label=f"judge {metric} of {s.identity}"))
+        parts.append("</p>")
+    for t in s.trials:
+        if len(s.trials) > 1:
+            parts.append(f"<h4>trial {_e(t.get('trial'))}: {_verdict(bool(t.get('passed')))}</h4>")
+        parts.append(_conversation(t))
+        parts.append(_checks(t, settings))
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def _hierarchy(view: ExecutionView, settings: ReportSettings, trend: Trend | None) -> str:
+    parts = ['<div data-testid="hierarchy">']
+    for agent, members in view.groups(by_tenant=False):
+        ok = sum(1 for s in members if s.passed)
+        cls = "group all-passed" if ok == len(members) else "group"
+        parts.append(
+            f'<section class="{cls} agent" data-testid="agent" data-agent="{_e(agent)}">'
+            f'<h2>{_e(agent)} <span class="meta">{ok}/{len(members)} passed, '
+            f"{_e(money(group_cost(members)))}</span></h2>"
+        )
+        tenants: dict[str, list[ScenarioView]] = {}
+        for s in members:
+            tenants.setdefault(s.tenant, []).append(s)
+        for tenant, scenarios in sorted(tenants.items()):
+            ok_t = sum(1 for s in scenarios if s.passed)
+            cls_t = "group all-passed" if ok_t == len(scenarios) else "group"
+            parts.append(
+                f'<section class="{cls_t} tenant" data-testid="tenant" data-tenant="{_e(tenant)}">'
+                f'<h3>{_e(tenant)} <span class="meta">{ok_t}/{len(scenarios)} passed, '
+                f"{_e(money(group_cost(scenarios)))}</span></h3>"
+            )
+            parts.extend(_scenario(s, settings, trend) for s in scenarios)
+            parts.append("</section>")
+        parts.append("</section>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _compare(a: ExecutionView, b: ExecutionView) -> str:
+    before = {s.identity: s for s in a.scenarios}
+    after = {s.identity: s for s in b.scenarios}
+    rows = [
+        f'<h2>compare {_e(a.name)} → {_e(b.name)}</h2><table data-testid="compare"><tr>'
+        f"<th>scenario</th><th>{_e(a.name)}</th><th>{_e(b.name)}</th><th>change</th>"
+        "<th>cost</th></tr>"
+    ]
+    for identity in sorted(set(before) | set(after)):
+        x, y = before.get(identity), after.get(identity)
+        change = (
+            "added"
+            if x is None
+            else "removed"
+            if y is None
+            else "regressed"
+            if x.passed and not y.passed
+            else "fixed"
+            if y.passed and not x.passed
+            else ""
+        )
+        rows.append(
+            f"<tr><td>{_e(identity)}</td><td>{_verdict(x.passed) if x else '-'}</td>"
+            f"<td>{_verdict(y.passed) if y else '-'}</td><td>{_e(change)}</td>"
+            f"<td>{_e(money(x.cost if x else None))} → {_e(money(y.cost if y else None))}</td></tr>"
+        )
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def render_html(
+    view: ExecutionView,
+    settings: ReportSettings,
+    *,
+    trend: Trend | None = None,
+    compare: ExecutionView | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    passed = sum(1 for s in view.scenarios if s.passed)
+    title = f"cachelint run {view.name}"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)} ({_e(view.mode)}): {_verdict(view.passed)}</h1>",
+        f'<p data-testid="summary">{passed}/{len(view.scenarios)} scenarios passed; cost '
+        f'<span data-testid="run-cost">{_e(money(view.cost))}</span>'
+        + (f" ({_e(view.started)})" if view.started else "")
+        + "</p>",
+        '<p><label><input type="checkbox" id="failed-only"> failed scenarios only</label></p>',
+    ]
+    parts.extend(f'<p class="note">{_e(n)}</p>' for n in notes)
+    if view.mutations:
+        parts.append("<h2>eval-cache-mutated</h2><table>")
+        for m in view.mutations:
+            parts.append(f"<tr><td>{_e(m.get('path'))}</td><td>{_e(m.get('message'))}</td></tr>")
+        parts.append("</table>")
+    if trend is not None and len(trend.runs) > 1:
+        names = ", ".join(trend.names())
+        parts.append(
+            f'<div data-testid="trend"><h2>pass rate over the last {len(trend.runs)} executions'
+            f"</h2>{sparkline(trend.pass_rates(), top=1.0, label='pass rate', wide=320)}"
+            f'<p class="meta">{_e(names)}</p></div>'
+        )
+    if compare is not None:
+        parts.append(_compare(compare, view))
+    parts.append(_hierarchy(view, settings, trend))
+    parts.append(f"<script>{_JS}</script></body></html>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,246 @@
+"""What `cachelint run` publishes beyond the text/JSON/JUnit report: the HTML page, the pull-request
+formats and `$GITHUB_STEP_SUMMARY`, the budget and the baselines.
+
+Called once from `commands/run.py::publish`; the renderers it calls are pure, the I/O is here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cachelint.config import Config
+from cachelint.display import json_dumps
+from cachelint.errors import CachelintError
+from cachelint.fsutil import atomic_write
+from cachelint.runner.views import RUN_FILE, ExecutionView, list_executions, scenario_view
+
+PR_FORMATS = ("markdown", "github")
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+
+
+@dataclass(frozen=True)
+class Extras:
+    """The run options this module serves."""
+
+    save_baseline: str | None = None
+    baseline: str | None = None
+
+
+def add_report_options(parser: Any) -> None:
+    parser.add_argument(
+        "--save-baseline",
+        metavar="LABEL",
+        default=None,
+        help="store this run's verdicts, judge scores, tokens and cost as LABEL in "
+        "eval-baselines.json",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="LABEL",
+        default=None,
+        help="compare with baseline LABEL; a regressed scenario fails the run (exit 1)",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="I/N",
+        default=None,
+        help="run only shard I of N (by a hash of each scenario identity); merge the shards "
+        "with `cachelint report --merge`",
+    )
+
+
+def check_extras(repo: Path, extras: Extras | None) -> None:
+    """Fail before the run, not after it, on a bad label or a baseline that does not exist."""
+    from cachelint.runner import baselines
+
+    if extras is None:
+        return
+    if extras.save_baseline is not None:
+        baselines.check_label(extras.save_baseline, "--save-baseline")
+    if extras.baseline is not None:
+        baselines.load(repo, baselines.check_label(extras.baseline, "--baseline"))
+
+
+def view_of(report: Any, config: Config, started: str | None) -> ExecutionView:
+    """The run's results as the reports read them (the same documents the results files hold)."""
+    from cachelint.runner.engine import scenario_record
+
+    records = [
+        scenario_record(r, execution=report.execution, mode=report.mode) for r in report.results
+    ]
+    prices = config.prices
+    return ExecutionView(
+        name=report.execution,
+        mode=report.mode,
+        started=started,
+        scenarios=[scenario_view(rec, config.target.model, prices) for rec in records],
+        mutations=[
+            {"code": f.code, "path": f.path, "message": f.message} for f in report.mutations
+        ],
+    )
+
+
+def cost_summary(view: ExecutionView) -> dict[str, Any]:
+    """USD by run, agent, tenant and scenario (None where the model has no price)."""
+    from cachelint.runner.views import group_cost
+
+    return {
+        "currency": "USD",
+        "run": view.cost,
+        "by_agent": {n: group_cost(m) for n, m in view.groups(by_tenant=False)},
+        "by_tenant": {n: group_cost(m) for n, m in view.groups(by_tenant=True)},
+        "scenarios": {s.identity: s.cost for s in view.scenarios},
+    }
+
+
+def json_text(report_dict: Mapping[str, Any], cost: Mapping[str, Any]) -> str:
+    """`--format json`: the report with the cost figures."""
+    data = {**report_dict, "cost": cost}
+    return json_dumps(data) + "\n"
+
+
+def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Mapping[str, Any]]:
+    """The run summaries of the last `count` executions, oldest first, ending with `current`."""
+    runs: list[Mapping[str, Any]] = []
+    for name in list_executions(root):
+        if name == current.get("execution"):
+            continue
+        try:
+            runs.append(json.loads((root / name / RUN_FILE).read_text(encoding="utf-8")))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue  # a damaged old run drops out of the trend; it does not stop this report
+    return [*runs[-(count - 1) :], current] if count > 1 else [current]
+
+
+def html_page(
+    view: ExecutionView,
+    config: Config,
+    summary: Mapping[str, Any],
+    *,
+    compare: ExecutionView | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    from cachelint.runner.htmlreport import Trend, render_html
+
+    runs = trend_runs(config.repo / config.results, summary, config.reports.trend_executions)
+    return render_html(view, config.reports, trend=Trend(runs), compare=compare, notes=notes)
+
+
+def pr_text(fmt: str, view: ExecutionView, config: Config, notes: Sequence[str]) -> str:
+    from cachelint.runner.prformats import render_github, render_markdown
+
+    if fmt == "github":
+        return render_github(view, config.reports)
+    return render_markdown(view, config.reports, [f"- {n}" for n in notes])
+
+
+def append_step_summary(markdown: str, env: Mapping[str, str]) -> None:
+    """Append to the file GitHub Actions names in $GITHUB_STEP_SUMMARY (appending is its contract:
+    several steps add to one summary)."""
+    target = env.get(STEP_SUMMARY)
+    if not target:
+        return
+    try:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(markdown)
+    except OSError as exc:
+        raise CachelintError(
+            f"${STEP_SUMMARY}={target}: cannot append the run summary ({exc.strerror})"
+        ) from None
+
+
+def verdict_notes(view: ExecutionView, config: Config, extras: Extras) -> tuple[list[str], bool]:
+    """Budget and baseline lines for the reports, and whether they fail the run."""
+    from cachelint.runner import baselines
+    from cachelint.runner.cost import money
+    from cachelint.runner.views import group_cost
+
+    notes: list[str] = []
+    failed = False
+    budget = config.reports.budget
+    if view.cost is not None:
+        notes.append(f"cost: {money(view.cost)}" + (f" (budget {money(budget)})" if budget else ""))
+        for by_tenant in (False, True):
+            parts = [f"{n} {money(group_cost(m))}" for n, m in view.groups(by_tenant=by_tenant)]
+            notes.append(f"cost by {'tenant' if by_tenant else 'agent'}: " + ", ".join(parts))
+    if budget is not None and (view.cost or 0.0) > budget:
+        notes.append(f"FAIL  over budget: {money(view.cost)} > {money(budget)}")
+        failed = True
+    if extras.baseline is not None:
+        found = baselines.regressions(
+            baselines.load(config.repo, extras.baseline), view, config.reports
+        )
+        notes.append(f"baseline {extras.baseline}: {len(found)} regression(s)")
+        notes.extend(f"REGRESSED  {line}" for line in found)
+        failed = failed or bool(found)
+    return notes, failed
+
+
+def write_run_summary(
+    results_dir: Path,
+    report_dict: Mapping[str, Any],
+    view: ExecutionView,
+    config: Config,
+    *,
+    started: str,
+    shard: tuple[int, int] | None,
+) -> dict[str, Any]:
+    """`run.json`: the JSON report plus when, which model, the cost and the shard."""
+    summary = {
+        **report_dict,
+        "started": started,
+        "model": config.target.model,
+        "cost": cost_summary(view),
+    }
+    if shard is not None:
+        summary["shard"] = f"{shard[0]}/{shard[1]}"
+    # Compact: the indenting encoder is pure Python, the compact one runs in C.
+    data = json_dumps(summary, compact=True)
+    atomic_write(results_dir / RUN_FILE, (data + "\n").encode("utf-8"))
+    return summary
+
+
+def publish_more(
+    view: ExecutionView,
+    config: Config,
+    report_dict: Mapping[str, Any],
+    *,
+    fmt: str,
+    html: Path | None,
+    results_dir: Path,
+    extras: Extras,
+    started: str,
+    shard: tuple[int, int] | None,
+) -> tuple[list[str], bool, str | None]:
+    """Write run.json, the HTML pages and the baseline; return (notes, failed, the stdout text
+    when this module renders the format)."""
+    summary = write_run_summary(
+        results_dir, report_dict, view, config, started=started, shard=shard
+    )
+    notes, failed = verdict_notes(view, config, extras)
+    page = html_page(view, config, summary, notes=notes)
+    atomic_write(results_dir / "report.html", page.encode("utf-8"))
+    if html is not None:
+        try:
+            atomic_write(html, page.encode("utf-8"))
+        except OSError as exc:
+            raise CachelintError(f"{html}: cannot write report: {exc.strerror}") from None
+    if extras.save_baseline is not None:
+        from cachelint.runner import baselines
+
+        baselines.save(config.repo, extras.save_baseline, view)
+        notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
+    if fmt == "json":
+        return notes, failed, json_text(report_dict, summary["cost"])
+    if fmt not in PR_FORMATS:
+        return notes, failed, None
+    text = pr_text(fmt, view, config, notes)
+    append_step_summary(
+        text if fmt == "markdown" else pr_text("markdown", view, config, notes), os.environ
+    )
+    return notes, failed, text

@@ -1,0 +1,181 @@
+"""Executions as the reports read them: results documents plus cost, from disk or memory.
+
+Every report beyond text/JSON/JUnit (HTML, Markdown, GitHub annotations, baselines, merged shards)
+reads the same thing: the per-scenario documents `ResultWriter` writes to
+`<results>/<execution>/<agent>/<tenant>/<scenario>.json` and the execution's `run.json`. A run
+builds the same documents in memory, so `run --html` and `cachelint report` render the same
+page from the same data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cachelint.errors import CachelintError
+from cachelint.runner.cost import Price, tokens, total_cost
+
+RUN_FILE = "run.json"
+
+
+@dataclass(frozen=True)
+class ScenarioView:
+    record: Mapping[str, Any]  # the per-scenario results document (engine.scenario_record)
+    cost: float | None  # USD, None when the model has no price
+    tokens: tuple[int, int]  # input, output (target and judge calls)
+
+    @property
+    def identity(self) -> str:
+        return str(self.record["scenario"])
+
+    @property
+    def agent(self) -> str:
+        return str(self.record["agent"])
+
+    @property
+    def tenant(self) -> str:
+        return str(self.record["tenant"])
+
+    @property
+    def path(self) -> str:
+        return str(self.record["path"])
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.record["passed"])
+
+    @property
+    def trials(self) -> list[Mapping[str, Any]]:
+        return list(self.record["trials"])
+
+    @property
+    def pass_rate(self) -> float:
+        return float(self.record.get("pass_rate", 1.0 if self.passed else 0.0))
+
+    @property
+    def latency_s(self) -> float:
+        """Provider latency of the live calls (a cache entry records none; a hit is a lookup)."""
+        return sum(
+            float(c.get("latency_s") or 0.0)
+            for t in self.trials
+            for c in t.get("calls") or ()
+            if not c.get("cache_hit")
+        )
+
+    @property
+    def cache_hit(self) -> bool:
+        return all(t.get("cache_hit") for t in self.trials)
+
+    def judge_scores(self) -> dict[str, float | None]:
+        """Mean score per metric over the trials that were scored."""
+        scores: dict[str, list[int]] = {}
+        for t in self.trials:
+            for j in t.get("judges") or ():
+                bucket = scores.setdefault(str(j["metric"]), [])
+                if isinstance(j.get("score"), int):
+                    bucket.append(j["score"])
+        return {m: (sum(v) / len(v) if v else None) for m, v in scores.items()}
+
+    def failure_reasons(self) -> list[str]:
+        reasons: list[str] = []
+        multi = len(self.trials) > 1
+        for t in self.trials:
+            if t.get("passed"):
+                continue
+            prefix = f"trial {t['trial']}: " if multi else ""
+            if t.get("error"):
+                reasons.append(prefix + str(t["error"]).splitlines()[0])
+            for a in t.get("assertions") or ():
+                if not a.get("passed"):
+                    reasons.append(f"{prefix}{a['type']}: {a['reason']}")
+        return reasons or ["failed"]
+
+
+@dataclass(frozen=True)
+class ExecutionView:
+    name: str
+    mode: str
+    started: str | None
+    scenarios: list[ScenarioView]
+    mutations: list[Mapping[str, Any]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.mutations and all(s.passed for s in self.scenarios)
+
+    @property
+    def cost(self) -> float | None:
+        known = [s.cost for s in self.scenarios if s.cost is not None]
+        return sum(known) if known else None
+
+    def groups(self, by_tenant: bool) -> list[tuple[str, list[ScenarioView]]]:
+        out: dict[str, list[ScenarioView]] = {}
+        for s in self.scenarios:
+            out.setdefault(f"{s.agent}/{s.tenant}" if by_tenant else s.agent, []).append(s)
+        return sorted(out.items())
+
+
+def group_cost(members: Sequence[ScenarioView]) -> float | None:
+    known = [s.cost for s in members if s.cost is not None]
+    return sum(known) if known else None
+
+
+def scenario_view(
+    record: Mapping[str, Any], model: str, prices: Mapping[str, Price]
+) -> ScenarioView:
+    usages: list[Any] = []
+    for t in record.get("trials") or ():
+        usages.append(t.get("usage"))
+        usages.extend(c.get("usage") for c in t.get("judge_calls") or ())
+    n_in = sum(tokens(u)[0] for u in usages)
+    n_out = sum(tokens(u)[1] for u in usages)
+    return ScenarioView(record, total_cost(usages, model, prices), (n_in, n_out))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CachelintError(
+            f"{path}: missing; is this a results directory written by `cachelint run`?"
+        ) from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise CachelintError(f"{path}: not a readable results file ({exc})") from None
+
+
+def load_execution(directory: Path, model: str, prices: Mapping[str, Price]) -> ExecutionView:
+    """An execution from `directory` (its run.json names the scenarios, in dataset order)."""
+    run = _read_json(directory / RUN_FILE)
+    if not isinstance(run, dict) or not isinstance(run.get("scenarios"), list):
+        raise CachelintError(f"{directory / RUN_FILE}: not a cachelint run summary")
+    views = []
+    for entry in run["scenarios"]:
+        identity = str(entry["scenario"])
+        views.append(scenario_view(_read_json(directory / f"{identity}.json"), model, prices))
+    return ExecutionView(
+        name=str(run.get("execution", directory.name)),
+        mode=str(run.get("mode", "")),
+        started=run.get("started"),
+        scenarios=views,
+        mutations=list(run.get("mutations") or ()),
+    )
+
+
+def list_executions(root: Path) -> list[str]:
+    """Execution directories under the results root, oldest first (by recorded start, name)."""
+    found: list[tuple[str, str]] = []
+    if not root.is_dir():
+        return []
+    for child in root.iterdir():
+        run_file = child / RUN_FILE
+        if not run_file.is_file():
+            continue
+        try:
+            started = json.loads(run_file.read_text(encoding="utf-8")).get("started") or ""
+        except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+            continue
+        found.append((str(started), child.name))
+    return [name for _, name in sorted(found)]

@@ -1,0 +1,80 @@
+"""Pure parts of the CI reports: Markdown escaping, annotation encoding, shard assignment, cost."""
+
+from __future__ import annotations
+
+import pytest
+
+from cachelint.errors import CachelintError
+from cachelint.runner.cost import Price, cost, tokens, total_cost
+from cachelint.runner.prformats import md, render_github
+from cachelint.runner.settings import ReportSettings
+from cachelint.runner.shards import parse_shard, shard_of
+from cachelint.runner.views import ExecutionView, scenario_view
+
+
+def record(identity: str, *, passed: bool, reason: str, path: str) -> dict[str, object]:
+    agent, tenant, _ = identity.split("/")
+    return {
+        "scenario": identity,
+        "agent": agent,
+        "tenant": tenant,
+        "path": path,
+        "passed": passed,
+        "trials": [
+            {
+                "trial": 0,
+                "passed": passed,
+                "error": None,
+                "assertions": [{"type": "contains", "passed": passed, "reason": reason}],
+                "judges": [],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 100},
+                "calls": [],
+            }
+        ],
+    }
+
+
+def test_markdown_text_cannot_make_links_html_or_cells() -> None:
+    text = md("<b>hi</b> [x](https://e.invalid) | ![i](y) `code`\nnext")
+    assert "<b>" not in text and "&lt;b&gt;" in text
+    assert "\\[x\\]\\(https://e\\.invalid\\)" in text
+    assert "\\|" in text and "\n" not in text
+
+
+def test_annotations_encode_newlines_and_property_separators() -> None:
+    view = ExecutionView(
+        name="x",
+        mode="replay",
+        started=None,
+        scenarios=[
+            scenario_view(
+                record(
+                    "a/t/s", passed=False, reason="line one\nline two 100%", path="d/a,b:c.json"
+                ),
+                "m",
+                {},
+            )
+        ],
+    )
+    first = render_github(view, ReportSettings()).splitlines()[0]
+    assert first.startswith("::error file=d/a%2Cb%3Ac.json,title=cachelint%3A a/t/s::")
+    assert "line one%0Aline two 100%25" in first
+
+
+def test_shards_split_every_scenario_once_and_do_not_move_when_others_are_added() -> None:
+    names = [f"agent/tenant/case-{i}" for i in range(200)]
+    shards = {name: shard_of(name, 3) for name in names}
+    assert set(shards.values()) == {1, 2, 3}
+    more = [*names, *(f"agent/other/new-{i}" for i in range(50))]
+    assert all(shard_of(name, 3) == shards[name] for name in more[:200])
+    assert parse_shard("2/3") == (2, 3)
+    for bad in ("0/3", "4/3", "1-3", "x"):
+        with pytest.raises(CachelintError, match="expected I/N"):
+            parse_shard(bad)
+
+
+def test_cost_reads_both_usage_spellings_and_needs_a_price() -> None:
+    price = Price(input=2.5, output=10.0)
+    assert tokens({"input_tokens": 7, "output_tokens": 3}) == (7, 3)
+    assert cost({"prompt_tokens": 1_000_000, "completion_tokens": 0}, price) == 2.5
+    assert total_cost([{"prompt_tokens": 10}], "unpriced", {"m": price}) is None
