@@ -11,35 +11,16 @@ import pathspec
 import pytest
 
 from cachelint.hook import _Gate
-from tests.conftest import PROJECT, commit_all, git
-from tests.helpers import make_checked_repo, make_gated_repo, record_green
-
-HOOKS = PROJECT / "hooks"
-VENV_BIN = Path(sys.executable).parent
-
-
-def hook_env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("CACHELINT_PYTHON", None)
-    env.update(extra)
-    return env
-
-
-def commit(
-    repo: Path, message: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """A real commit with the plain hook enabled the way a team would (core.hooksPath)."""
-    return subprocess.run(
-        ["git", "-c", f"core.hooksPath={HOOKS}", "commit", "-q", "--no-gpg-sign", "-m", message],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env=env or hook_env(),
-    )
-
-
-def head(repo: Path) -> str:
-    return git(repo, "rev-parse", "HEAD").strip()
+from tests.conftest import commit_all, git
+from tests.helpers import (
+    VENV_BIN,
+    head,
+    hook_env,
+    make_checked_repo,
+    make_gated_repo,
+    record_green,
+)
+from tests.helpers import hook_commit as commit
 
 
 def test_watch_gate_blocks_a_prompt_change_until_the_green_record_is_staged(

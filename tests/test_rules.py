@@ -12,46 +12,22 @@ from pathlib import Path
 
 import pytest
 
-from cachelint.collect import collect
-from cachelint.config import load
-from cachelint.findings import Finding
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.listing import parse_stage
-from cachelint.rules import Rule, all_rules
-from cachelint.tree import IndexEntry, TreeFacts
+from cachelint.rules import all_rules
+from cachelint.tree import IndexEntry
 from tests.conftest import commit_all, git
-from tests.helpers import NOW, TREE_CODES, put, write_meai
 
-
-def rule(code: str) -> Rule:
-    return {r.code: r for r in all_rules()}[code]
-
-
-def facts_of(repo: Path) -> TreeFacts:
-    return collect(load(repo), now=NOW)
-
-
-def findings(repo: Path, code: str) -> list[Finding]:
-    """The rule's findings on the tree, which must be the same read from disk (`--no-cache`),
-    on the check that writes the entry cache, and on a warm check that reads it: every rule
-    test is also an equivalence test of the two read paths."""
-    check = rule(code).check
-    cold = list(check(collect(load(repo), now=NOW, entry_cache=False)))
-    first = list(check(collect(load(repo), now=NOW)))
-    warm = list(check(collect(load(repo), now=NOW)))
-    assert cold == first == warm, (cold, first, warm)
-    return warm
-
-
-def assert_findings(repo: Path, code: str) -> list[Finding]:
-    found = findings(repo, code)
-    assert found, f"expected {code} findings"
-    assert {f.code for f in found} == {code}
-    return found
-
-
-def assert_no_findings(repo: Path, code: str) -> None:
-    assert findings(repo, code) == []
+# NOW: still imported from here by tests/test_entrycache.py until it imports tests.helpers.
+from tests.helpers import (
+    NOW,  # noqa: F401
+    TREE_CODES,
+    assert_findings,
+    assert_no_findings,
+    facts_of,
+    put,
+    write_meai,
+)
 
 
 @pytest.fixture

@@ -254,7 +254,7 @@ def _live_seconds(r: ScenarioResult) -> float:
 
 
 def render_junit(report: RunReport) -> str:
-    # Imported here: ElementTree costs ~5 ms of start-up and only --junit/--format junit need it.
+    # Imported here: ElementTree adds start-up time and only --junit/--format junit need it.
     import xml.etree.ElementTree as ET
 
     root = ET.Element("testsuites", name="cachelint")
