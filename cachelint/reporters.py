@@ -2,8 +2,8 @@
 
 Every reporter is a pure function of its arguments (no I/O, no clock, no environment), so the same
 check prints byte-identical output and the formats can be snapshot-tested. Paths come from the
-user's tree and may carry escape sequences or bidi controls; every format neutralises them so a
-crafted file name cannot rewrite the terminal or a CI log.
+user's tree and may carry escape sequences or bidi controls; every format passes them through
+`cachelint.display` so a crafted file name cannot rewrite the terminal or a CI log.
 """
 
 from __future__ import annotations

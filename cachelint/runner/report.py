@@ -3,8 +3,8 @@ GitHub annotations render the results documents: runner/htmlreport.py, runner/pr
 
 No I/O, no clock, no environment: identical runs render byte-identical reports. Timings of cache
 hits (lookup times) are left out for that reason; live latency and tokens live in the per-scenario
-results files. Text for a terminal is neutralised (ANSI escapes, C0/C1 controls and bidi overrides
-become visible `\\x..` escapes) because model output and dataset text are untrusted.
+results files. Model output and dataset text are untrusted: every format passes them through
+`cachelint.display` (visible `\\x..` escapes in text and XML, `\\u` escapes in JSON).
 """
 
 from __future__ import annotations
