@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cachelint.commands.run import run  # noqa: E402
-from cachelint.config import Config  # noqa: E402
+from cachelint.config import TargetConfig  # noqa: E402
 from cachelint.devtools.fake_provider import FakeProvider, parse_script  # noqa: E402
 
 SCRIPT = {"rules": [{"match": {}, "reply": {"echo": True}}]}
@@ -120,7 +120,7 @@ def _no_fsync() -> Iterator[None]:
 def record(repo: Path) -> float:
     started = time.perf_counter()
 
-    def factory(config: Config) -> InProcessFake:
+    def factory(target: TargetConfig) -> InProcessFake:
         return InProcessFake()
 
     with _no_fsync():

@@ -29,6 +29,7 @@ COMMANDS = (
     "guard",
     "prune",
     "fake-provider",
+    "schema",
 )
 
 

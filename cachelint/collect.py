@@ -361,13 +361,6 @@ def _walk(base: str, root: str, walk: _Walk) -> None:
 
 
 def _exclusions(config: Config) -> _Matcher | None:
-    if not config.exclude:
-        return None
-    import pathspec
+    from cachelint.meai import skip_matcher  # `exclude`, and the results in a MEAI root
 
-    spec = pathspec.GitIgnoreSpec.from_lines(config.exclude)
-
-    def drop(path: str) -> bool:
-        return bool(spec.match_file(path))
-
-    return drop
+    return skip_matcher(config)

@@ -50,6 +50,18 @@ class TargetConfig:
     timeout: float = 60.0
     max_retries: int = 5
     function: str | None = None
+    command: tuple[str, ...] = ()  # type "command": the program run once per scenario
+
+
+DEFAULT_TARGET = "default"  # the name of [tool.cachelint.target] among the named targets
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """`[tool.cachelint.judge]`: the target judges call, and custom metrics with their rubric."""
+
+    target: str | None = None  # None: the scenario's own target
+    metrics: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ class Config:
     key_prefix: int = 16
     exclude: tuple[str, ...] = ()
     stamp: str = DEFAULT_STAMP
-    packages: tuple[str, ...] = ("cachelint",)
+    packages: tuple[str, ...] = ()  # none set: by layout, see `cachelint.meai.family`
     pins: tuple[str, ...] = ()
     min_ttl_days: int = MIN_TTL_DAYS
     expiry_warning_days: int = 30
@@ -72,9 +84,15 @@ class Config:
     watch: tuple[str, ...] = ()
     green_record: str = ".eval-green.json"
     target: TargetConfig = field(default_factory=TargetConfig)
+    targets: Mapping[str, TargetConfig] = field(default_factory=dict)  # [tool.cachelint.targets]
+    agents: Mapping[str, str] = field(default_factory=dict)  # agent -> target name
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
     interpretations: Mapping[str, Any] = field(default_factory=dict)  # metric name -> ranges
     prices: Mapping[str, Any] = field(default_factory=dict)  # model -> $/Mtok in and out
     reports: ReportSettings = field(default_factory=ReportSettings)
+
+    def named_target(self, name: str) -> TargetConfig:
+        return self.target if name == DEFAULT_TARGET else self.targets[name]
 
     def cache_roots(self) -> list[Path]:
         return [self.repo / c for c in self.cache]
@@ -192,12 +210,15 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "watch": ("watch", _str_list(_glob)),
     "green-record": ("green_record", _relpath),
     "target": ("target", _table),
+    "targets": ("targets", _table),
+    "agents": ("agents", _table),
+    "judge": ("judge", _table),
     "interpretations": ("interpretations", _interpretations),
     "prices": ("prices", _prices),
     "reports": ("reports", parse_settings),
 }
 
-_TARGET_TYPES = ("openai-compatible", "python")
+_TARGET_TYPES = ("openai-compatible", "python", "command")
 
 _TARGET_KEYS: dict[str, tuple[str, Check]] = {
     "type": ("type", _str),
@@ -210,6 +231,7 @@ _TARGET_KEYS: dict[str, tuple[str, Check]] = {
     "timeout": ("timeout", _number),
     "max-retries": ("max_retries", _int(0, 20)),
     "function": ("function", _str),
+    "command": ("command", _str_list(_str, nonempty=True)),
 }
 
 
@@ -248,23 +270,35 @@ def from_table(repo: Path, table: Mapping[str, Any], source: str) -> Config:
     values = _apply(table, _KEYS, source)
     target_table = values.pop("target", None)
     if target_table is not None:
-        target_values = _apply(target_table, _TARGET_KEYS, f"{source} [target]")
-        kind = target_values.get("type", "openai-compatible")
-        if kind not in _TARGET_TYPES:
-            raise ConfigError(
-                f"{source} [target]: key 'type' = {kind!r}: expected one of "
-                + ", ".join(repr(t) for t in _TARGET_TYPES)
-            )
-        function = target_values.get("function")
-        if kind == "python" and (function is None or function.count(":") != 1):
-            raise ConfigError(
-                f"{source} [target]: type 'python' needs function = \"module:function\""
-                + ("" if function is None else f", got {function!r}")
-            )
-        values["target"] = TargetConfig(**target_values)
+        values["target"] = _target(target_table, f"{source} [target]")
+    from cachelint.targets import parse_named
+
+    values.update(parse_named(values, source, _target))
     config = Config(repo=repo, source=source, **values)
     _check_consistency(config)
     return config
+
+
+def _target(table: Mapping[str, Any], where: str) -> TargetConfig:
+    values = _apply(table, _TARGET_KEYS, where)
+    kind = values.get("type", "openai-compatible")
+    if kind not in _TARGET_TYPES:
+        raise ConfigError(
+            f"{where}: key 'type' = {kind!r}: expected one of "
+            + ", ".join(repr(t) for t in _TARGET_TYPES)
+        )
+    function = values.get("function")
+    if kind == "python" and (function is None or function.count(":") != 1):
+        raise ConfigError(
+            f"{where}: type 'python' needs function = \"module:function\""
+            + ("" if function is None else f", got {function!r}")
+        )
+    if kind == "command" and not values.get("command"):
+        raise ConfigError(
+            f'{where}: type \'command\' needs command = ["program", "arg", ...], run once per '
+            "scenario from the repository root"
+        )
+    return TargetConfig(**values)
 
 
 def _check_consistency(config: Config) -> None:

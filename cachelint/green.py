@@ -84,9 +84,13 @@ def cache_digests(
 ) -> dict[str, str]:
     """One digest per cache root; `snapshots` are roots the caller already hashed (a root missing
     from it, or from disk, is hashed here / digests as empty)."""
+    from cachelint.meai import skip_matcher
+
     known = snapshots or {}
+    hashed = all(r in known for r in config.cache)
+    skip = None if hashed else skip_matcher(config, present_only=False)
     return {
-        root: cache_digest(known[root] if root in known else snapshot(config.repo, [root]))
+        root: cache_digest(known[root] if root in known else snapshot(config.repo, [root], skip))
         for root in config.cache
     }
 

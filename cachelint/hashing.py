@@ -9,7 +9,7 @@ through blake3's mmap path with its own threads.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,16 +55,22 @@ def _hash_fd(fd: int, path: str | os.PathLike[str]) -> str:
     return hasher.hexdigest()
 
 
-def snapshot(repo: Path, roots: Iterable[str]) -> Snapshot:
-    """Hash every file under each root (relative to `repo`); missing roots contribute nothing."""
+def snapshot(
+    repo: Path, roots: Iterable[str], skip: Callable[[str], bool] | None = None
+) -> Snapshot:
+    """Hash every file under each root (relative to `repo`); missing roots contribute nothing.
+    `skip(path)` leaves out a repo-relative file, or a directory with everything under it
+    (`exclude`, MEAI's results: `cachelint.meai.skip_matcher`)."""
     result: Snapshot = {}
     for root in roots:
         rel = root.replace(os.sep, "/").strip("/")
-        _scan(os.path.join(repo, root), rel, result)
+        _scan(os.path.join(repo, root), rel, result, skip)
     return result
 
 
-def _scan(directory: str, rel: str, out: Snapshot) -> None:
+def _scan(
+    directory: str, rel: str, out: Snapshot, skip: Callable[[str], bool] | None = None
+) -> None:
     # os.scandir's d_type answers "symlink? directory?" without a stat per file, and building the
     # relative path by concatenation avoids os.walk's relpath per directory.
     try:
@@ -76,11 +82,13 @@ def _scan(directory: str, rel: str, out: Snapshot) -> None:
         raise _unreadable(rel, exc) from None
     for entry in entries:
         path = f"{rel}/{entry.name}"
+        if skip is not None and skip(path):
+            continue
         try:
             if entry.is_symlink():
                 out[path] = "symlink:" + os.readlink(entry.path)
             elif entry.is_dir(follow_symlinks=False):
-                _scan(entry.path, path, out)
+                _scan(entry.path, path, out, skip)
             elif entry.is_file(follow_symlinks=False):
                 fd = os.open(entry.path, _OPEN_FLAGS)
                 try:

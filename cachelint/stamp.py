@@ -5,7 +5,8 @@
       "packages": {"Microsoft.Extensions.AI.Evaluation": "10.9.0"},
       "pinFiles": {"Microsoft.Extensions.AI.Evaluation": "Directory.Packages.props"},
       "pinnedAt": "2026-01-31",           # date of the pins (see `pinned_at`)
-      "ttlDays": 365,
+      "ttlDays": 365,                     # the shortest TTL of the tree's entries, in days
+      "ttlDaysLongest": 3650,             # and the longest
       "entries": 1234,                    # entries under the root when it was stamped
       "seal": "<blake3 hex>"              # digest of the entry set (see `seal`)
     }
@@ -40,7 +41,7 @@ from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")
-_SEAL_FIELDS = ("entries", "seal")
+_OPTIONAL = ("ttlDaysLongest", "projects", "entries", "seal")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -55,21 +56,30 @@ class Stamp:
     packages: Mapping[str, str]  # package name -> exact version the tree was recorded under
     pin_files: Mapping[str, str] = field(default_factory=dict)  # package name -> pin file
     format: int = FORMAT
+    ttl_days_longest: int | None = None
+    # .NET projects that build with different versions of a family package: project -> package ->
+    # version (those packages are not in `packages`).
+    projects: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     entries: int | None = None  # None: written before seals existed
     seal: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        data: dict[str, Any] = {
             "format": self.format,
             "packages": dict(sorted(self.packages.items())),
             "pinFiles": dict(sorted(self.pin_files.items())),
             "pinnedAt": self.pinned_at.isoformat(),
             "ttlDays": self.ttl_days,
         }
+        if self.ttl_days_longest is not None:
+            data["ttlDaysLongest"] = self.ttl_days_longest
+        if self.projects:
+            projects = sorted(self.projects.items())
+            data["projects"] = {p: dict(sorted(v.items())) for p, v in projects}
         if self.seal is not None:
-            out["entries"] = self.entries
-            out["seal"] = self.seal
-        return out
+            data["entries"] = self.entries
+            data["seal"] = self.seal
+        return data
 
 
 def seal(root: str, entries: Iterable[Entry]) -> str:
@@ -101,7 +111,7 @@ def parse_stamp(data: Any) -> Stamp:
     for name in _FIELDS:
         if name not in data:
             raise InvalidStamp(f"field {name!r} is missing")
-    unknown = sorted(set(data) - set(_FIELDS) - set(_SEAL_FIELDS))
+    unknown = sorted(set(data) - set(_FIELDS) - set(_OPTIONAL))
     if unknown:
         raise InvalidStamp(f"unknown field {unknown[0]!r}")
     fmt = data["format"]
@@ -110,6 +120,11 @@ def parse_stamp(data: Any) -> Stamp:
     ttl = data["ttlDays"]
     if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
         raise InvalidStamp(f"field 'ttlDays' is {ttl!r}, expected a positive integer")
+    longest = data.get("ttlDaysLongest")
+    if longest is not None and (
+        isinstance(longest, bool) or not isinstance(longest, int) or longest < ttl
+    ):
+        raise InvalidStamp(f"field 'ttlDaysLongest' is {longest!r}, expected an integer >= ttlDays")
     pinned = data["pinnedAt"]
     try:
         if not isinstance(pinned, str) or not _DATE.fullmatch(pinned):
@@ -122,8 +137,12 @@ def parse_stamp(data: Any) -> Stamp:
     stray = sorted(set(pin_files) - set(packages))
     if stray:
         raise InvalidStamp(f"field 'pinFiles' names {stray[0]!r}, which 'packages' does not")
+    projects = data.get("projects", {})
+    if not isinstance(projects, dict):
+        raise InvalidStamp("field 'projects' must be an object of project to package versions")
+    per_project = {project: _str_map(projects, project) for project in projects}
     entries, sealed = _parse_seal(data)
-    return Stamp(pinned_at, ttl, packages, pin_files, fmt, entries, sealed)
+    return Stamp(pinned_at, ttl, packages, pin_files, fmt, longest, per_project, entries, sealed)
 
 
 def _parse_seal(data: Mapping[str, Any]) -> tuple[int | None, str | None]:

@@ -39,6 +39,7 @@ from cachelint.canonical import dump_pretty
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
 from cachelint.fsutil import atomic_write
+from cachelint.meai import parse_time as parse_stj  # MEAI's dates: System.Text.Json's profile
 
 FORMAT = 1
 ENTRY_FILE = "entry.json"
@@ -320,6 +321,13 @@ def _read_native_checked(data: Mapping[str, Any], relative: str, name: str) -> E
     )
 
 
+def _meai_time(data: Mapping[str, Any], name: str, where: str) -> datetime:
+    try:
+        return parse_stj(data.get(name))
+    except ValueError as exc:
+        raise CorruptEntry(f"{where}: field {name!r}: {exc}") from None
+
+
 def _read_meai(data: Mapping[str, Any], relative: str, name: str) -> Entry:
     where = "entry.json (Microsoft.Extensions.AI.Evaluation layout)"
     key = data.get("key", data.get("cacheKey"))
@@ -334,8 +342,8 @@ def _read_meai(data: Mapping[str, Any], relative: str, name: str) -> Entry:
         scenario=sys.intern(_field(data, "scenarioName", str, where)),
         iteration=sys.intern(_field(data, "iterationName", str, where)),
         key=key,
-        created=_time_field(data, "creation", where),
-        expires=_time_field(data, "expiration", where),
+        created=_meai_time(data, "creation", where),
+        expires=_meai_time(data, "expiration", where),
     )
 
 

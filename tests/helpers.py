@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -31,6 +32,7 @@ from cachelint.store import Store
 from cachelint.tree import TreeFacts
 from tests.conftest import PROJECT, commit_all, git
 from tests.fakes import fake_server
+from tests.meai_tree import stj_indented
 
 # The moment tree checks run at: entries recorded at it are fresh, stamps a year old are not.
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
@@ -87,13 +89,14 @@ MEAI_KEY = "0123456789ABCDEF" * 6  # 96 uppercase hex characters, like a SHA-384
 def write_meai(repo: Path, *, key: str = MEAI_KEY, scenario: str = "Scenario") -> Path:
     directory = repo / "eval-cache" / "cache" / scenario / "1" / key
     directory.mkdir(parents=True)
+    # As MEAI 10.9.0 writes it: no fraction on a whole second, indented, no final newline.
     entry = {
         "scenarioName": scenario,
         "iterationName": "1",
-        "creation": "2026-01-01T00:00:00.0000000Z",
-        "expiration": "2027-01-01T00:00:00.0000000Z",
+        "creation": "2026-01-01T00:00:00Z",
+        "expiration": "2027-01-01T00:00:00Z",
     }
-    (directory / "entry.json").write_text(json.dumps(entry, indent=2))
+    (directory / "entry.json").write_bytes(stj_indented(entry).encode())
     (directory / "contents.data").write_text('{\n  "messages": []\n}')
     return directory
 
@@ -376,3 +379,23 @@ def scenario_with(assertions: Sequence[Mapping[str, Any]]) -> Scenario:
         tags=(),
         description=None,
     )
+
+
+def write_targets_repo(
+    repo: Path,
+    *,
+    targets: str,
+    scenarios: Mapping[str, Mapping[str, Any]],
+    files: Mapping[str, str] | None = None,
+) -> None:
+    """A repository whose pyproject.toml holds `targets` (TOML, dedented) and the scenarios."""
+    (repo / "pyproject.toml").write_text(
+        '[tool.cachelint]\ncache = "eval-cache"\n' + textwrap.dedent(targets), encoding="utf-8"
+    )
+    for identity, data in scenarios.items():
+        path = repo / "eval-datasets" / f"{identity}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    for name, text in (files or {}).items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text, encoding="utf-8")

@@ -128,14 +128,24 @@ def test_same_scenario_name_in_two_tenants_gets_two_keys(tmp_path: Path) -> None
     assert key_of(a) != key_of(b)
 
 
-def test_non_json_and_dotfiles_are_ignored(tmp_path: Path) -> None:
+def test_dotfiles_and_dot_directories_are_ignored(tmp_path: Path) -> None:
     write(tmp_path, f"{ROOT}/support/acme/refund.json", scenario())
-    write(tmp_path, f"{ROOT}/README.md", "# datasets")
-    write(tmp_path, f"{ROOT}/support/acme/notes.txt", "x")
+    write(tmp_path, f"{ROOT}/.gitkeep", "")
     write(tmp_path, f"{ROOT}/support/acme/.draft.json", "{not json")
     write(tmp_path, f"{ROOT}/.hidden/acme/x.json", "{not json")
     write(tmp_path, f"{ROOT}/support/.wip/x.json", "{not json")
     assert [s.identity for s in load_scenarios(tmp_path, ROOT)] == ["support/acme/refund"]
+
+
+@pytest.mark.parametrize("name", ["README.md", "support/acme/refund.yaml", "support/notes.txt"])
+def test_a_file_that_is_not_a_scenario_is_an_error_not_skipped(tmp_path: Path, name: str) -> None:
+    write(tmp_path, f"{ROOT}/support/acme/refund.json", scenario())
+    write(tmp_path, f"{ROOT}/{name}", "x: 1")
+    with pytest.raises(CachelintError) as err:
+        load_scenarios(tmp_path, ROOT)
+    message = str(err.value)
+    assert message.startswith(f"{ROOT}/{name}: not a scenario")
+    assert "convert it to JSON or move it out" in message
 
 
 def test_missing_root_says_where_it_looked_and_how_to_configure(tmp_path: Path) -> None:

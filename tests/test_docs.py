@@ -47,3 +47,18 @@ def test_readme_quick_start_is_two_commands() -> None:
     assert len(blocks) == 2
     assert all(len(block.strip().splitlines()) == 1 for block in blocks)
     assert "cachelint run" in blocks[0] and "pytest" in blocks[1]
+
+
+def test_dataset_reference_documents_every_field_assertion_type_and_metric() -> None:
+    from cachelint.runner import checks
+    from cachelint.runner.dataset import FIELDS
+    from cachelint.runner.judges import METRICS
+
+    reference = (PROJECT / "docs/datasets.md").read_text(encoding="utf-8")
+    assertions = (PROJECT / "docs/assertions.md").read_text(encoding="utf-8")
+    assert "(docs/datasets.md)" in README and "(assertions.md)" in reference
+    for name in sorted(FIELDS | METRICS):
+        assert f"| `{name}` |" in reference, name
+    for kind in sorted(set(checks.TYPES) | set(checks.base.DETERMINISTIC)):
+        assert f"`{kind}`" in reference, kind
+        assert f"`{kind}`" in assertions, kind

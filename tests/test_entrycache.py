@@ -369,5 +369,6 @@ def test_a_file_of_the_row_format_is_ignored_and_rewritten(repo: Path) -> None:
     cache_path(repo).parent.mkdir(exist_ok=True)
     cache_path(repo).write_bytes(orjson.dumps(header) + b"\n" + orjson.dumps(row) + b"\n")
     assert facts_of(repo).entries == cold.entries
-    assert orjson.loads(cache_path(repo).read_bytes().splitlines()[0])["format"] == 3
+    first_line = cache_path(repo).read_bytes().splitlines()[0]
+    assert orjson.loads(first_line)["format"] == entrycache.FORMAT
     assert len(rows(repo)) == 3

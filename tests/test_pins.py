@@ -59,24 +59,41 @@ def test_transitive_packages_come_from_the_nuget_lock_file(tmp_path: Path) -> No
     }
 
 
-def test_version_override_that_disagrees_is_a_conflict_naming_both_files(tmp_path: Path) -> None:
-    repo = _project(tmp_path, "dotnet-cpm")
+def _override(repo: Path, version: str) -> None:
     csproj = repo / "src/Evals/Evals.csproj"
     csproj.write_text(
         csproj.read_text().replace(
             '<PackageReference Include="Microsoft.Extensions.AI.Evaluation" />',
             '<PackageReference Include="Microsoft.Extensions.AI.Evaluation" '
-            'VersionOverride="10.11.0" />',
+            f'VersionOverride="{version}" />',
         )
     )
+
+
+def test_version_override_is_the_projects_version(tmp_path: Path) -> None:
+    # Issue 15: the override is what the project builds with, not a second opinion.
+    repo = _project(tmp_path, "dotnet-cpm")
+    _override(repo, "10.11.0")
+    lock = repo / "src/Evals/packages.lock.json"
+    lock.write_text(lock.read_text().replace('"resolved": "10.9.0"', '"resolved": "10.11.0"', 1))
+    got = _resolve(repo, "Microsoft.Extensions.AI.Evaluation")
+    assert got.problems == ()
+    (resolved,) = got.pinned.values()
+    assert (resolved.version, resolved.source) == ("10.11.0", "src/Evals/Evals.csproj")
+
+
+def test_version_override_with_a_stale_lock_names_the_project_and_the_lock(tmp_path: Path) -> None:
+    repo = _project(tmp_path, "dotnet-cpm")
+    _override(repo, "10.11.0")
     got = _resolve(repo, "Microsoft.Extensions.AI.Evaluation")
     assert got.pinned == {}
     (problem,) = got.problems
-    assert problem.source == "src/Evals/Evals.csproj"
+    assert problem.source == "src/Evals/packages.lock.json"
     assert problem.message.startswith(
-        "Microsoft.Extensions.AI.Evaluation: pinned differently: 10.9.0 in "
-        "Directory.Packages.props; 10.11.0 in src/Evals/Evals.csproj;"
+        "Microsoft.Extensions.AI.Evaluation (src/Evals/Evals.csproj): pinned differently: "
+        "10.11.0 in src/Evals/Evals.csproj; 10.9.0 in src/Evals/packages.lock.json;"
     )
+    assert "dotnet restore --force-evaluate" in problem.message
 
 
 @pytest.mark.parametrize(

@@ -78,3 +78,21 @@ def test_cost_reads_both_usage_spellings_and_needs_a_price() -> None:
     assert tokens({"input_tokens": 7, "output_tokens": 3}) == (7, 3)
     assert cost({"prompt_tokens": 1_000_000, "completion_tokens": 0}, price) == 2.5
     assert total_cost([{"prompt_tokens": 10}], "unpriced", {"m": price}) is None
+
+
+def test_each_call_is_priced_at_the_model_it_asked_for() -> None:
+    """A two-model agent and its judge: every call at its own model's price, a dated snapshot at
+    its family's, and no figure at all (rather than too low a one) when a call's model has none."""
+    from cachelint.runner.views import scenario_view
+
+    prices = {"small": Price(input=1.0, output=0.0), "large": Price(input=10.0, output=0.0)}
+    million = {"prompt_tokens": 1_000_000, "completion_tokens": 0}
+    trial = {
+        "calls": [{"usage": million, "model": "small"}, {"usage": million, "model": "large-2026"}],
+        "judge_calls": [{"usage": million, "model": None}],  # priced at the default model
+    }
+    view = scenario_view({"trials": [trial]}, "small", prices)
+    assert view.cost == 1.0 + 10.0 + 1.0
+    assert view.tokens == (3_000_000, 0)
+    trial["calls"].append({"usage": million, "model": "unpriced"})
+    assert scenario_view({"trials": [trial]}, "small", prices).cost is None

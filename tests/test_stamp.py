@@ -20,6 +20,7 @@ from cachelint.rules import all_rules
 from cachelint.stamp import entry_count, facts_stamps, recorded
 from cachelint.store import Store, format_time
 from tests.conftest import commit_all, run_cachelint
+from tests.meai_tree import stj_indented, stj_time
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 MEAI = "Microsoft.Extensions.AI.Evaluation"
@@ -72,19 +73,14 @@ def meai_entry(
     key = f"{index:02X}" * 48
     entry = repo / root / "cache" / "Support.Refund" / "1" / key
     entry.mkdir(parents=True)
-    created_text = created.strftime("%Y-%m-%dT%H:%M:%S.1234567Z")
-    expires_text = (created + ttl).strftime("%Y-%m-%dT%H:%M:%S.1234567Z")
-    (entry / "entry.json").write_text(
-        json.dumps(
-            {
-                "scenarioName": "Support.Refund",
-                "iterationName": "1",
-                "creation": created_text,
-                "expiration": expires_text,
-            },
-            indent=2,
-        )
-    )
+    # As MEAI 10.9.0 writes it: System.Text.Json, indented, no final newline, trimmed fractions.
+    document = {
+        "scenarioName": "Support.Refund",
+        "iterationName": "1",
+        "creation": stj_time(created),
+        "expiration": stj_time(created + ttl),
+    }
+    (entry / "entry.json").write_bytes(stj_indented(document).encode())
     (entry / "contents.data").write_text('{\n  "messages": []\n}')
 
 
@@ -140,7 +136,8 @@ def test_stamp_then_raised_pin_gives_exactly_the_stale_pin_line(git_repo: Path) 
         "packages": {MEAI: "10.9.0"},
         "pinFiles": {MEAI: "Directory.Packages.props"},
         "pinnedAt": today,
-        "ttlDays": 3650,  # the default ttl-days
+        "ttlDays": 365,
+        "ttlDaysLongest": 365,
         "entries": 2,
         "seal": stamp_mod.seal("eval-cache", collect(load(git_repo), now=NOW).entries),
     }

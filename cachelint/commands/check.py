@@ -177,7 +177,9 @@ def check(
     worst, worst_length = facts.worst_path
     notes = []
     if facts.excluded:
-        notes.append(f"{facts.excluded} file(s) skipped by `exclude` ({config.source})")
+        from cachelint.meai import skipped_note
+
+        notes.append(skipped_note(config, facts.excluded))
     summary = CheckSummary(
         roots=config.cache,
         files=len(facts.files),

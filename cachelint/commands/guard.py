@@ -74,9 +74,13 @@ def guard(start: Path, *, config_path: Path | None, command: Sequence[str], out:
             f"cachelint guard: no cache root exists ({roots_named}); "
             "nothing to guard, running the command anyway\n"
         )
-    before = snapshot(repo, roots)
+    from cachelint.meai import skip_matcher
+
+    # Results MEAI writes into its storage root change on every run by design: not the cache.
+    skip = skip_matcher(config, present_only=False)
+    before = snapshot(repo, roots, skip)
     rc = _run(command, cwd=start)
-    after = snapshot(repo, roots)
+    after = snapshot(repo, roots, skip)
     change = diff(before, after)
     if not change:
         return rc

@@ -30,7 +30,7 @@ from cachelint.paths import is_inside
 from cachelint.runner.publishing import Extras, add_report_options, check_extras
 from cachelint.runner.results import claim_execution, release_execution
 
-TransportFactory = Callable[[Config], Any]
+TransportFactory = Callable[[Any], Any]  # TargetConfig -> transport (tests, benchmarks)
 
 _EXECUTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _PROGRESS_MIN = 20  # scenarios; shorter runs finish before a progress bar is worth drawing
@@ -117,19 +117,6 @@ def _handle(ns: argparse.Namespace) -> int:
         extras=Extras(save_baseline=ns.save_baseline, baseline=ns.baseline),
         out=sys.stdout,
         err=sys.stderr,
-    )
-
-
-def _default_transport(config: Config) -> Any:
-    from cachelint.runner.transport import OpenAICompatibleTransport, load_api_key
-
-    target = config.target
-    return OpenAICompatibleTransport(
-        target.url,
-        api_key=load_api_key(config.repo, target.api_key_env, target.env_file),
-        params=target.params,
-        timeout=target.timeout,
-        max_retries=target.max_retries,
     )
 
 
@@ -228,14 +215,6 @@ class RunPlan:
 
 
 @dataclass(frozen=True)
-class Wiring:
-    """The parts a run calls: the target and a client factory over one store and transport."""
-
-    target: Any
-    make_client: Callable[[Any, int], Any]
-
-
-@dataclass(frozen=True)
 class Outcome:
     """What executing a plan produced: the results and what the offline canary saw."""
 
@@ -318,6 +297,7 @@ def plan_run(
     from cachelint import clock
     from cachelint.formats import parse_report_format
     from cachelint.runner.dataset import load_scenarios
+    from cachelint.runner.judges import METRICS
     from cachelint.runner.shards import in_shard, parse_shard
 
     chosen_mode = _resolve_mode(mode, refresh)
@@ -333,7 +313,7 @@ def plan_run(
             _refuse_inside_cache(option, path, repo, config.cache)
     moment = now if now is not None else clock.now()
     execution_name = _execution_name(execution, moment)
-    every = load_scenarios(repo, config.datasets)
+    every = load_scenarios(repo, config.datasets, metrics=METRICS | set(config.judge.metrics))
     selected = _select(
         every,
         agents=agents,
@@ -363,59 +343,32 @@ def plan_run(
     )
 
 
-def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Wiring:
-    """Build the target, the transport (a refuser unless the mode calls live) and the store."""
-    from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
-    from cachelint.runner.dataset import Scenario
-    from cachelint.runner.pytarget import Target, chat_target, load_target
+def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Any:
+    """Resolve each scenario's target and build its clients over one store (a refuser unless the
+    mode calls live); `runner.wiring` holds the parts, this stage only hands them the plan."""
+    from cachelint.runner import wiring
     from cachelint.store import Store
 
-    config = plan.config
-    target_config = config.target
-    target: Target
-    if target_config.type == "python" and target_config.function:
-        target = load_target(plan.repo, target_config.function, config.source)
-    else:
-        target = chat_target
-    transport: Any
-    if plan.mode.calls_live:
-        transport = (transport_factory or _default_transport)(config)
-    else:
-        transport = OfflineRefuser()
-    moment = plan.moment
+    config, moment = plan.config, plan.moment
     store = Store(
         config.cache_roots()[0],
         key_prefix=config.key_prefix,
         ttl_days=config.ttl_days,
         clock=lambda: moment,
     )
-    recorders: dict[str, Recorder] = {}
-    for s in plan.selected:
-        recorders[s.identity] = Recorder(
-            command=_rerecord_command(s.identity, trials=plan.trials, config_path=plan.config_path),
-            url=target_config.url,
-            api_key_env=target_config.api_key_env,
-            env_file=target_config.env_file,
-        )
-
-    def make_client(scenario: Scenario, trial: int) -> CachingClient:
-        return CachingClient(
-            store=store,
-            scenario=scenario.identity,
-            trial=trial,
-            mode=plan.mode,
-            transport=transport,
-            provider=target_config.provider,
-            model=target_config.model,
-            recorder=recorders[scenario.identity],
-            repo_prefix=config.cache[0],
-        )
-
-    return Wiring(target=target, make_client=make_client)
+    return wiring.wire(
+        config,
+        scenarios=plan.selected,
+        store=store,
+        mode=plan.mode,
+        rerecord=lambda s: _rerecord_command(s, trials=plan.trials, config_path=plan.config_path),
+        transport_factory=transport_factory,
+    )
 
 
-def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outcome:
+def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
+    from cachelint import meai
     from cachelint.formats import ReportFormat
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
@@ -426,7 +379,8 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution
     canary_roots = [c for c in config.cache if (repo / c).is_dir()]
-    before = snapshot(repo, canary_roots) if not plan.mode.records else None
+    skip = meai.skip_matcher(config, present_only=False)  # `exclude`, MEAI's results
+    before = snapshot(repo, canary_roots, skip) if not plan.mode.records else None
 
     progress = (
         _progress(err, len(selected)) if err.isatty() and len(selected) >= _PROGRESS_MIN else None
@@ -460,6 +414,7 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
                 context=eval_context(repo, selected, config),
             )
     finally:
+        wiring.close()
         if progress is not None:
             progress(None)
 
@@ -467,7 +422,7 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
     after_by_root: dict[str, Snapshot] | None = None
     if before is not None:
         after_by_root = {
-            root: snapshot(repo, [root]) for root in config.cache if (repo / root).is_dir()
+            root: snapshot(repo, [root], skip) for root in config.cache if (repo / root).is_dir()
         }
         after: Snapshot = {}
         for part in after_by_root.values():

@@ -88,6 +88,7 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
         seal,
         write_stamp,
     )
+    from cachelint.treettl import ttl_days
 
     repo = repo_root(start)
     config = load(repo, config_path)
@@ -115,12 +116,30 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
         ttl_days=config.ttl_days,
         packages={r.name: r.version for r in chosen},
         pin_files={r.name: r.source for r in chosen},
+        projects={
+            project: {r.name: r.version for r in found.values()}
+            for project, found in resolution.by_project.items()
+        },
     )
-    versions = ", ".join(f"{r.name} {r.version} ({r.source})" for r in chosen)
+    versions = ", ".join(
+        [f"{r.name} {r.version} ({r.source})" for r in chosen]
+        + [
+            f"{r.name} {r.version} ({project})"
+            for project, found in sorted(resolution.by_project.items())
+            for r in found.values()
+        ]
+    )
     for root in filled:
         rel = config.stamp_path(root)
         found = by_root[root]
-        new = replace(base, entries=len(found), seal=seal(root, found))
+        shortest, longest = ttl_days(found, config.ttl_days)
+        new = replace(
+            base,
+            ttl_days=shortest,
+            ttl_days_longest=longest,
+            entries=len(found),
+            seal=seal(root, found),
+        )
         changed = write_stamp(repo / rel, new)
         verb = "wrote" if changed else "unchanged"
         line = (

@@ -35,6 +35,7 @@ class Pin:
     version: str | None
     source: str  # repo-relative pin file, forward slashes
     ecosystem: Ecosystem
+    project: str | None = None  # the .NET project whose evaluation gave it (pins.msbuild_eval)
 
 
 class PinFileError(CachelintError):
@@ -144,9 +145,17 @@ def detect_pin_files(repo: Path) -> list[str]:
 class PinSet:
     files: tuple[str, ...]  # every pin file read (includes followed), in reading order
     pins: tuple[Pin, ...]
+    # The files each .NET project's evaluation read: they count only for projects that use a
+    # family package (an unrelated project's props must not date the stamp's pins).
+    project_files: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+_DOTNET_NAMES = ("directory.packages.props", "packages.lock.json", "directory.build.props")
 
 
 def read_pins(config: Config) -> PinSet:
+    from cachelint.pins import msbuild_eval
+
     repo = config.repo
     if config.pins:
         names = list(config.pins)
@@ -156,11 +165,33 @@ def read_pins(config: Config) -> PinSet:
                     f"{config.source}: key 'pins' names {name!r}, which does not exist; "
                     "fix the path or remove it"
                 )
+        projects = [n for n in names if n.lower().endswith(msbuild_eval.PROJECT_SUFFIXES)]
     else:
         names = detect_pin_files(repo)
+        projects = msbuild_eval.find_projects(repo, skip=config.cache)
+        # A solution's projects count even before `git add`.
+        projects += [
+            n for n in names if n.endswith(msbuild_eval.PROJECT_SUFFIXES) and n not in projects
+        ]
     pins: list[Pin] = []
     files: list[str] = []
+    # Each project as MSBuild evaluates it; the .NET files its evaluation read are not read again
+    # on their own (a VersionOverride is that project's version, not a second opinion).
+    consumed: set[str] = set()
+    project_files: dict[str, tuple[str, ...]] = {}
+    for project in projects:
+        evaluated = msbuild_eval.evaluate(repo, project)
+        pins.extend(evaluated.pins)
+        project_files[project] = evaluated.files
+        consumed.update(evaluated.files)
     for name in names:
+        last = name.rpartition("/")[2].lower()
+        if name in consumed or (
+            projects
+            and not config.pins
+            and (last in _DOTNET_NAMES or last.endswith(msbuild_eval.PROJECT_SUFFIXES))
+        ):
+            continue
         parser = _parser_for(name.rpartition("/")[2])
         if parser is None:
             raise ConfigError(
@@ -174,7 +205,7 @@ def read_pins(config: Config) -> PinSet:
             if source not in files:
                 files.append(source)
         pins.extend(found)
-    return PinSet(tuple(files), tuple(pins))
+    return PinSet(tuple(files), tuple(pins), project_files)
 
 
 # ---- the family and its versions ----------------------------------------------------------------
@@ -185,6 +216,7 @@ class Resolved:
     name: str
     version: str
     source: str
+    project: str | None = None
 
 
 @dataclass(frozen=True)
@@ -199,6 +231,8 @@ class Resolution:
     files: tuple[str, ...]
     pinned: dict[str, Resolved] = field(default_factory=dict)  # stamp_key -> exact pin
     problems: tuple[PinProblem, ...] = ()
+    # Packages whose .NET projects build with different versions: project -> stamp_key -> pin.
+    by_project: dict[str, dict[str, Resolved]] = field(default_factory=dict)
 
     @property
     def troubled(self) -> set[str]:
@@ -244,6 +278,13 @@ def _agree_hint(disagreeing: Sequence[Pin]) -> str:
     return "make the pin files agree on one version"
 
 
+def _every_file(pin_set: PinSet) -> list[str]:
+    every = list(pin_set.files)
+    for files in pin_set.project_files.values():
+        every += [f for f in files if f not in every]
+    return every
+
+
 def resolve(pin_set: PinSet, patterns: Iterable[str]) -> Resolution:
     """Exact versions of every family package, and a problem per package without exactly one."""
     groups: dict[tuple[Ecosystem, str], list[Pin]] = {}
@@ -261,43 +302,66 @@ def resolve(pin_set: PinSet, patterns: Iterable[str]) -> Resolution:
             PinProblem(
                 pattern,
                 None,
-                f"{pattern}: not found in {_where(pin_set.files)}; pin it there "
+                f"{pattern}: not found in {_where(_every_file(pin_set))}; pin it there "
                 "(or fix `packages` in the config)",
             )
         )
+    by_project: dict[str, dict[str, Resolved]] = {}
     for (ecosystem, _key), group in sorted(groups.items(), key=lambda kv: kv[0][1]):
-        exact = [p for p in group if p.version is not None]
-        name = (exact or group)[0].name
-        if not exact:
-            ranges = "; ".join(f"{p.spec!r} in {p.source}" for p in group)
-            problems.append(
-                PinProblem(
-                    name,
-                    group[0].source,
-                    f"{name}: not pinned to an exact version: found {ranges}; pin one exact "
-                    "version (==X.Y.Z, NuGet X.Y.Z or [X.Y.Z], npm X.Y.Z) or commit a lock file",
-                )
-            )
+        parts: dict[str | None, list[Pin]] = {}
+        for pin in group:
+            parts.setdefault(pin.project, []).append(pin)
+        decided: dict[str, Resolved] = {}
+        for project, part in sorted(parts.items(), key=lambda kv: kv[0] or ""):
+            outcome = _decide(part, ecosystem, project)
+            if isinstance(outcome, PinProblem):
+                problems.append(outcome)
+            else:
+                decided[project or outcome.source] = outcome
+        if len(decided) < len(parts):
+            continue  # a project without one exact version: the package is unpinned
+        first = next(iter(decided.values()))
+        if all(_same_version(r.version, first.version, ecosystem) for r in decided.values()):
+            pinned[stamp_key(first.name)] = first
             continue
-        first = exact[0]
-        assert first.version is not None
-        others = [p for p in exact if not _same_version(p.version or "", first.version, ecosystem)]
-        if others:
-            seen = "; ".join(
-                f"{v} in {s}"
-                for v, s in dict.fromkeys((p.version, p.source) for p in [first, *others])
-            )
-            problems.append(
-                PinProblem(
-                    name,
-                    others[0].source,
-                    f"{name}: pinned differently: {seen}; {_agree_hint([first, *others])}",
-                )
-            )
-            continue
-        pinned[stamp_key(name)] = Resolved(name, first.version, first.source)
-    return Resolution(pin_set.files, pinned, tuple(problems))
+        for label, resolved in decided.items():
+            by_project.setdefault(label, {})[stamp_key(resolved.name)] = resolved
+    used = {p.project for group in groups.values() for p in group if p.project is not None}
+    files = list(pin_set.files)
+    for project in sorted(used):
+        files += [f for f in pin_set.project_files.get(project, ()) if f not in files]
+    return Resolution(tuple(files), pinned, tuple(problems), by_project)
+
+
+def _decide(group: list[Pin], ecosystem: Ecosystem, project: str | None) -> Resolved | PinProblem:
+    """One package's pins within one project (or outside any): its exact version or a problem."""
+    exact = [p for p in group if p.version is not None]
+    name = (exact or group)[0].name
+    label = f"{name} ({project})" if project else name
+    if not exact:
+        ranges = "; ".join(f"{p.spec!r} in {p.source}" for p in group)
+        return PinProblem(
+            name,
+            group[0].source,
+            f"{label}: not pinned to an exact version: found {ranges}; pin one exact "
+            "version (==X.Y.Z, NuGet X.Y.Z or [X.Y.Z], npm X.Y.Z) or commit a lock file",
+        )
+    first = exact[0]
+    assert first.version is not None
+    others = [p for p in exact if not _same_version(p.version or "", first.version, ecosystem)]
+    if others:
+        seen = "; ".join(
+            f"{v} in {s}" for v, s in dict.fromkeys((p.version, p.source) for p in [first, *others])
+        )
+        return PinProblem(
+            name,
+            others[0].source,
+            f"{label}: pinned differently: {seen}; {_agree_hint([first, *others])}",
+        )
+    return Resolved(name, first.version, first.source, project)
 
 
 def current(config: Config) -> Resolution:
-    return resolve(read_pins(config), config.packages)
+    from cachelint.meai import family
+
+    return resolve(read_pins(config), family(config))

@@ -35,6 +35,7 @@ _MODULES: tuple[str, ...] = (
     "empty",
     "corrupt",
     "unused",
+    "results_in_root",
     # stamp and TTL
     "no_stamp",
     "stamp_invalid",

@@ -11,7 +11,9 @@ from collections.abc import Iterable, Iterator
 from itertools import repeat
 from operator import sub
 
+from cachelint.config import Layout
 from cachelint.findings import Finding
+from cachelint.meai import LONG_KEY_ADVICE
 from cachelint.rules import Rule
 from cachelint.tree import TreeFacts, utf16_len
 
@@ -29,6 +31,13 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     prefix = facts.config.key_prefix
     if _longest_name(facts.entry_dirs) <= prefix:  # the usual tree: every name is short
         return
+    meai = {e.directory for e in facts.entries if e.layout is Layout.MEAI}
+    worst, budget = facts.worst_path[1], facts.config.max_path
+    fits = (
+        f"the worst path is {worst} characters, within max-path {budget}"
+        if worst <= budget
+        else f"the worst path is {worst} characters, over max-path {budget}, so shorten it first"
+    )
     for directory, names in facts.entry_dirs.items():
         start = directory.rfind("/") + 1
         if len(directory) - start <= prefix:
@@ -36,6 +45,17 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
         name = directory[start:]
         longest = max(utf16_len(f"{directory}/{n}") for n in names)
         shortened = longest - (utf16_len(name) - prefix)
+        if directory in meai:
+            yield Finding(
+                directory,
+                CODE,
+                f"entry directory name is {len(name)} characters, longer than key-prefix "
+                f"{prefix} (with a {prefix}-character prefix its longest file would be "
+                f"{shortened} characters instead of {longest}): "
+                + LONG_KEY_ADVICE.format(prefix=prefix)
+                + f" ({fits})",
+            )
+            continue
         yield Finding(
             directory,
             CODE,

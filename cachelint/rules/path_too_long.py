@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.findings import Finding
+from cachelint.meai import PATH_ADVICE, meai_roots
 from cachelint.rules import Rule
 from cachelint.tree import TreeFacts, utf16_len
 
@@ -30,13 +31,18 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     if facts.worst_path[1] <= limit:
         return
     too_long = {path: n for path in facts.files if (n := utf16_len(path)) > limit}
+    meai = tuple(f"{root}/" for root in meai_roots(facts.config))
     for path, length in sorted(too_long.items()):
+        advice = (
+            PATH_ADVICE
+            if meai and path.startswith(meai)
+            else "shorten the scenario or iteration names, or lower key-prefix"
+        )
         yield Finding(
             path,
             CODE,
             f"path is {length} characters (UTF-16), {length - limit} over max-path {limit}: "
-            f"{budget_note(limit)}; shorten the scenario or iteration names, or lower "
-            "key-prefix",
+            f"{budget_note(limit)}; {advice}",
         )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from cachelint import pins
 from cachelint.findings import Finding
 from cachelint.rules import Rule
-from cachelint.stamp import facts_pins, facts_stamps
+from cachelint.stamp import Stamp, facts_pins, facts_stamps
 from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-stale-pin"
@@ -38,17 +38,41 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     troubled = now.troubled
     for state in states:
         assert state.stamp is not None
-        stamped = {pins.stamp_key(name): (name, v) for name, v in state.stamp.packages.items()}
-        for key in sorted(set(stamped) | set(now.pinned)):
-            if key in troubled:
-                continue
+        yield from _stale(state.path, state.stamp, now, troubled)
+
+
+def _stale(path: str, stamp: Stamp, now: pins.Resolution, troubled: set[str]) -> Iterator[Finding]:
+    stamped = {pins.stamp_key(name): (name, v) for name, v in stamp.packages.items()}
+    # Per project: packages whose .NET projects build with different versions, then or now.
+    then_by_project = {
+        project: {pins.stamp_key(n): (n, v) for n, v in found.items()}
+        for project, found in stamp.projects.items()
+    }
+    split = {k for found in then_by_project.values() for k in found}
+    split |= {k for found in now.by_project.values() for k in found}
+    for key in sorted(set(stamped) | set(now.pinned) | split):
+        if key in troubled:
+            continue
+        if key not in split:
             old_name, old = stamped.get(key, (None, None))
             pin = now.pinned.get(key)
             if pin is not None and old == pin.version:
                 continue
             name = pin.name if pin is not None else old_name
             assert name is not None
-            yield Finding(state.path, CODE, message(name, old, pin.version if pin else None))
+            yield Finding(path, CODE, message(name, old, pin.version if pin else None))
+            continue
+        for project in sorted(set(then_by_project) | set(now.by_project)):
+            then = then_by_project.get(project, {}).get(key) or stamped.get(key)
+            current = now.by_project.get(project, {}).get(key) or now.pinned.get(key)
+            if then is None and current is None:
+                continue
+            old = then[1] if then else None
+            version = current.version if current else None
+            if old == version:
+                continue
+            name = current.name if current else then[0] if then else key
+            yield Finding(path, CODE, message(f"{name} ({project})", old, version))
 
 
 RULE = Rule(

@@ -103,6 +103,7 @@ class CallRecord:
     usage: Mapping[str, Any] | None
     messages: tuple[Mapping[str, Any], ...]
     response: Any
+    model: str | None = None  # the model the call asked for: what its usage is priced at
 
 
 @dataclass
@@ -117,6 +118,13 @@ class CachingClient:
     recorder: Recorder
     repo_prefix: str = ""  # the cache root relative to the repo, for messages ("eval-cache")
     purpose: str = "target"
+    # The target's `params`: sent with every call and part of its key, under the call's options.
+    params: Mapping[str, Any] = field(default_factory=dict)
+    # The cache endpoint serving this client over HTTP (`base_url`), when the target needs one.
+    endpoint: Any = field(default=None, repr=False)
+    # Judges: the client of [tool.cachelint.judge] target (None: this one) and custom rubrics.
+    judge_client: CachingClient | None = field(default=None, repr=False)
+    rubrics: Mapping[str, str] = field(default_factory=dict)
     calls: list[CallRecord] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
     # One client serves one scenario trial; the lock only matters if a target fans out threads.
@@ -128,16 +136,42 @@ class CachingClient:
         *,
         options: Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        model: str | None = None,
     ) -> dict[str, Any]:
-        """One chat completion (an OpenAI `chat.completion` object), from the cache or live."""
+        """One chat completion (an OpenAI `chat.completion` object), from the cache or live.
+
+        `model` defaults to the target's model; the model asked for is the one in the key, the
+        one called when recording and the one a replay answers for."""
         sent: list[dict[str, Any]] = [dict(m) for m in messages]
+        merged = {**self.params, **(options or {})}
+        return self._call(model or self.model, sent, merged, tools)
+
+    def complete_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """One call as an SDK sent it (a chat-completions body without its transport fields):
+        its model, messages and tools, every other field as options over the target's params."""
+        options = {k: v for k, v in body.items() if k not in ("model", "messages", "tools")}
+        tools = body.get("tools")
+        return self._call(
+            str(body["model"]),
+            [dict(m) for m in body["messages"]],
+            {**self.params, **options},
+            tools if isinstance(tools, list) else None,
+        )
+
+    def _call(
+        self,
+        model: str,
+        sent: list[dict[str, Any]],
+        options: Mapping[str, Any],
+        tools: Sequence[Mapping[str, Any]] | None,
+    ) -> dict[str, Any]:
         request = build_request(
             provider=self.provider,
-            model=self.model,
+            model=model,
             scenario=self.scenario,
             messages=sent,
-            options=options,
-            tools=tools,
+            options=options or None,
+            tools=tools or None,
             trial=self.trial,
         )
         key = cache_key(request)
@@ -153,24 +187,57 @@ class CachingClient:
                         f"{entry}/contents.data: recorded response is not a chat.completion "
                         f"object; re-record with `{self.recorder.command}`"
                     )
-                self._record(key, entry, True, time.perf_counter() - started, sent, response)
+                latency = time.perf_counter() - started
+                self._record(key, entry, True, latency, sent, response, model)
                 return response
             if self.mode is Mode.REPLAY:
-                message = self.miss_message(key, request)
+                message = self.miss_message(key, request, model=model)
                 with self._lock:
                     self.misses.append(message)
                 raise CacheMiss(message)
-        body = _body(self.model, sent, options, tools)
+        body = _body(model, sent, options, tools)
         completion = self.transport.complete(body)
         response = completion.response
         if not isinstance(response, dict):
             raise CachelintError(f"{self.recorder.url}: response is not a JSON object")
         if self.mode.records:
             self.store.put(
-                self.scenario, key, request, response, provider=self.provider, model=self.model
+                self.scenario, key, request, response, provider=self.provider, model=model
             )
-        self._record(key, entry, False, completion.latency_s, sent, response)
+        self._record(key, entry, False, completion.latency_s, sent, response, model)
         return response
+
+    # ---- for code written against a provider SDK (the cache endpoint) ----------------------
+
+    @property
+    def base_url(self) -> str:
+        """This scenario trial's OpenAI-compatible base URL on the cache endpoint (127.0.0.1):
+        `OpenAI(base_url=client.base_url, api_key=client.api_key)`."""
+        return self._endpoint().base_url(self)
+
+    @property
+    def api_key(self) -> str:
+        """The key to give the SDK: a per-run placeholder the endpoint checks, never the real key
+        (which stays with cachelint and is read only when recording)."""
+        from cachelint.runner.endpoint import PLACEHOLDER_KEY
+
+        return self.endpoint.token if self.endpoint is not None else PLACEHOLDER_KEY
+
+    def http_client(self, library: str | None = None, *, asynchronous: bool = False) -> Any:
+        """An httpx2 or httpx client (`library`; by default the one the installed `openai` SDK
+        is built on) whose transport answers from this client in-process, with no socket:
+        `OpenAI(base_url=client.base_url, api_key=client.api_key, http_client=...)`."""
+        from cachelint.runner.endpoint import http_client
+
+        return http_client(self, library=library, asynchronous=asynchronous)
+
+    def _endpoint(self) -> Any:
+        if self.endpoint is None:
+            raise CachelintError(
+                "this client is not served by a cache endpoint; the base_url of a python "
+                "target's client exists while `cachelint run` runs it"
+            )
+        return self.endpoint
 
     def _record(
         self,
@@ -180,6 +247,7 @@ class CachingClient:
         latency: float,
         messages: list[dict[str, Any]],
         response: dict[str, Any],
+        model: str | None = None,
     ) -> None:
         usage = response.get("usage")
         record = CallRecord(
@@ -191,6 +259,7 @@ class CachingClient:
             usage=usage if isinstance(usage, dict) else None,
             messages=tuple(messages),
             response=response,
+            model=model,
         )
         with self._lock:
             self.calls.append(record)
@@ -199,7 +268,9 @@ class CachingClient:
         inside = directory.relative_to(self.store.root).as_posix()
         return f"{self.repo_prefix}/{inside}" if self.repo_prefix else inside
 
-    def miss_message(self, key: str, request: Mapping[str, Any]) -> str:
+    def miss_message(
+        self, key: str, request: Mapping[str, Any], *, model: str | None = None
+    ) -> str:
         """The replay miss, in the words a person needs to fix it (tests check it word by word)."""
         looked = f"{self._rel(self.store.entry_dir(self.scenario, key))}/{ENTRY_FILE}"
         lines = [
@@ -227,7 +298,7 @@ class CachingClient:
         lines.append(f"  to re-record: {self.recorder.command}")
         lines.append(
             f"  it calls {self.recorder.url} as provider {self.provider!r}, model "
-            f"{self.model!r}, reading the API key from {credentials}"
+            f"{model or self.model!r}, reading the API key from {credentials}"
         )
         return "\n".join(lines)
 

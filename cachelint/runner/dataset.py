@@ -13,7 +13,7 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -43,6 +43,7 @@ class Scenario:
     trials: int
     tags: tuple[str, ...]
     description: str | None
+    target: str | None = None  # a named target ([tool.cachelint.targets.NAME]); None: the agent's
 
 
 FIELDS = frozenset(
@@ -58,6 +59,7 @@ FIELDS = frozenset(
         "trials",
         "tags",
         "description",
+        "target",
     }
 )
 MAX_TRIALS = 100
@@ -249,8 +251,26 @@ def _strings(value: Any, field: str, f: _Fields) -> list[str]:
     return items
 
 
+def _judges(value: Any, f: _Fields, metrics: Collection[str]) -> list[str]:
+    judges = _strings(value, "judge", f)
+    for i, metric in enumerate(judges):
+        if metric not in metrics:
+            raise f.error(
+                f"judge[{i}]",
+                f"unknown metric {metric!r}; allowed: {', '.join(sorted(metrics))} (custom "
+                "metrics go in [tool.cachelint.judge.metrics])",
+            )
+    return judges
+
+
 def parse_scenario(
-    repo: Path, identity: str, path: str, data: Any, *, prompts: dict[str, str] | None = None
+    repo: Path,
+    identity: str,
+    path: str,
+    data: Any,
+    *,
+    prompts: dict[str, str] | None = None,
+    metrics: Collection[str] = METRICS,
 ) -> Scenario:
     """Validate one parsed dataset file (`path` is repo-relative, used in messages).
 
@@ -301,12 +321,7 @@ def parse_scenario(
         validate_assertion(spec, f"{path}: assert[{i}]")
         for i, spec in enumerate(f.array(data.get("assert", []), "assert"))
     ]
-    judges = _strings(data.get("judge", []), "judge", f)
-    for i, metric in enumerate(judges):
-        if metric not in METRICS:
-            raise f.error(
-                f"judge[{i}]", f"unknown metric {metric!r}; allowed: {', '.join(sorted(METRICS))}"
-            )
+    judges = _judges(data.get("judge", []), f, metrics)
     trials = data.get("trials", 1)
     if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
         raise f.error(
@@ -317,6 +332,9 @@ def parse_scenario(
     description = data.get("description")
     if description is not None:
         f.string(description, "description")
+    target = data.get("target")
+    if target is not None:
+        f.string(target, "target")
     agent, tenant, name = identity.split("/")
     return Scenario(
         identity=identity,
@@ -333,22 +351,32 @@ def parse_scenario(
         trials=trials,
         tags=tuple(tags),
         description=description,
+        target=target,
     )
 
 
 # ---- loading ------------------------------------------------------------------------------------
 
 
-def _dataset_files(base: Path) -> list[str]:
-    """Base-relative posix paths of every `*.json` under `base`, skipping dotfiles and dot-dirs."""
+def _dataset_files(base: Path, root: str) -> list[str]:
+    """Base-relative posix paths of every `*.json` under `base`, skipping dotfiles and dot-dirs
+    (`.gitkeep`, `.gitattributes`). Any other file is an error: a YAML scenario or a stray note
+    skipped without a word would be a check that silently never runs."""
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         relative_dir = Path(dirpath).relative_to(base).as_posix()
         for filename in sorted(filenames):
-            if filename.startswith(".") or not filename.endswith(".json"):
+            if filename.startswith("."):
                 continue
-            found.append(filename if relative_dir == "." else f"{relative_dir}/{filename}")
+            relative = filename if relative_dir == "." else f"{relative_dir}/{filename}"
+            if not filename.endswith(".json"):
+                raise CachelintError(
+                    f"{root}/{relative}: not a scenario: the datasets tree holds only "
+                    "<agent>/<tenant>/<scenario>.json files (`cachelint schema` prints their "
+                    f"format); convert it to JSON or move it out of {root}/"
+                )
+            found.append(relative)
     return found
 
 
@@ -356,7 +384,9 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
+def load_scenarios(
+    repo: Path, datasets_root: str, *, metrics: Collection[str] = METRICS
+) -> list[Scenario]:
     """Every scenario under `<repo>/<datasets_root>`, sorted by identity."""
     base = repo / datasets_root
     if not base.is_dir():
@@ -369,7 +399,7 @@ def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
     scenarios: list[Scenario] = []
     seen: dict[str, str] = {}
     prompts: dict[str, str] = {}
-    for relative in _dataset_files(base):
+    for relative in _dataset_files(base, root):
         path = f"{root}/{relative}"
         # macOS (HFS+) hands out NFD names; the key must not depend on where the tree was listed.
         identity = unicodedata.normalize("NFC", relative[: -len(".json")])
@@ -398,6 +428,8 @@ def load_scenarios(repo: Path, datasets_root: str) -> list[Scenario]:
             raise CachelintError(f"{path}: invalid JSON: nested too deeply") from None
         except OSError as exc:
             raise CachelintError(f"{path}: cannot read: {exc.strerror}") from None
-        scenarios.append(parse_scenario(repo, identity, path, data, prompts=prompts))
+        scenarios.append(
+            parse_scenario(repo, identity, path, data, prompts=prompts, metrics=metrics)
+        )
     scenarios.sort(key=lambda s: s.identity)
     return scenarios

@@ -126,8 +126,9 @@ def run_trial(
         error = str(exc)
     except Exception as exc:  # the team's agent code failed: a failed scenario, not a crash
         error = f"the target raised {type(exc).__name__}: {exc}"
-    if error is None and client.misses:
-        # The target swallowed the CacheMiss (a broad `except`): a miss is never a pass or a skip.
+    if client.misses:
+        # The target swallowed the CacheMiss (a broad `except`), or an SDK turned the endpoint's
+        # miss into its own error: a miss is never a pass or a skip, and its explanation wins.
         error = client.misses[0]
     calls = tuple(client.calls)
     assertions: tuple[AssertionResult, ...] = ()
@@ -150,13 +151,17 @@ def _judge(
 ) -> tuple[tuple[JudgeScore, ...], tuple[CallRecord, ...]]:
     """Score each metric through the same cache (so judges replay offline); never gate."""
     scores: list[JudgeScore] = []
-    judge_client = dataclasses.replace(client, purpose="judge", calls=[], misses=[])
+    # [tool.cachelint.judge] target may name another target (another model) for the judges.
+    judge_client = dataclasses.replace(
+        client.judge_client or client, purpose="judge", calls=[], misses=[]
+    )
     for metric in scenario.judges:
         judge_client.purpose = f"judge:{metric}"
         before = len(judge_client.calls)
         try:
             completion = judge_client.chat(
-                judge_messages(metric, scenario, output), options=JUDGE_OPTIONS
+                judge_messages(metric, scenario, output, client.rubrics.get(metric)),
+                options=JUDGE_OPTIONS,
             )
         except CachelintError as exc:
             first = str(exc).splitlines()[0]
@@ -233,6 +238,7 @@ def call_record(call: CallRecord, *, exchange: bool = True) -> dict[str, Any]:
         "cache_hit": call.hit,
         "latency_s": round(call.latency_s, 6),
         "usage": dict(call.usage) if call.usage is not None else None,
+        "model": call.model,
     }
     if exchange:
         record["messages"] = [dict(m) for m in call.messages]

@@ -86,9 +86,12 @@ def _render_output(output: Output) -> str:
     return "\n".join(parts) if parts else "(empty response)"
 
 
-def judge_messages(metric: str, scenario: Scenario, output: Output) -> list[dict[str, Any]]:
-    """The chat messages asking a judge model to score `output` on `metric` (1-5)."""
-    instructions = _INSTRUCTIONS.format(rubric=rubric(metric))
+def judge_messages(
+    metric: str, scenario: Scenario, output: Output, rubric_text: str | None = None
+) -> list[dict[str, Any]]:
+    """The chat messages asking a judge model to score `output` on `metric` (1-5); a custom
+    metric brings its own `rubric_text` from [tool.cachelint.judge.metrics]."""
+    instructions = _INSTRUCTIONS.format(rubric=rubric_text or rubric(metric))
     # The system prompt is the agent's instructions, which the judge should know about too:
     # "relevant" and "complete" are relative to what the agent was told to do.
     lines: list[str] = []

@@ -95,12 +95,15 @@ def output_from_completion(completion: Mapping[str, Any]) -> Output:
 
 
 def output_from_value(value: Any) -> Output:
-    """Whatever a python target returned: a string, an `Output`, an OpenAI chat.completion dict,
-    or `{"text": ..., "tool_calls": [...]}`."""
+    """Whatever a python target returned: a string, an `Output`, an OpenAI chat.completion (a
+    dict, or the SDK's object), or `{"text": ..., "tool_calls": [...]}`."""
     if isinstance(value, Output):
         return value
     if isinstance(value, str):
         return Output(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):  # a provider SDK's pydantic ChatCompletion, e.g. openai's
+        value = dump(mode="json")
     if isinstance(value, Mapping):
         if "choices" in value:
             return output_from_completion(value)

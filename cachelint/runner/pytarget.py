@@ -1,16 +1,20 @@
 """The python target: `target.function = "module:function"`, called with (scenario, client).
 
 A team's real agent code (several model calls, tool round trips) runs unchanged under record and
-replay: it receives a `CachingClient` where it would hold a provider SDK, and every model call it
-makes is its own cache entry. Its return value becomes an `Output` via `output_from_value`.
+replay: it receives a `CachingClient`, and either calls `client.chat(...)` or hands any provider
+SDK `client.base_url` and `client.api_key` (the cache endpoint), optionally with
+`client.http_client()` to skip the socket. Every model call it makes is its own cache entry. The
+function may be `async def`; its return value becomes an `Output` via `output_from_value`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +69,18 @@ def load_target(repo: Path, spec: str, source: str = "config") -> Target:
         )
 
     def target(scenario: Scenario, client: CachingClient) -> Output:
-        value: Any = function(scenario, client)
+        try:
+            value: Any = function(scenario, client)
+            if inspect.isawaitable(value):
+                # An `async def` agent: each scenario runs its own event loop in its own worker.
+                value = asyncio.run(_awaited(value))
+        finally:
+            if client.endpoint is not None:
+                client.endpoint.release(client)
         return output_from_value(value)
 
     return target
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value

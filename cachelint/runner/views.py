@@ -126,13 +126,22 @@ def group_cost(members: Sequence[ScenarioView]) -> float | None:
 def scenario_view(
     record: Mapping[str, Any], model: str, prices: Mapping[str, Price]
 ) -> ScenarioView:
+    """The scenario's tokens and cost: each call priced at the model it asked for (a scenario
+    may call several models, and judges their own), `model` for records that do not say. The
+    cost is unknown (None) when any call's model has no price, rather than undercounted."""
     usages: list[Any] = []
+    dollars: float | None = 0.0
     for t in record.get("trials") or ():
-        usages.append(t.get("usage"))
-        usages.extend(c.get("usage") for c in t.get("judge_calls") or ())
+        calls = list(t.get("calls") or ()) + list(t.get("judge_calls") or ())
+        if not calls:  # a record from before calls were listed: the trial's own usage
+            calls = [{"usage": t.get("usage"), "model": model}]
+        for call in calls:
+            usages.append(call.get("usage"))
+            priced = total_cost([call.get("usage")], str(call.get("model") or model), prices)
+            dollars = None if dollars is None or priced is None else dollars + priced
     n_in = sum(tokens(u)[0] for u in usages)
     n_out = sum(tokens(u)[1] for u in usages)
-    return ScenarioView(record, total_cost(usages, model, prices), (n_in, n_out))
+    return ScenarioView(record, dollars, (n_in, n_out))
 
 
 def _read_json(path: Path) -> Any:

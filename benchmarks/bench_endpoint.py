@@ -1,0 +1,178 @@
+"""Benchmark the `openai` SDK replaying recorded calls through cachelint, against the SDK's floor.
+
+    python benchmarks/bench_endpoint.py                       # 200, 2,000 and 20,000 calls
+    python benchmarks/bench_endpoint.py --sizes 200 2000
+    python benchmarks/bench_endpoint.py --vcr-calls 2000      # vcrpy's share (default 2,000)
+
+Every variant makes the same N chat-completions calls with the real SDK (`openai.OpenAI`, one
+client, a distinct user message per call) and reports ms/call:
+
+- floor: the SDK answered by `MockTransport` of its own HTTP library (httpx2 for openai 3.x) with
+  a canned completion: request building and response parsing only, no transport can be cheaper;
+- in-process: `client.http_client()`, cachelint's transport answering from the committed cache;
+- loopback: the SDK over a socket to the cache endpoint on 127.0.0.1 (`client.base_url`);
+- vcrpy (when installed): one cassette per call, as pytest-recording's per-test cassettes, replayed
+  with record_mode "none" (the cassettes are recorded once against the fake provider over HTTP).
+
+The cache is recorded once per size through the caching client against the in-process fake
+provider (no HTTP), in a temp directory. Goal: in-process <= 1.5x the floor, flat from 200 to
+20,000 calls, and faster than vcrpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import openai  # noqa: E402
+
+from cachelint.devtools.fake_provider import FakeProvider, parse_script, running  # noqa: E402
+from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder  # noqa: E402
+from cachelint.runner.endpoint import Endpoint, default_library  # noqa: E402
+from cachelint.store import Store  # noqa: E402
+
+SCRIPT = {"rules": [{"match": {}, "reply": {"echo": True}}]}
+MODEL = "bench-model"
+
+
+@dataclass(frozen=True)
+class _Completion:
+    response: Any
+    latency_s: float = 0.0
+
+
+class _InProcessFake:
+    def __init__(self) -> None:
+        self.provider = FakeProvider(parse_script(dict(SCRIPT), source="<bench>"))
+
+    def complete(self, body: Mapping[str, Any]) -> _Completion:
+        raw = json.dumps(dict(body)).encode("utf-8")
+        status, _, data = self.provider.respond("POST", "/v1/chat/completions", {}, raw)
+        assert status == 200, data
+        return _Completion(json.loads(data))
+
+
+def _client(root: Path, mode: Mode, transport: Any, endpoint: Endpoint) -> CachingClient:
+    return CachingClient(
+        store=Store(root),
+        scenario="bench/sdk/replay",
+        trial=0,
+        mode=mode,
+        transport=transport,
+        provider="cachelint-fake",
+        model=MODEL,
+        recorder=Recorder("cachelint run --refresh-cache", "http://127.0.0.1:9/v1", "KEY", None),
+        endpoint=endpoint,
+    )
+
+
+def _messages(i: int) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"question number {i}: where is my order?"}]
+
+
+def _calls(sdk: openai.OpenAI, n: int) -> float:
+    started = time.perf_counter()
+    for i in range(n):
+        reply = sdk.chat.completions.create(model=MODEL, messages=_messages(i))  # type: ignore[arg-type]
+        assert reply.choices[0].message.content
+    return (time.perf_counter() - started) / n * 1000
+
+
+def _best(run: Callable[[], float], repeat: int) -> float:
+    return min(run() for _ in range(repeat))
+
+
+def floor(n: int, repeat: int) -> float:
+    library = importlib.import_module(default_library())
+    canned = _InProcessFake().complete({"model": MODEL, "messages": _messages(0)}).response
+    body = json.dumps(canned).encode("utf-8")
+
+    def handle(request: Any) -> Any:
+        return library.Response(200, headers={"Content-Type": "application/json"}, content=body)
+
+    sdk = openai.OpenAI(
+        base_url="http://127.0.0.1:9/v1",
+        api_key="x",
+        http_client=library.Client(transport=library.MockTransport(handle)),
+    )
+    return _best(lambda: _calls(sdk, n), repeat)
+
+
+def cachelint_variants(n: int, repeat: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="cachelint-bench-") as tmp, Endpoint() as endpoint:
+        root = Path(tmp) / "eval-cache"
+        recorder = _client(root, Mode.LIVE, _InProcessFake(), endpoint)
+        for i in range(n):
+            recorder.complete_body({"model": MODEL, "messages": _messages(i)})
+        client = _client(root, Mode.REPLAY, OfflineRefuser(), endpoint)
+        in_process = openai.OpenAI(
+            base_url=client.base_url, api_key=client.api_key, http_client=client.http_client()
+        )
+        loopback = openai.OpenAI(base_url=client.base_url, api_key=client.api_key)
+        inside = _best(lambda: _calls(in_process, n), repeat)
+        over_socket = _best(lambda: _calls(loopback, n), repeat)
+        assert not client.misses, client.misses[:1]
+        return inside, over_socket
+
+
+def vcr_per_test(n: int, repeat: int) -> float | None:
+    try:
+        import vcr
+    except ImportError:
+        return None
+    with tempfile.TemporaryDirectory(prefix="cachelint-bench-vcr-") as tmp:
+        cassettes = Path(tmp)
+        with running(parse_script(dict(SCRIPT), source="<bench>")) as fake:
+            sdk = openai.OpenAI(base_url=fake.url, api_key="x")
+            for i in range(n):
+                with vcr.use_cassette(str(cassettes / f"test_{i}.yaml"), record_mode="once"):
+                    sdk.chat.completions.create(model=MODEL, messages=_messages(i))  # type: ignore[arg-type]
+
+        # Replayed with the fake gone: a cassette miss would raise, not call out.
+        def replay() -> float:
+            started = time.perf_counter()
+            for i in range(n):
+                with vcr.use_cassette(str(cassettes / f"test_{i}.yaml"), record_mode="none"):
+                    sdk.chat.completions.create(model=MODEL, messages=_messages(i))  # type: ignore[arg-type]
+            return (time.perf_counter() - started) / n * 1000
+
+        return _best(replay, repeat)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[200, 2000, 20000])
+    parser.add_argument("--repeat", type=int, default=3, help="best of this many passes")
+    parser.add_argument("--vcr-calls", type=int, default=2000, help="calls replayed by vcrpy")
+    args = parser.parse_args()
+    print(f"openai {openai.__version__} on {default_library()}; ms/call, best of {args.repeat}")
+    for n in args.sizes:
+        base = floor(n, args.repeat)
+        inside, over_socket = cachelint_variants(n, args.repeat)
+        print(
+            f"{n:>6} calls: floor {base:.3f}  in-process {inside:.3f} ({inside / base:.2f}x)  "
+            f"loopback {over_socket:.3f} ({over_socket / base:.2f}x)"
+        )
+    n = min(args.vcr_calls, max(args.sizes))
+    vcr_ms = vcr_per_test(n, args.repeat)
+    if vcr_ms is None:
+        print("vcrpy: not installed (pip install vcrpy) - not compared")
+    else:
+        base = floor(n, args.repeat)
+        print(f"{n:>6} calls: vcrpy per-test cassettes {vcr_ms:.3f} ({vcr_ms / base:.2f}x floor)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""The pytest plugin: a team's own tests replay their model calls from the committed cache.
+
+    @pytest.mark.eval
+    def test_refund(cachelint):
+        sdk = openai.OpenAI(base_url=cachelint.base_url, api_key=cachelint.api_key,
+                            http_client=cachelint.http_client())
+        answer = sdk.chat.completions.create(model="gpt-4o-mini", messages=[...])
+        assert "30 days" in answer.choices[0].message.content
+
+The fixture `cachelint` is a `CachingClient` for the test: its scenario identity is the test's
+node id (made a portable path: `tests/test_bot.py/test_refund/acme` for
+`tests/test_bot.py::test_refund[acme]`), recording upstream through `[tool.cachelint.target]`.
+`--cachelint-cache MODE` picks the mode (replay by default: offline, a miss fails the test with
+the miss explanation, even when the test swallowed the SDK's error). The marker `eval` lets
+`pytest -m eval` select the eval tests of a project's suite. What it records is an ordinary
+cachelint cache, linted by `cachelint check` like any other.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_CLIENT = pytest.StashKey[Any]()
+_SESSION = pytest.StashKey[dict[str, Any]]()
+_UNPORTABLE = re.compile(r'[<>:"|?*\\\x00-\x1f]+')
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cachelint")
+    group.addoption(
+        "--cachelint-cache",
+        metavar="MODE",
+        default="replay",
+        help="replay (default: offline, a miss fails the test), auto (record misses), live "
+        "(re-record), off (live, record nothing)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "eval: an eval of model behaviour, answered from the cachelint cache"
+    )
+    from cachelint.errors import CachelintError, parse_choice
+    from cachelint.runner.client import Mode
+
+    value = config.getoption("cachelint_cache")
+    try:
+        parse_choice(Mode, value, option="--cachelint-cache", what="a cache mode")
+    except CachelintError as exc:
+        # A typo must never run the suite in another mode.
+        raise pytest.UsageError(f"cachelint: {exc}") from None
+
+
+def scenario_identity(nodeid: str) -> str:
+    """A test's node id as a cache path that every OS can check out."""
+    parts: list[str] = []
+    for piece in nodeid.replace("::", "/").replace("[", "/").rstrip("]").split("/"):
+        piece = _UNPORTABLE.sub("_", piece).strip(" .")
+        if piece and piece not in (".", ".."):
+            parts.append(piece)
+    return "/".join(parts) or "test"
+
+
+def _session(config: pytest.Config) -> dict[str, Any]:
+    """The run's config, store, mode and endpoint, made on first use."""
+    if _SESSION in config.stash:
+        return config.stash[_SESSION]
+    from cachelint import clock
+    from cachelint.config import load
+    from cachelint.errors import CachelintError
+    from cachelint.gitutil import repo_root
+    from cachelint.runner.client import Mode
+    from cachelint.runner.endpoint import Endpoint
+    from cachelint.store import Store
+
+    try:
+        mode = Mode(config.getoption("cachelint_cache"))
+        repo = repo_root(Path(config.rootpath))
+        settings = load(repo)
+        moment = clock.now()
+    except CachelintError as exc:
+        raise pytest.UsageError(f"cachelint: {exc}") from None
+    store = Store(
+        settings.cache_roots()[0],
+        key_prefix=settings.key_prefix,
+        ttl_days=settings.ttl_days,
+        clock=lambda: moment,
+    )
+    endpoint = Endpoint()
+    state: dict[str, Any] = {"settings": settings, "store": store, "mode": mode}
+    state["endpoint"] = endpoint
+    config.stash[_SESSION] = state
+    config.add_cleanup(endpoint.close)
+    return state
+
+
+@pytest.fixture
+def cachelint(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A `CachingClient` serving this test from the cache: `base_url`, `api_key`,
+    `http_client()`, or `chat(messages, ...)`."""
+    from cachelint.runner.client import CachingClient, OfflineRefuser, Recorder
+    from cachelint.runner.wiring import upstream_transport
+
+    state = _session(request.config)
+    settings = state["settings"]
+    target = settings.target
+    nodeid = request.node.nodeid
+    transport: Any = (
+        upstream_transport(settings.repo, target) if state["mode"].calls_live else OfflineRefuser()
+    )
+    client = CachingClient(
+        store=state["store"],
+        scenario=scenario_identity(nodeid),
+        trial=0,
+        mode=state["mode"],
+        transport=transport,
+        provider=target.provider,
+        model=target.model,
+        recorder=Recorder(
+            command=f"pytest {shlex.quote(nodeid)} --cachelint-cache live",
+            url=target.url,
+            api_key_env=target.api_key_env,
+            env_file=target.env_file,
+        ),
+        repo_prefix=settings.cache[0],
+        params=dict(target.params),
+        endpoint=state["endpoint"],
+    )
+    request.node.stash[_CLIENT] = client
+    try:
+        yield client
+    finally:
+        state["endpoint"].release(client)
+        close = getattr(transport, "close", None)
+        if callable(close):
+            close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    # A miss fails the test with its explanation, whatever the test did with the SDK's error.
+    try:
+        return (yield)
+    finally:
+        client = item.stash.get(_CLIENT, None)
+        if client is not None and client.misses:
+            pytest.fail(client.misses[0], pytrace=False)

@@ -1,0 +1,83 @@
+"""The command target: any program (a .NET test filter, a Node script, curl) run per scenario.
+
+`command = ["dotnet", "test", "--filter", "Category=Eval"]` runs once per scenario trial from the
+repository root with the scenario's cache endpoint in its environment, the way every OpenAI SDK
+reads it: `OPENAI_BASE_URL` (ending in /v1, where the SDK appends /chat/completions) and
+`OPENAI_API_KEY` (a placeholder). `CACHELINT_SCENARIO`, `CACHELINT_TRIAL` and
+`CACHELINT_SCENARIO_FILE` say which scenario to play. Its stdout is the output the assertions see.
+
+The target's real key variable is removed from the program's environment: a program that ignored
+OPENAI_BASE_URL must fail, not quietly call the provider around the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from cachelint.errors import CachelintError
+from cachelint.runner.client import CacheMiss, CachingClient
+from cachelint.runner.dataset import Scenario
+from cachelint.runner.output import Output, output_from_value
+from cachelint.runner.pytarget import Target
+
+_STDERR_LINES = 5
+
+
+def command_target(
+    repo: Path, argv: Sequence[str], *, hidden_env: Sequence[str] = (), timeout: float = 600.0
+) -> Target:
+    """A target running `argv` once per scenario trial; `hidden_env` names variables (the real
+    API key's) the program must not see."""
+    command = list(argv)
+    shown = shlex.join(command)
+
+    def target(scenario: Scenario, client: CachingClient) -> Output:
+        env = {k: v for k, v in os.environ.items() if k not in hidden_env}
+        env.update(
+            OPENAI_BASE_URL=client.base_url,
+            OPENAI_API_KEY=client.api_key,
+            CACHELINT_SCENARIO=scenario.identity,
+            CACHELINT_TRIAL=str(client.trial),
+            CACHELINT_SCENARIO_FILE=scenario.path,
+        )
+        try:
+            done = subprocess.run(
+                command,
+                cwd=repo,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise CachelintError(
+                f"target command `{shown}`: {command[0]!r} not found; install it or fix "
+                "`command` in the target's config"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise CachelintError(
+                f"target command `{shown}` ran longer than {timeout:g} s for scenario "
+                f"{scenario.identity}"
+            ) from None
+        finally:
+            if client.endpoint is not None:
+                client.endpoint.release(client)
+        if client.misses:
+            # The program saw the miss as an HTTP error; the miss explanation says how to fix it.
+            raise CacheMiss(client.misses[0])
+        if done.returncode != 0:
+            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-_STDERR_LINES:]
+            detail = (": " + " | ".join(tail)) if tail else ""
+            raise CachelintError(
+                f"target command `{shown}` exited {done.returncode} for scenario "
+                f"{scenario.identity}{detail}"
+            )
+        text = done.stdout.decode("utf-8", "replace")
+        return output_from_value(text.removesuffix("\n").removesuffix("\r"))
+
+    return target

@@ -1,0 +1,381 @@
+"""The cache endpoint: an OpenAI-compatible chat-completions server backed by the committed cache.
+
+Code written against a provider SDK (`openai`, LiteLLM, LangChain, a .NET or Node program) runs
+unchanged under record and replay: it is pointed at this endpoint's base URL instead of the
+provider's. Each scenario trial has its own base URL,
+`http://127.0.0.1:<port>/scenario/<quoted identity>/trial/<n>/v1`, so concurrent scenarios never
+share an answer, and the SDK appends `/chat/completions` as it does for any provider.
+
+A request is answered by the scenario's `CachingClient` (`complete_body`), so the run's mode
+decides as for any other call: replay answers from the cache only (a miss is an HTTP 404 whose
+error message is the usual miss explanation, which the SDK raises as its own error), auto records
+misses, live re-records. The key is built from the body as the SDK sent it, less the transport
+fields in `TRANSPORT_FIELDS`; the model the code asked for is the model recorded and replayed.
+
+Streaming: the cache holds one whole `chat.completion` per key (whether the code streamed is a
+transport detail, not part of the key), and a streamed request gets it back as a deterministic
+server-sent-event stream of `chat.completion.chunk` objects, the same bytes at record and replay.
+Upstream is always called without streaming, so the whole answer is what gets recorded.
+
+Python code can skip the socket: `http_client()` returns an httpx2 or httpx client whose transport
+calls the same handler in-process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import re
+import secrets
+import threading
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from cachelint.errors import CachelintError
+
+if TYPE_CHECKING:
+    from cachelint.runner.client import CachingClient
+
+LOOPBACK = "127.0.0.1"
+# What the SDK sends as its API key (with a per-run suffix over the socket): the real key never
+# leaves cachelint (it is read only when recording, by the upstream transport).
+PLACEHOLDER_KEY = "cachelint-endpoint"
+# Request fields that say how to deliver the answer or who asked, not what to answer: not in the
+# key, and never sent upstream (upstream is always called without streaming).
+TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "user", "metadata"})
+
+Response = tuple[int, dict[str, str], bytes]
+
+_PATH = re.compile(r"/scenario/(?P<scenario>[^/]+)/trial/(?P<trial>\d{1,4})(?P<rest>/.*)?")
+# The SDKs retry 5xx and 429; a cache miss or a failed recording is not fixed by asking again.
+_NO_RETRY = {"x-should-retry": "false"}
+
+
+def _json(status: int, value: Any, headers: Mapping[str, str] | None = None) -> Response:
+    data = json.dumps(value, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    return status, {"Content-Type": "application/json", **(headers or {})}, data
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None) -> Response:
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return _json(status, body, _NO_RETRY)
+
+
+def answer(client: CachingClient, method: str, route: str, raw: bytes) -> Response:
+    """Answer one HTTP request for `client`'s scenario trial; `route` is the path after the
+    trial's base URL prefix (e.g. `/v1/chat/completions`)."""
+    from cachelint.runner.client import CacheMiss
+
+    route = route.split("?", 1)[0].rstrip("/")
+    if method == "GET" and route.endswith("/models"):
+        model = {"id": client.model, "object": "model", "created": 0, "owned_by": "cachelint"}
+        return _json(200, {"object": "list", "data": [model]})
+    if method != "POST" or not route.endswith("/chat/completions"):
+        return _error(
+            404,
+            f"the cachelint cache endpoint serves POST .../chat/completions, not {method} {route}",
+            "invalid_request_error",
+            "unknown_url",
+        )
+    try:
+        body = json.loads(raw.decode("utf-8")) if raw else None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        body = None
+    problem = _body_problem(body)
+    if problem is not None:
+        return _error(400, problem, "invalid_request_error")
+    assert isinstance(body, dict)
+    stream = body.get("stream") is True
+    options = body.get("stream_options")
+    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+    call = {k: v for k, v in body.items() if k not in TRANSPORT_FIELDS}
+    try:
+        completion = client.complete_body(call)
+    except CacheMiss as exc:
+        return _error(404, str(exc), "cache_miss", "cachelint_cache_miss")
+    except CachelintError as exc:
+        return _error(502, str(exc), "cachelint_error", "cachelint_upstream")
+    except ValueError as exc:  # e.g. an integer beyond 2**53, which no canonical key can hold
+        return _error(
+            400, f"the request cannot be part of a cache key: {exc}", "invalid_request_error"
+        )
+    if stream:
+        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        return 200, headers, sse_stream(completion, include_usage=include_usage)
+    return _json(200, completion)
+
+
+def _body_problem(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "the request body must be a JSON object"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "'model' must be a non-empty string: the model asked for is part of the key"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return "'messages' must be a list of message objects"
+    tools = body.get("tools")
+    if tools is not None and not (
+        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
+    ):
+        return "'tools' must be a list of tool objects"
+    return None
+
+
+def sse_stream(completion: Mapping[str, Any], *, include_usage: bool) -> bytes:
+    """The `chat.completion` as the server-sent events a streaming provider sends: per choice one
+    chunk with the whole message as its delta and one with the finish reason, then (when asked
+    for with `stream_options.include_usage`) a usage chunk, then `[DONE]`."""
+    base: dict[str, Any] = {
+        "id": completion.get("id"),
+        "object": "chat.completion.chunk",
+        "created": completion.get("created"),
+        "model": completion.get("model"),
+    }
+    if "system_fingerprint" in completion:
+        base["system_fingerprint"] = completion["system_fingerprint"]
+    chunks: list[dict[str, Any]] = []
+    choices = completion.get("choices")
+    for position, choice in enumerate(choices if isinstance(choices, list) else []):
+        if not isinstance(choice, dict):
+            continue
+        index = choice.get("index", position)
+        message = choice.get("message")
+        delta = _delta(message if isinstance(message, dict) else {})
+        first = {"index": index, "delta": delta, "logprobs": None, "finish_reason": None}
+        last = {
+            "index": index,
+            "delta": {},
+            "logprobs": choice.get("logprobs"),
+            "finish_reason": choice.get("finish_reason") or "stop",
+        }
+        chunks.append({**base, "choices": [first]})
+        chunks.append({**base, "choices": [last]})
+    if include_usage and isinstance(completion.get("usage"), dict):
+        chunks.append({**base, "choices": [], "usage": completion["usage"]})
+    lines = [
+        "data: " + json.dumps(c, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        for c in chunks
+    ]
+    lines.append("data: [DONE]")
+    return ("\n\n".join(lines) + "\n\n").encode("utf-8")
+
+
+def _delta(message: Mapping[str, Any]) -> dict[str, Any]:
+    delta: dict[str, Any] = {"role": message.get("role") or "assistant"}
+    for name in ("content", "refusal"):
+        if message.get(name) is not None:
+            delta[name] = message[name]
+    if "content" not in delta and not message.get("tool_calls"):
+        delta["content"] = ""
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        delta["tool_calls"] = [
+            {"index": i, **call} if isinstance(call, dict) else call for i, call in enumerate(calls)
+        ]
+    return delta
+
+
+# ---- the loopback server ------------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 keeps connections open, so an SDK reuses one connection for a scenario's calls.
+    protocol_version = "HTTP/1.1"
+    server_version = "cachelint-endpoint"
+    sys_version = ""
+    timeout = 60  # an idle keep-alive connection must not hold its thread forever
+    # Headers and body go out as two writes; with Nagle's algorithm the body waits for the
+    # client's delayed ACK (40 ms a call on Linux).
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length > 0 else b""
+        endpoint = self.server.endpoint
+        if self.headers.get("Authorization") != f"Bearer {endpoint.token}":
+            status, headers, data = _error(
+                401,
+                "the cachelint cache endpoint needs the API key cachelint gave this run "
+                "(OPENAI_API_KEY, or client.api_key)",
+                "invalid_request_error",
+                "invalid_api_key",
+            )
+        else:
+            status, headers, data = endpoint.dispatch(self.command, self.path, raw)
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    do_GET = _serve
+    do_POST = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # results and miss messages report what happened; stderr stays quiet
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        super().__init__((LOOPBACK, 0), _Handler)
+
+
+class Endpoint:
+    """The loopback server of one run: started on first use, one base URL per scenario trial.
+
+    A client is served from the moment its `base_url` is asked for until `release(client)`, so a
+    request for a scenario that is not running is refused instead of answered from another's
+    cache."""
+
+    def __init__(self) -> None:
+        # The "API key" SDKs send: not the provider's key, but a per-run secret, so another local
+        # process cannot have a recording run spend the real key through this port.
+        self.token = f"{PLACEHOLDER_KEY}-{secrets.token_hex(12)}"
+        self._clients: dict[tuple[str, int], CachingClient] = {}
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Endpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def port(self) -> int:
+        return int(self._start().server_address[1])
+
+    def base_url(self, client: CachingClient) -> str:
+        """The scenario trial's base URL (ending in /v1, where the SDK appends the route)."""
+        with self._lock:
+            self._clients[(client.scenario, client.trial)] = client
+        return f"http://{LOOPBACK}:{self.port}{prefix(client.scenario, client.trial)}/v1"
+
+    def release(self, client: CachingClient) -> None:
+        with self._lock:
+            if self._clients.get((client.scenario, client.trial)) is client:
+                del self._clients[(client.scenario, client.trial)]
+
+    def dispatch(self, method: str, path: str, raw: bytes) -> Response:
+        match = _PATH.fullmatch(path.split("?", 1)[0])
+        if match is None:
+            return _error(
+                404,
+                f"{path}: not a scenario URL of the cachelint cache endpoint; use the base URL "
+                "cachelint gives the scenario (OPENAI_BASE_URL, or client.base_url)",
+                "invalid_request_error",
+                "unknown_url",
+            )
+        scenario, trial = unquote(match["scenario"]), int(match["trial"])
+        with self._lock:
+            client = self._clients.get((scenario, trial))
+        if client is None:
+            return _error(
+                404,
+                f"scenario {scenario} trial {trial} is not running in this cachelint run; "
+                "each scenario's base URL serves only while that scenario runs",
+                "invalid_request_error",
+                "unknown_scenario",
+            )
+        return answer(client, method, match["rest"] or "/", raw)
+
+    def _start(self) -> _Server:
+        with self._lock:
+            if self._server is None:
+                server = _Server(self)
+                self._thread = threading.Thread(
+                    target=server.serve_forever,
+                    kwargs={"poll_interval": 0.05},
+                    name="cachelint-endpoint",
+                    daemon=True,
+                )
+                self._thread.start()
+                self._server = server
+                _allow_in_replay(int(server.server_address[1]))
+            return self._server
+
+    def close(self) -> None:
+        with self._lock:
+            server, thread = self._server, self._thread
+            self._server = self._thread = None
+        if server is not None:
+            _allow_in_replay(int(server.server_address[1]), allow=False)
+            server.shutdown()
+            server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+
+def prefix(scenario: str, trial: int) -> str:
+    """The path prefix of a scenario trial: the identity as one percent-encoded segment."""
+    return f"/scenario/{quote(scenario, safe='')}/trial/{trial}"
+
+
+def _allow_in_replay(port: int, *, allow: bool = True) -> None:
+    """Tell replay's network guard (`cachelint.netguard`: replay fails closed, no connection
+    leaves the machine) that this loopback port is cachelint's own endpoint, or no longer is.
+    This is the endpoint's one call site of the guard."""
+    try:
+        netguard = importlib.import_module("cachelint.netguard")
+    except ImportError:  # a build without the guard: nothing to tell
+        return
+    name = "allow_loopback_port" if allow else "disallow_loopback_port"
+    call = getattr(netguard, name, None)
+    if callable(call):
+        call(port)
+
+
+# ---- in-process transports ----------------------------------------------------------------------
+
+
+def default_library() -> str:
+    """The HTTP library the installed `openai` SDK is built on: httpx2 from 3.x on, httpx before;
+    without the SDK, httpx2 when installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major = version("openai").split(".", 1)[0]
+    except PackageNotFoundError:
+        major = ""
+    if major.isdigit() and int(major) < 3:
+        return "httpx"
+    return "httpx2" if importlib.util.find_spec("httpx2") is not None else "httpx"
+
+
+def http_client(
+    client: CachingClient, *, library: str | None = None, asynchronous: bool = False
+) -> Any:
+    """An `httpx2.Client`/`httpx.Client` (or the Async one) that answers every request from
+    `client` without opening a socket; give it to the SDK together with `client.base_url`."""
+    name = library or default_library()
+    if name not in ("httpx", "httpx2"):
+        raise CachelintError(f"http_client(library={name!r}): expected 'httpx2' or 'httpx'")
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        raise CachelintError(
+            f"http_client(library={name!r}): {name} is not installed; pip install {name}"
+        ) from None
+    base = prefix(client.scenario, client.trial)
+
+    def handle(request: Any) -> Any:
+        path = request.url.path
+        route = path[len(base) :] if path.startswith(base) else path
+        status, headers, data = answer(client, request.method, route, request.content)
+        return module.Response(status, headers=headers, content=data, request=request)
+
+    transport = module.MockTransport(handle)
+    kind = module.AsyncClient if asynchronous else module.Client
+    return kind(transport=transport)

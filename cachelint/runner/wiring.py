@@ -1,0 +1,143 @@
+"""Wiring a run: which target each scenario runs, and the caching client each trial gets.
+
+Each scenario resolves to one named target (its `"target"` field, else its agent's, else
+`[tool.cachelint.target]`); each target has its own provider, model, params, upstream transport and
+kind of code (the plain chat call, a python function, a command). Judges may run on another target
+(`[tool.cachelint.judge] target`). The cache endpoint is started only when a python or command
+target may need it, and `close` stops it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cachelint.config import Config, TargetConfig
+from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder
+from cachelint.runner.dataset import Scenario
+from cachelint.runner.output import Output
+from cachelint.runner.pytarget import Target, chat_target, load_target
+from cachelint.store import Store
+from cachelint.targets import target_name
+
+TransportFactory = Callable[[TargetConfig], Any]
+
+
+def upstream_transport(repo: Path, target: TargetConfig) -> Any:
+    """The live transport a recording calls: the target's url, its key from api-key-env or
+    env-file. Params are not added here: the client already put them into the body (and key)."""
+    from cachelint.runner.transport import OpenAICompatibleTransport, load_api_key
+
+    return OpenAICompatibleTransport(
+        target.url,
+        api_key=load_api_key(repo, target.api_key_env, target.env_file),
+        params={},
+        timeout=target.timeout,
+        max_retries=target.max_retries,
+        api_key_env=target.api_key_env,
+        env_file=target.env_file,
+    )
+
+
+@dataclass
+class Wiring:
+    config: Config
+    store: Store
+    mode: Mode
+    rerecord: Callable[[str], str]  # scenario identity -> the command a miss prints
+    transport_factory: TransportFactory
+    names: dict[str, str] = field(default_factory=dict)  # scenario identity -> target name
+    _targets: dict[str, Target] = field(default_factory=dict)
+    _transports: dict[str, Any] = field(default_factory=dict)
+    endpoint: Any = None
+
+    def target(self, scenario: Scenario, client: CachingClient) -> Output:
+        return self._targets[self.names[scenario.identity]](scenario, client)
+
+    def make_client(self, scenario: Scenario, trial: int) -> CachingClient:
+        name = self.names[scenario.identity]
+        client = self._client(name, scenario, trial)
+        judge = self.config.judge
+        if judge.target is not None and scenario.judges:
+            client.judge_client = self._client(judge.target, scenario, trial)
+        client.rubrics = judge.metrics
+        return client
+
+    def _client(self, name: str, scenario: Scenario, trial: int) -> CachingClient:
+        target = self.config.named_target(name)
+        recorder = Recorder(
+            command=self.rerecord(scenario.identity),
+            url=target.url,
+            api_key_env=target.api_key_env,
+            env_file=target.env_file,
+        )
+        return CachingClient(
+            store=self.store,
+            scenario=scenario.identity,
+            trial=trial,
+            mode=self.mode,
+            transport=self._transport(name, target),
+            provider=target.provider,
+            model=target.model,
+            recorder=recorder,
+            repo_prefix=self.config.cache[0],
+            params=dict(target.params),
+            endpoint=self.endpoint,
+        )
+
+    def _transport(self, name: str, target: TargetConfig) -> Any:
+        if not self.mode.calls_live:
+            return OfflineRefuser()
+        if name not in self._transports:
+            self._transports[name] = self.transport_factory(target)
+        return self._transports[name]
+
+    def close(self) -> None:
+        if self.endpoint is not None:
+            self.endpoint.close()
+        for transport in self._transports.values():
+            close = getattr(transport, "close", None)
+            if callable(close):
+                close()
+
+
+def wire(
+    config: Config,
+    *,
+    scenarios: Sequence[Scenario],
+    store: Store,
+    mode: Mode,
+    rerecord: Callable[[str], str],
+    transport_factory: TransportFactory | None = None,
+) -> Wiring:
+    """Resolve every scenario's target and load each used target's code (a bad target is a
+    configuration error before any scenario runs)."""
+    repo = config.repo
+    wiring = Wiring(
+        config,
+        store,
+        mode,
+        rerecord,
+        transport_factory or (lambda target: upstream_transport(repo, target)),
+    )
+    for s in scenarios:
+        wiring.names[s.identity] = target_name(config, agent=s.agent, chosen=s.target, where=s.path)
+    for name in sorted(set(wiring.names.values())):
+        target = config.named_target(name)
+        if target.type == "python" and target.function:
+            wiring._targets[name] = load_target(repo, target.function, config.source)
+        elif target.type == "command":
+            from cachelint.runner.command import command_target
+
+            wiring._targets[name] = command_target(
+                repo, target.command, hidden_env=(target.api_key_env,)
+            )
+        else:
+            wiring._targets[name] = chat_target
+        if target.type in ("python", "command") and wiring.endpoint is None:
+            from cachelint.runner.endpoint import Endpoint
+
+            wiring.endpoint = Endpoint()
+    return wiring

@@ -1,0 +1,144 @@
+"""The pytest plugin, through a real inner `pytest -m eval` run in a tmp repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cachelint.pytest_plugin import scenario_identity
+from tests.conftest import PROJECT, commit_all, run_cachelint
+from tests.fakes import fake_server
+from tests.helpers import DEAD
+from tests.helpers import RUN_NOW as NOW
+
+pytest.importorskip("openai")
+
+SCRIPT = {"default": {"content": "Refunds take 30 days."}}
+
+EVAL_TESTS = """
+import openai
+import pytest
+
+
+@pytest.mark.eval
+@pytest.mark.parametrize("tenant", ["acme", "globex"])
+def test_refund(cachelint, tenant):
+    sdk = openai.OpenAI(base_url=cachelint.base_url, api_key=cachelint.api_key,
+                        http_client=cachelint.http_client(), max_retries=0)
+    answer = sdk.chat.completions.create(
+        model="bot-model", messages=[{"role": "user", "content": f"{tenant}: refunds?"}])
+    assert "30 days" in answer.choices[0].message.content
+
+
+@pytest.mark.eval
+def test_swallowed_miss(cachelint):
+    sdk = openai.OpenAI(base_url=cachelint.base_url, api_key=cachelint.api_key, max_retries=0)
+    try:
+        sdk.chat.completions.create(
+            model="bot-model", messages=[{"role": "user", "content": QUESTION}])
+    except openai.APIStatusError:
+        pass
+
+
+QUESTION = "first"
+
+
+def test_not_an_eval():
+    assert True
+"""
+
+
+def inner_pytest(repo: Path, *args: str, netns: bool = False) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
+    if netns:
+        script = "ip link set lo up && " + " ".join(command)
+        command = ["unshare", "-n", "sh", "-c", script]
+    return subprocess.run(
+        command,
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(PROJECT), "CACHELINT_NOW": NOW},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def can_unshare() -> bool:
+    if not (sys.platform == "linux" and shutil.which("unshare") and os.geteuid() == 0):
+        return False
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, timeout=10)
+    return probe.returncode == 0
+
+
+def test_node_ids_become_portable_scenario_paths() -> None:
+    assert scenario_identity("tests/test_bot.py::test_refund[acme]") == (
+        "tests/test_bot.py/test_refund/acme"
+    )
+    assert scenario_identity("t.py::C::test[a:b?]") == "t.py/C/test/a_b_"
+
+
+def test_pytest_m_eval_records_then_replays_offline(git_repo: Path) -> None:
+    (git_repo / "pyproject.toml").write_text(
+        "[tool.cachelint]\n"
+        "ttl-days = 3650\n"
+        "[tool.cachelint.target]\n"
+        f'url = "{DEAD}"\nprovider = "cachelint-fake"\nmodel = "scripted-v1"\n'
+        'api-key-env = "CACHELINT_TEST_KEY"\n',
+        encoding="utf-8",
+    )
+    (git_repo / "requirements.txt").write_text("cachelint==0.1.0\nopenai\n", encoding="utf-8")
+    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n", encoding="utf-8")
+    (git_repo / "tests").mkdir()
+    (git_repo / "tests/test_bot.py").write_text(EVAL_TESTS, encoding="utf-8")
+    pyproject = git_repo / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    with fake_server(SCRIPT) as fake:
+        pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
+        recorded = inner_pytest(git_repo, "-m", "eval", "--cachelint-cache", "auto")
+        pyproject.write_text(text, encoding="utf-8")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert "3 passed, 1 deselected" in recorded.stdout
+    assert [b["model"] for b in fake.bodies] == ["bot-model"] * 3
+    entries = sorted(
+        p.parent.parent.relative_to(git_repo).as_posix()
+        for p in (git_repo / "eval-cache").rglob("entry.json")
+    )
+    assert entries == [
+        "eval-cache/cache/tests/test_bot.py/test_refund/acme",
+        "eval-cache/cache/tests/test_bot.py/test_refund/globex",
+        "eval-cache/cache/tests/test_bot.py/test_swallowed_miss",
+    ]
+
+    # What the plugin wrote is an ordinary cache: `cachelint check` lints it.
+    stamped = run_cachelint(git_repo, "stamp", env={"CACHELINT_NOW": NOW})
+    assert stamped.returncode == 0, stamped.stdout + stamped.stderr
+    commit_all(git_repo)
+    checked = run_cachelint(git_repo, "check", env={"CACHELINT_NOW": NOW})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    replay = inner_pytest(git_repo, "-m", "eval", netns=can_unshare())
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "3 passed, 1 deselected" in replay.stdout
+
+    # A miss fails the test with the miss explanation, even though the test swallowed the error.
+    source = git_repo / "tests/test_bot.py"
+    source.write_text(EVAL_TESTS.replace('QUESTION = "first"', 'QUESTION = "second"'))
+    missed = inner_pytest(git_repo, "-m", "eval")
+    assert missed.returncode == 1
+    assert "FAILED tests/test_bot.py::test_swallowed_miss" in missed.stdout
+    assert "cache miss in replay mode: scenario tests/test_bot.py/test_swallowed_miss" in (
+        missed.stdout
+    )
+    assert "pytest tests/test_bot.py::test_swallowed_miss --cachelint-cache live" in missed.stdout
+
+
+def test_a_bad_mode_is_a_usage_error(git_repo: Path) -> None:
+    (git_repo / "test_x.py").write_text("def test_x(cachelint):\n    pass\n")
+    done = inner_pytest(git_repo, "--cachelint-cache", "replya")
+    assert done.returncode == 4
+    assert "cachelint: --cachelint-cache 'replya'" in done.stderr
