@@ -12,8 +12,16 @@ EXAMPLE_PARTS = (
     "eval-cache",
     "prompts",
     "evals.py",
+    "examples",
     ".gitattributes",
     ".eval-green.json",
+)
+
+
+# Every scenario identity of the bundled example, in dataset order.
+EXAMPLE_SCENARIOS = sorted(
+    p.relative_to(PROJECT / "eval-datasets").with_suffix("").as_posix()
+    for p in (PROJECT / "eval-datasets").rglob("*.json")
 )
 
 

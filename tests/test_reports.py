@@ -16,7 +16,9 @@ from cachelint.commands.report import report
 from cachelint.commands.run import run
 from cachelint.runner.publishing import Extras
 from tests.conftest import commit_all, git, run_cachelint
-from tests.example import make_example_repo
+from tests.example import EXAMPLE_SCENARIOS, make_example_repo
+
+ALL = len(EXAMPLE_SCENARIOS)  # scenarios of the bundled example
 
 PRICES = """
 [reports]
@@ -70,7 +72,7 @@ def test_markdown_summary_is_appended_to_the_step_summary(
     assert "| support/acme | 1/2 |" in out
     assert "- ❌ **support/acme/refund** (eval\\-datasets/support/acme/refund\\.json)" in out
     assert "contains '60 days'" in out.replace("\\", "")
-    assert "<details><summary>4 passed scenarios</summary>" in out
+    assert f"<details><summary>{ALL - 1} passed scenarios</summary>" in out
     # Cost from the recorded usage at the configured price: 60 in + 9 out tokens.
     assert "| support/acme/order\\-status | 1 |  | 60/9 | $0.0002 | hit |" in out
 
@@ -130,7 +132,7 @@ def test_budget_fails_a_run_over_it_with_the_recorded_cost(example: Path) -> Non
     rc, out, _ = go(example, execution="budget")
     assert rc == 1
     assert "FAIL  over budget: $0.0030 > $0.0010" in out
-    assert "5 scenarios: 5 passed, 0 failed" in out
+    assert f"{ALL} scenarios: {ALL} passed, 0 failed" in out
 
 
 def test_three_shards_merge_into_the_green_record_of_an_unsharded_run(
@@ -147,7 +149,7 @@ def test_three_shards_merge_into_the_green_record_of_an_unsharded_run(
         rc, out, err = go(sharded, execution=f"shard-{i}", shard=f"{i}/3", now=now)
         assert rc == 0 and "green record not updated" in err
         counts.append(int(out.split("mode replay, ")[1].split()[0]))
-    assert sum(counts) == 5
+    assert sum(counts) == ALL
     assert not (sharded / ".eval-green.json").exists()
     shards = [sharded / "eval-results" / f"shard-{i}" for i in (1, 2, 3)]
     assert report(sharded, out=io.StringIO(), merge=shards, execution="full") == 0
@@ -214,12 +216,12 @@ def test_cli_flow_from_a_fresh_clone_leaves_git_status_clean(tmp_path: Path) -> 
     assert saved.returncode == 0, saved.stderr
     assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     # A non-terminal stdout got the scenarios one by one; the file is the whole text report.
-    assert saved.stdout.count("\nPASS  ") == 5
+    assert saved.stdout.count("\nPASS  ") == ALL
     commit_all(clone, "baseline main")
     compared = run_cachelint(clone, "run", "--baseline", "main", "--format", "json")
     assert compared.returncode == 0, compared.stderr
     assert json.loads(compared.stdout)["passed"] is True
-    assert compared.stderr.count("cachelint: PASS  ") == 5
+    assert compared.stderr.count("cachelint: PASS  ") == ALL
     assert run_cachelint(clone, "report").returncode == 0
     assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
 
@@ -239,7 +241,7 @@ def test_merged_shards_give_a_baseline_and_json_carries_the_cost(example: Path) 
                 "scenarios"
             ]
         )
-        == 5
+        == ALL
     )
     break_refund(example)
     rc, text, _ = go(example, execution="j", fmt="json", extras=Extras(baseline="main"))

@@ -13,15 +13,9 @@ from cachelint.errors import CachelintError
 from cachelint.runner.progress import OrderedLines
 from cachelint.runner.results import GITIGNORE
 from tests.conftest import git
-from tests.example import make_example_repo
+from tests.example import EXAMPLE_SCENARIOS, make_example_repo
 
-SCENARIOS = [
-    "support/acme/order-status",
-    "support/acme/refund",
-    "support/globex/refund",
-    "triage/acme/classify",
-    "triage/globex/classify",
-]
+SCENARIOS = EXAMPLE_SCENARIOS
 
 
 class FlushLog(io.StringIO):
@@ -47,7 +41,7 @@ def test_text_report_streams_one_block_per_scenario_flushed(tmp_path: Path) -> N
     assert seen[: len(SCENARIOS) + 1] == list(range(len(SCENARIOS) + 1))
     assert snapshots[-1] == out.getvalue()
     lines = out.getvalue().splitlines()
-    assert lines[0] == "cachelint run: execution live, mode replay, 5 scenarios"
+    assert lines[0] == f"cachelint run: execution live, mode replay, {len(SCENARIOS)} scenarios"
     assert [line.split()[1] for line in lines if line.startswith("PASS")] == SCENARIOS
     assert lines.count("summary by agent:") == 1
 
