@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 import openai  # noqa: E402
 
+from cachelint.devtools.fake_provider import FakeProvider, parse_script, running  # noqa: E402
 from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder  # noqa: E402
 from cachelint.runner.endpoint import Endpoint, default_library  # noqa: E402
-from cachelint.runner.fake_provider import FakeProvider, parse_script, running  # noqa: E402
 from cachelint.store import Store  # noqa: E402
 
 SCRIPT = {"rules": [{"match": {}, "reply": {"echo": True}}]}

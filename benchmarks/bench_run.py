@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from cachelint.commands.run import run  # noqa: E402
 from cachelint.config import TargetConfig  # noqa: E402
-from cachelint.runner.fake_provider import FakeProvider, parse_script  # noqa: E402
+from cachelint.devtools.fake_provider import FakeProvider, parse_script  # noqa: E402
 
 SCRIPT = {"rules": [{"match": {}, "reply": {"echo": True}}]}
 

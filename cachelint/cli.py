@@ -13,8 +13,10 @@ import importlib
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from cachelint import __version__
+from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 
 COMMANDS = (
@@ -31,15 +33,24 @@ COMMANDS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's usage errors quote the offending argument: make it safe like every other line.
+    Subcommand parsers are made with the parent's class, so they inherit this."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {sanitize(message)}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--config", metavar="PATH", help="config file (default: cachelint.toml, pyproject.toml)"
     )
     common.add_argument(
         "-v", "--verbose", action="store_true", help="show a traceback on internal errors"
     )
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cachelint",
         description=(
             "Keep a committed LLM response cache byte-exact and portable, and replay evals "
@@ -61,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = _parser().parse_args(args)
         return int(ns.handler(ns))
     except CachelintError as exc:
-        print(f"cachelint: error: {exc}", file=sys.stderr)
+        print(f"cachelint: error: {sanitize(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("cachelint: interrupted", file=sys.stderr)
@@ -72,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbose:
             traceback.print_exc()
         print(
-            f"cachelint: internal error: {type(exc).__name__}: {exc} "
+            f"cachelint: internal error: {type(exc).__name__}: {sanitize(str(exc))} "
             "(rerun with --verbose for a traceback, and report it)",
             file=sys.stderr,
         )

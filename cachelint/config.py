@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cachelint.errors import ConfigError
+from cachelint.paths import is_inside
 from cachelint.runner.settings import ReportSettings, parse_settings
 
 if sys.version_info >= (3, 11):
@@ -319,19 +320,15 @@ def _target(table: Mapping[str, Any], where: str) -> TargetConfig:
     return TargetConfig(**values)
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def _check_consistency(config: Config) -> None:
     for cache in config.cache:
         for name, value in (("results", config.results), ("green-record", config.green_record)):
-            if _inside(value, cache):
+            if is_inside(value, cache):
                 raise ConfigError(
                     f"{config.source}: key {name!r} = {value!r} lies inside cache root {cache!r}; "
                     "an offline run must write no byte into the committed cache, move it outside"
                 )
-        if _inside(cache, config.results):
+        if is_inside(cache, config.results):
             raise ConfigError(
                 f"{config.source}: key 'cache' = {cache!r} lies inside results directory "
                 f"{config.results!r}; cleaning results would delete the cache, move one of them"

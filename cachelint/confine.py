@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from cachelint.config import Config
 from cachelint.errors import CachelintError, ConfigError
 from cachelint.fsutil import read_regular
+from cachelint.paths import is_inside
 
 
 class OutsideRepository(CachelintError):
@@ -61,10 +62,6 @@ def _in_git_dir(rel: str) -> bool:
     return any(part.casefold() == ".git" for part in _parts(rel))
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 def check_config(config: Config) -> None:
     """Refuse configured paths that leave the repository, point into `.git`, pass through a
     link, or make the cache roots overlap. Called once per load; a few lstat calls."""
@@ -82,8 +79,8 @@ def check_config(config: Config) -> None:
                     f"{where}: key 'cache' lists {root!r} twice; every entry would be counted "
                     "twice, list each root once"
                 )
-            if _inside(root, other) or _inside(other, root):
-                inner, outer = (root, other) if _inside(root, other) else (other, root)
+            if is_inside(root, other) or is_inside(other, root):
+                inner, outer = (root, other) if is_inside(root, other) else (other, root)
                 raise ConfigError(
                     f"{where}: key 'cache' root {inner!r} lies inside root {outer!r}; nested "
                     "roots count their entries twice, list only the outer one"
@@ -131,7 +128,7 @@ def check_output(config: Config, option: str, path: Path) -> Path:
             f"{option} {path}: inside .git; write reports in the working tree (e.g. eval-results/)"
         )
     for root in config.cache:
-        if _inside(rel, root):
+        if is_inside(rel, root):
             raise OutsideRepository(
                 f"{option} {path}: inside cache root {root!r}; an offline run must write no byte "
                 "into the committed cache, write the report elsewhere (e.g. eval-results/)"

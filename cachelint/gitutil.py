@@ -1,7 +1,7 @@
 """The one way cachelint talks to git: plain subprocesses, NUL-separated lists.
 
-GitPython is deliberately not used here: importing it costs 80-135 ms, more than the whole
-plumbing a pre-commit run needs on a small tree.
+GitPython is deliberately not used here: importing it costs more than the whole plumbing a
+pre-commit run needs on a small tree.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from cachelint.display import shell_command
 from cachelint.errors import CachelintError, GitError
 
 # Git must answer the same way for every user: no pager, no localized messages, no prompts, and
@@ -63,10 +64,9 @@ class GitProcess:
     """A git subprocess running in the background; `result()` waits and checks it.
 
     Input, output and errors go through unnamed temporary files, not pipes. Through a pipe,
-    every 32 KiB chunk of a 20 MB listing needs the GIL back in the waiting thread while the main
-    thread is busy, so git stalled on a full pipe and `check-attr` over 200,000 paths took three
-    times as long as on its own. With files, git runs at full speed and the thread waits in one
-    `waitpid`, which releases the GIL.
+    every 32 KiB chunk of a large listing needs the GIL back in the waiting thread while the main
+    thread is busy, so git stalls on a full pipe (benchmarks/README.md has the figures). With
+    files, git runs at full speed and the thread waits in one `waitpid`, which releases the GIL.
     """
 
     def __init__(self, cmd: list[str], *, cwd: Path, stdin: bytes | None) -> None:
@@ -124,7 +124,8 @@ def _temp_file(opened: list[IO[bytes]]) -> IO[bytes]:
 
 def describe_failure(cmd: Sequence[str], result: GitResult) -> str:
     stderr = result.err.decode("utf-8", "replace").strip().replace("\n", " | ")
-    return f"`{' '.join(cmd)}` failed with exit code {result.rc}: {stderr or '(no stderr)'}"
+    # Quoted, so the command shown can be pasted to reproduce the failure whatever a path holds.
+    return f"`{shell_command(*cmd)}` failed with exit code {result.rc}: {stderr or '(no stderr)'}"
 
 
 def split_z(out: bytes) -> list[str]:

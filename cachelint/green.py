@@ -30,6 +30,7 @@ from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import run_git, split_z
 from cachelint.hashing import Snapshot, snapshot
+from cachelint.paths import is_inside
 
 FORMAT = 1
 
@@ -37,10 +38,6 @@ FORMAT = 1
 def content_hash(data: bytes) -> str:
     """blake3 of the bytes with CRLF read as LF (see the module docstring for why)."""
     return blake3.blake3(data.replace(b"\r\n", b"\n")).hexdigest()
-
-
-def under(path: str, root: str) -> bool:
-    return path.startswith(root.rstrip("/") + "/")
 
 
 class Selector:
@@ -59,7 +56,7 @@ class Selector:
         return self._spec is not None and bool(self._spec.match_file(path))
 
     def dataset(self, path: str) -> bool:
-        return under(path, self.datasets)
+        return is_inside(path, self.datasets)
 
     def relevant(self, path: str) -> bool:
         return self.dataset(path) or self.watched(path)
@@ -105,7 +102,7 @@ def worktree_files(repo: Path) -> list[str]:
 
 
 def _hash_worktree(repo: Path, path: str) -> str | None:
-    # One lstat and plain os paths: a run hashes every dataset file, 20,000 of them in a big suite.
+    # One lstat and plain os paths: a run hashes every dataset file, and a big suite has many.
     full = os.path.join(repo, path)
     try:
         try:

@@ -1,8 +1,8 @@
 """Content snapshots of a cache tree (blake3), for the offline canary and `cachelint guard`.
 
 Compared by content, never by modification time: a tool that rewrites a file with the same bytes
-did not change it, and one that restores an old mtime still did. Small files are read whole (the
-open/read syscalls dominate; a thread pool over small files measured 5x slower here); large ones go
+did not change it, and one that restores an old mtime still did. Small files are read whole in one
+thread (the open/read syscalls dominate, and a thread pool only adds switching); large ones go
 through blake3's mmap path with its own threads.
 """
 

@@ -210,6 +210,7 @@ def _slow_path(repo: str, staged: list[str], *, run_check: bool, maybe_watch: bo
     """Something relevant is staged: now pay for the real loader, the check and the gate."""
     from pathlib import Path
 
+    from cachelint.display import sanitize
     from cachelint.errors import CachelintError, ExitCode
 
     try:
@@ -235,13 +236,14 @@ def _slow_path(repo: str, staged: list[str], *, run_check: bool, maybe_watch: bo
 
             watch_rc = watch_staged(load(Path(repo)), staged, out=sys.stdout)
     except CachelintError as exc:
-        print(f"cachelint: error: {exc}", file=sys.stderr)
+        print(f"cachelint: error: {sanitize(str(exc))}", file=sys.stderr)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:  # a bug in cachelint: one line, and the commit is blocked
         print(
-            f"cachelint: internal error: {type(exc).__name__}: {exc} (run `cachelint check` or "
+            f"cachelint: internal error: {type(exc).__name__}: {sanitize(str(exc))} (run "
+            "`cachelint check` or "
             "`cachelint watch --staged` with --verbose for a traceback, and report it)",
             file=sys.stderr,
         )

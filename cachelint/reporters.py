@@ -2,30 +2,25 @@
 
 Every reporter is a pure function of its arguments (no I/O, no clock, no environment), so the same
 check prints byte-identical output and the formats can be snapshot-tested. Paths come from the
-user's tree and may carry escape sequences or bidi controls; every format neutralises them so a
-crafted file name cannot rewrite the terminal or a CI log.
+user's tree and may carry escape sequences or bidi controls; every format passes them through
+`cachelint.display` so a crafted file name cannot rewrite the terminal or a CI log.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
-from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from cachelint import __version__
+from cachelint.display import json_dumps, sanitize
 from cachelint.findings import CheckSummary, Finding, Severity, sort_findings
-from cachelint.rules import Rule
+from cachelint.formats import FindingsFormat
 
-
-class Format(str, Enum):
-    TEXT = "text"
-    JSON = "json"
-    GITHUB = "github"
-    SARIF = "sarif"
+if TYPE_CHECKING:
+    from cachelint.rules import Rule
 
 
 JSON_FORMAT_VERSION = 1
@@ -35,42 +30,11 @@ SARIF_SCHEMA_URI = (
 )
 SARIF_SRCROOT = "SRCROOT"
 
-# C0 controls (includes TAB, LF, CR, ESC), DEL, C1 controls (U+0085 NEL and the 8-bit CSI U+009B
-# start escape sequences on some terminals), Unicode line/paragraph separators, and the bidi
-# embedding/override/isolate marks used for "Trojan Source" reordering, and lone surrogates:
-# gitutil.split_z decodes non-UTF-8 file names with surrogateescape, and printing those raises.
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if 0xDC80 <= code <= 0xDCFF:  # a surrogate-escaped byte: show the byte the name holds
-        code -= 0xDC00
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def sanitize(text: str) -> str:
-    """Make `text` safe for a terminal: each unsafe character becomes a visible escape (`\\x1b`)."""
-    return _UNSAFE.sub(_visible, text)
-
-
-# json.dumps escapes C0 controls itself; what it leaves raw with ensure_ascii=False is matched here.
-_JSON_UNSAFE = re.compile(
-    "[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
-
-
-def _json_escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
-
 
 def _json(document: Any) -> str:
     # DEL, C1 and bidi marks become JSON \u escapes, which decode to the exact same string: the
     # output stays readable UTF-8, consumers still get the true path, and a terminal is safe.
-    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False)
-    return _JSON_UNSAFE.sub(_json_escape, text) + "\n"
+    return json_dumps(document) + "\n"
 
 
 def _plural(count: int, word: str, plural: str = "") -> str:
@@ -103,7 +67,9 @@ def _notes(summary: CheckSummary) -> list[str]:
 # ---- text ---------------------------------------------------------------------------------------
 
 
-def _text_line(finding: Finding) -> str:
+def finding_line(finding: Finding) -> str:
+    """The one text form of a finding, `path[:line]: code: [warning: ]message`, shared by check,
+    watch, guard and run's canary so every command prints a finding the same way."""
     where = sanitize(finding.path)
     if finding.line is not None:
         where += f":{finding.line}"
@@ -111,9 +77,14 @@ def _text_line(finding: Finding) -> str:
     return f"{where}: {sanitize(finding.code)}: {kind}{sanitize(finding.message)}"
 
 
+def finding_lines(findings: list[Finding], *, prefix: str = "") -> list[str]:
+    """One safe line per finding, in the deterministic order every reporter uses."""
+    return [prefix + finding_line(f) for f in sort_findings(findings)]
+
+
 def render_text(findings: list[Finding], summary: CheckSummary) -> str:
     ordered = sort_findings(findings)
-    lines = [_text_line(f) for f in ordered]
+    lines = finding_lines(ordered)
     lines += _notes(summary)
     lines.append(summary_line(ordered, summary))
     return "\n".join(lines) + "\n"
@@ -230,7 +201,8 @@ def render_sarif(findings: list[Finding], summary: CheckSummary, rules: Sequence
                 "ruleId": f.code,
                 "ruleIndex": index[f.code],
                 "level": "warning" if f.severity is Severity.WARNING else "error",
-                "message": {"text": f.message},
+                # Shown as prose in code-scanning pages: escapes there, not reordering bidi marks.
+                "message": {"text": sanitize(f.message)},
                 "locations": [
                     {
                         "physicalLocation": {
@@ -274,15 +246,15 @@ def render_sarif(findings: list[Finding], summary: CheckSummary, rules: Sequence
 
 
 def render(
-    fmt: Format, findings: list[Finding], summary: CheckSummary, rules: Sequence[Rule]
+    fmt: FindingsFormat, findings: list[Finding], summary: CheckSummary, rules: Sequence[Rule]
 ) -> str:
     """Render `findings` in `fmt`; identical input gives byte-identical output."""
-    if fmt is Format.TEXT:
+    if fmt is FindingsFormat.TEXT:
         return render_text(findings, summary)
-    if fmt is Format.JSON:
+    if fmt is FindingsFormat.JSON:
         return render_json(findings, summary)
-    if fmt is Format.GITHUB:
+    if fmt is FindingsFormat.GITHUB:
         return render_github(findings, summary)
-    if fmt is Format.SARIF:
+    if fmt is FindingsFormat.SARIF:
         return render_sarif(findings, summary, rules)
-    raise ValueError(f"unknown format {fmt!r}")  # unreachable: Format is validated at the boundary
+    raise ValueError(f"unknown format {fmt!r}")  # unreachable: validated at the boundary

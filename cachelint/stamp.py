@@ -192,7 +192,7 @@ def pinned_at(repo: Path, files: Sequence[str], now: datetime) -> date:
     if not files:
         return today
     # GitPython, not the plumbing wrapper: `stamp` runs once after a re-record, never in a hook,
-    # so its import cost (80-135 ms) is irrelevant here, and history and dirtiness come back as
+    # so its import cost does not matter here, and history and dirtiness come back as
     # objects instead of text to parse.
     import git
 

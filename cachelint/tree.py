@@ -182,7 +182,3 @@ def utf16_len(text: str) -> int:
         return len(text)
     # surrogatepass: undecodable bytes from git arrive as lone surrogates (surrogateescape).
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root + "/")

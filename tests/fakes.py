@@ -7,7 +7,7 @@
         fake.requests[0].body             # the JSON the client sent
         fake.requests[0].header("authorization")
 
-The script format is documented in cachelint/runner/fake_provider.py.
+The script format is documented in cachelint/devtools/fake_script.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cachelint.runner.fake_provider import (
+from cachelint.devtools.fake_provider import (
     FakeServer,
     ReceivedRequest,
     load_script,

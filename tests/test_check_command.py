@@ -12,7 +12,7 @@ import pytest
 from cachelint.commands.check import check
 from cachelint.errors import CachelintError
 from tests.conftest import commit_all, run_cachelint
-from tests.test_rules import NOW, TREE_CODES, put
+from tests.helpers import NOW, TREE_CODES, put
 
 TREE = ",".join(TREE_CODES)
 

@@ -12,7 +12,7 @@ from cachelint.runner.assertions import AssertionResult
 from cachelint.runner.checks import has_deterministic, validate
 from cachelint.runner.evaluators import EvalContext, evaluate_all
 from cachelint.runner.output import Output, ToolCall
-from tests.test_evaluators import scenario_with
+from tests.helpers import scenario_with
 
 SCORE = Output('{"score": 0.93, "label": "ok", "flag": true, "items": [1, 2, 3]}')
 TEXT = Output("Refunds take five business days.")

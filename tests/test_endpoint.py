@@ -8,8 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,9 @@ import pytest
 from cachelint.runner.endpoint import sse_stream
 from tests.conftest import PROJECT
 from tests.fakes import fake_server
-from tests.test_run import DEAD, NOW, do_run, entry_files, network_blocked, result
+from tests.helpers import DEAD, do_run, entry_files, network_blocked, result
+from tests.helpers import RUN_NOW as NOW
+from tests.helpers import write_targets_repo as write_repo
 
 openai = pytest.importorskip("openai")
 
@@ -106,25 +106,6 @@ def agent_code(*, stream: bool, in_process: bool) -> str:
 
 ORDER = {"input": "Where is order A-1?", "assert": [{"type": "contains", "value": "shipped"}]}
 REFUND = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "30 days"}]}
-
-
-def write_repo(
-    repo: Path,
-    *,
-    targets: str,
-    scenarios: Mapping[str, Mapping[str, Any]],
-    files: Mapping[str, str] | None = None,
-) -> None:
-    (repo / "pyproject.toml").write_text(
-        '[tool.cachelint]\ncache = "eval-cache"\n' + textwrap.dedent(targets), encoding="utf-8"
-    )
-    for identity, data in scenarios.items():
-        path = repo / "eval-datasets" / f"{identity}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    for name, text in (files or {}).items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text, encoding="utf-8")
 
 
 def python_target(function: str, *, name: str = "") -> str:

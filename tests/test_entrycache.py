@@ -21,7 +21,7 @@ from cachelint.entrycache import CACHE_FILE
 from cachelint.store import UNREAD_REQUEST, Entry
 from cachelint.tree import TreeFacts
 from tests.conftest import commit_all, git, run_cachelint
-from tests.test_rules import NOW, put, write_meai
+from tests.helpers import NOW, put, write_meai
 
 # The fixture's MEAI entry has a full-length key and no stamp: those findings are not the point.
 TREE_ONLY = ("--select", "eval-cache-corrupt,eval-cache-empty,eval-cache-dirty")

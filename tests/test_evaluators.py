@@ -8,7 +8,7 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Any
@@ -16,29 +16,10 @@ from typing import Any
 import pytest
 
 import cachelint
-from cachelint.runner.dataset import Scenario
 from cachelint.runner.metrics import Metric, Rating, interpret, metric_from, parse_interpretations
 from tests.conftest import PROJECT, commit_all, run_cachelint
-from tests.test_run import DEAD, NOW, do_run, record, refund, result, write_repo
-
-
-def scenario_with(assertions: Sequence[Mapping[str, Any]]) -> Scenario:
-    return Scenario(
-        identity="a/t/s",
-        path="eval-datasets/a/t/s.json",
-        agent="a",
-        tenant="t",
-        name="s",
-        messages=({"role": "user", "content": "hi"},),
-        system_source=None,
-        options={},
-        tools=(),
-        assertions=tuple(assertions),
-        judges=(),
-        trials=1,
-        tags=(),
-        description=None,
-    )
+from tests.helpers import DEAD, do_run, record, refund, result, write_repo
+from tests.helpers import RUN_NOW as NOW
 
 
 @pytest.fixture(autouse=True)

@@ -17,14 +17,14 @@ import httpx
 import pytest
 
 from cachelint.cli import COMMANDS
-from cachelint.errors import CachelintError
-from cachelint.runner.fake_provider import (
+from cachelint.devtools.fake_provider import (
     FakeProvider,
     ScriptError,
     load_script,
     make_server,
     parse_script,
 )
+from cachelint.errors import CachelintError
 from tests.conftest import PROJECT
 from tests.fakes import fake_server
 
@@ -143,11 +143,8 @@ def test_delay_ms_adds_latency() -> None:
         started = time.perf_counter()
         assert content(chat(fake.url, user("slow"))) == "s"
         slow = time.perf_counter() - started
-        started = time.perf_counter()
         assert content(chat(fake.url, user("fast"))) == "f"
-        fast = time.perf_counter() - started
-    assert slow >= 0.3
-    assert fast < 0.3
+    assert slow >= 0.3  # a lower bound only: a loaded machine makes calls slower, never faster
 
 
 # ---- replies --------------------------------------------------------------------------------

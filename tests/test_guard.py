@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -114,22 +113,25 @@ def _start_guard(repo: Path, child: Path) -> subprocess.Popen[bytes]:
         [PY, "-c", script],
         cwd=repo,
         start_new_session=True,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(PROJECT)},
     )
 
 
-def _wait_for(path: Path) -> None:
-    deadline = time.monotonic() + 20
-    while not path.exists():
-        assert time.monotonic() < deadline, "child never started"
-        time.sleep(0.05)
+def _wait_until_ready(proc: subprocess.Popen[bytes]) -> None:
+    """Block on the child's readiness line: it comes only once guard ignores SIGINT and catches
+    SIGTERM, so no signal can arrive before guard is ready for it (EOF if the child died)."""
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line == b"ready\n", (line, proc.stderr.read() if proc.stderr else b"")
 
 
+# The child reports ready only when its parent (guard) has its handlers in place, read from the
+# kernel's view of the parent (/proc/PID/status SigIgn, SigCgt); it then waits at most 30 s.
 CHILD = """
 import os, signal, sys, time
 from pathlib import Path
-from typing import Any
 log = Path(sys.argv[0]).with_suffix(".log")
 def on_signal(signum, frame):
     with log.open("a") as fh:
@@ -137,34 +139,48 @@ def on_signal(signum, frame):
     os._exit(128 + signum)
 signal.signal(signal.SIGINT, on_signal)
 signal.signal(signal.SIGTERM, on_signal)
-Path(sys.argv[0]).with_suffix(".ready").write_text("")
+def parent_masks():
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{os.getppid()}/status").read_text().splitlines()
+    )
+    return int(fields["SigIgn"], 16), int(fields["SigCgt"], 16)
+for _ in range(3000):
+    ignored, caught = parent_masks()
+    if ignored >> (signal.SIGINT - 1) & 1 and caught >> (signal.SIGTERM - 1) & 1:
+        break
+    time.sleep(0.01)
+print("ready", flush=True)
 time.sleep(30)
 """
 
+NEEDS_PROC = pytest.mark.skipif(
+    not Path("/proc/self/status").exists(), reason="POSIX signals, and /proc to see guard ready"
+)
 
-@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+
+@NEEDS_PROC
 def test_ctrl_c_reaches_the_command_once_and_exits_130(git_repo: Path, tmp_path: Path) -> None:
     make_cache(git_repo)
     child = tmp_path / "child.py"
     child.write_text(CHILD)
     proc = _start_guard(git_repo, child)
-    _wait_for(child.with_suffix(".ready"))
+    _wait_until_ready(proc)
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=20)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err.decode()
     assert child.with_suffix(".log").read_text() == f"{int(signal.SIGINT)}\n"
     assert b"Traceback" not in err
 
 
-@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+@NEEDS_PROC
 def test_sigterm_to_guard_is_forwarded(git_repo: Path, tmp_path: Path) -> None:
     make_cache(git_repo)
     child = tmp_path / "child.py"
     child.write_text(CHILD)
     proc = _start_guard(git_repo, child)
-    _wait_for(child.with_suffix(".ready"))
+    _wait_until_ready(proc)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=20)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + int(signal.SIGTERM), err.decode()
     assert child.with_suffix(".log").read_text() == f"{int(signal.SIGTERM)}\n"
 

@@ -11,35 +11,16 @@ import pathspec
 import pytest
 
 from cachelint.hook import _Gate
-from tests.conftest import PROJECT, commit_all, git
-from tests.test_watch import make_gated_repo, record_green
-
-HOOKS = PROJECT / "hooks"
-VENV_BIN = Path(sys.executable).parent
-
-
-def hook_env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("CACHELINT_PYTHON", None)
-    env.update(extra)
-    return env
-
-
-def commit(
-    repo: Path, message: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """A real commit with the plain hook enabled the way a team would (core.hooksPath)."""
-    return subprocess.run(
-        ["git", "-c", f"core.hooksPath={HOOKS}", "commit", "-q", "--no-gpg-sign", "-m", message],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env=env or hook_env(),
-    )
-
-
-def head(repo: Path) -> str:
-    return git(repo, "rev-parse", "HEAD").strip()
+from tests.conftest import commit_all, git
+from tests.helpers import (
+    VENV_BIN,
+    head,
+    hook_env,
+    make_checked_repo,
+    make_gated_repo,
+    record_green,
+)
+from tests.helpers import hook_commit as commit
 
 
 def test_watch_gate_blocks_a_prompt_change_until_the_green_record_is_staged(
@@ -267,24 +248,6 @@ def test_a_broken_config_table_sends_the_hook_to_the_real_loader(git_repo: Path)
         text=True,
     )
     assert (direct.returncode, direct.stderr) == (2, line)
-
-
-def make_checked_repo(repo: Path, *, attributes: bool) -> Path:
-    """A valid recorded cache with a stamp and a pin, optionally missing `-text`."""
-    from cachelint.canonical import cache_key
-    from cachelint.store import Store
-
-    store = Store(repo / "eval-cache")
-    request: dict[str, list[str]] = {"messages": []}
-    store.put("agent/t/s1", cache_key(request), request, {"text": "hi"}, provider="p", model="m")
-    (repo / "requirements.txt").write_text("cachelint==0.1.0\n")
-    if attributes:
-        (repo / ".gitattributes").write_text("eval-cache/** -text\n")
-    subprocess.run(
-        [sys.executable, "-m", "cachelint", "stamp"], cwd=repo, check=True, capture_output=True
-    )
-    git(repo, "add", "-A")
-    return repo
 
 
 def test_check_blocks_a_cache_without_minus_text_then_lets_the_fix_through(git_repo: Path) -> None:

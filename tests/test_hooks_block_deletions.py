@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import commit_all, git
-from tests.test_hooks import commit as plain_commit
-from tests.test_hooks import head
-from tests.test_hooks_precommit_framework import commit as framework_commit
-from tests.test_hooks_precommit_framework import framework_env
+from tests.helpers import framework_commit, framework_env, head
+from tests.helpers import hook_commit as plain_commit
 from tests.trees import copy_bundled, entry_dirs
 
 

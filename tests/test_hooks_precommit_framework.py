@@ -5,40 +5,13 @@ them with `-k precommit`."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.conftest import commit_all, git
-from tests.test_hooks import make_checked_repo
-from tests.test_watch import record_green
+from tests.helpers import framework_commit as commit
+from tests.helpers import framework_env, make_checked_repo, pre_commit, record_green
 
 CONFIG = '[tool.cachelint]\nwatch = ["prompts/**"]\n'
-
-
-def framework_env(pre_commit_home: Path) -> dict[str, str]:
-    return {**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)}
-
-
-def pre_commit(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pre_commit", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-
-
-def commit(repo: Path, env: dict[str, str], message: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "commit", "-q", "--no-gpg-sign", "-m", message],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
 
 
 def test_hooks_precommit_install_blocks_then_lets_through(

@@ -11,8 +11,8 @@ from cachelint.config import load
 from cachelint.findings import Severity
 from cachelint.usage import write_usage
 from tests.conftest import commit_all, run_cachelint
-from tests.test_rules import assert_findings, assert_no_findings, put
-from tests.test_run import BASIC, DEAD, NOW, record, write_repo
+from tests.helpers import BASIC, DEAD, assert_findings, assert_no_findings, put, record, write_repo
+from tests.helpers import RUN_NOW as NOW
 
 PINS = "[project]\nname = 'x'\nversion = '0'\ndependencies = ['cachelint==0.1.0']\n"
 

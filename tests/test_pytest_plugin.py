@@ -13,7 +13,8 @@ import pytest
 from cachelint.pytest_plugin import scenario_identity
 from tests.conftest import PROJECT, commit_all, run_cachelint
 from tests.fakes import fake_server
-from tests.test_run import DEAD, NOW
+from tests.helpers import DEAD
+from tests.helpers import RUN_NOW as NOW
 
 pytest.importorskip("openai")
 

@@ -13,13 +13,10 @@ import jsonschema
 import pytest
 
 from cachelint import __version__
+from cachelint.display import sanitize
 from cachelint.findings import CheckSummary, Finding, Severity
-from cachelint.reporters import (
-    SARIF_SCHEMA_URI,
-    Format,
-    render,
-    sanitize,
-)
+from cachelint.formats import FindingsFormat as Format
+from cachelint.reporters import SARIF_SCHEMA_URI, render
 from cachelint.rules import Rule
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"

@@ -8,80 +8,23 @@ import json
 import os
 import subprocess
 import unicodedata
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from cachelint.canonical import cache_key
-from cachelint.collect import collect
-from cachelint.config import load
-from cachelint.findings import Finding
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.listing import parse_stage
-from cachelint.rules import Rule, all_rules
-from cachelint.store import Store
-from cachelint.tree import IndexEntry, TreeFacts
+from cachelint.rules import all_rules
+from cachelint.tree import IndexEntry
 from tests.conftest import commit_all, git
-from tests.meai_tree import stj_indented
-
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-TREE_CODES = [r.code for r in all_rules() if r.group == "tree"]
-MEAI_KEY = "0123456789ABCDEF" * 6  # 96 uppercase hex characters, like a SHA-384 key
-
-
-def rule(code: str) -> Rule:
-    return {r.code: r for r in all_rules()}[code]
-
-
-def facts_of(repo: Path) -> TreeFacts:
-    return collect(load(repo), now=NOW)
-
-
-def findings(repo: Path, code: str) -> list[Finding]:
-    """The rule's findings on the tree, which must be the same read from disk (`--no-cache`),
-    on the check that writes the entry cache, and on a warm check that reads it: every rule
-    test is also an equivalence test of the two read paths."""
-    check = rule(code).check
-    cold = list(check(collect(load(repo), now=NOW, entry_cache=False)))
-    first = list(check(collect(load(repo), now=NOW)))
-    warm = list(check(collect(load(repo), now=NOW)))
-    assert cold == first == warm, (cold, first, warm)
-    return warm
-
-
-def assert_findings(repo: Path, code: str) -> list[Finding]:
-    found = findings(repo, code)
-    assert found, f"expected {code} findings"
-    assert {f.code for f in found} == {code}
-    return found
-
-
-def assert_no_findings(repo: Path, code: str) -> None:
-    assert findings(repo, code) == []
-
-
-def put(repo: Path, scenario: str = "agent/tenant/hello", text: str = "hi") -> Path:
-    store = Store(repo / "eval-cache", clock=lambda: NOW)
-    request = {"messages": [{"role": "user", "content": text}]}
-    return store.put(
-        scenario, cache_key(request), request, {"text": text}, provider="openai", model="m"
-    )
-
-
-def write_meai(repo: Path, *, key: str = MEAI_KEY, scenario: str = "Scenario") -> Path:
-    directory = repo / "eval-cache" / "cache" / scenario / "1" / key
-    directory.mkdir(parents=True)
-    # As MEAI 10.9.0 writes it: no fraction on a whole second, indented, no final newline.
-    entry = {
-        "scenarioName": scenario,
-        "iterationName": "1",
-        "creation": "2026-01-01T00:00:00Z",
-        "expiration": "2027-01-01T00:00:00Z",
-    }
-    (directory / "entry.json").write_bytes(stj_indented(entry).encode())
-    (directory / "contents.data").write_text('{\n  "messages": []\n}')
-    return directory
+from tests.helpers import (
+    TREE_CODES,
+    assert_findings,
+    assert_no_findings,
+    facts_of,
+    put,
+    write_meai,
+)
 
 
 @pytest.fixture

@@ -2,175 +2,28 @@
 
 from __future__ import annotations
 
-import io
 import json
-import socket
-import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-from unittest import mock
 
 import pytest
 
-from cachelint.cli import main
-from cachelint.commands.run import run
 from tests.conftest import commit_all
-from tests.fakes import fake_server
-
-NOW = "2026-01-15T10:00:00Z"
-DEAD = "http://127.0.0.1:9/v1"  # port 9 (discard): nothing listens; swapped in while recording
-
-SCRIPT: dict[str, Any] = {
-    "rules": [
-        {
-            "match": {"any_contains": "Metric: relevance"},
-            "reply": {"json": {"score": 2, "reason": "partly on topic"}},
-        },
-        {
-            "match": {"contains": "refund", "system_contains": "Acme"},
-            "reply": {"content": "Acme refunds within 30 days."},
-        },
-        {
-            "match": {"contains": "refund", "system_contains": "Globex"},
-            "reply": {"content": "Globex refunds within 14 days."},
-        },
-        {
-            "match": {"has_tool_result": True},
-            "reply": {"content": "Order A-1 has shipped."},
-        },
-        {
-            "match": {"has_tools": True},
-            "reply": {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]},
-        },
-    ],
-    "default": {"content": "I don't know."},
-}
-
-ACME_PROMPT = "You are the Acme support agent.\nAnswer refund questions.\nBe brief.\n"
-GLOBEX_PROMPT = "You are the Globex support agent.\nAnswer refund questions.\nBe brief.\n"
-
-
-def refund(extra: Mapping[str, Any] | None = None, *, prompt: str) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "system-file": prompt,
-        "input": "How do refunds work?",
-        "assert": [{"type": "contains", "value": "refunds within"}],
-    }
-    data.update(extra or {})
-    return data
-
-
-def write_repo(
-    repo: Path,
-    url: str,
-    scenarios: Mapping[str, Mapping[str, Any]],
-    *,
-    target: str = "",
-    files: Mapping[str, str] | None = None,
-) -> None:
-    (repo / "pyproject.toml").write_text(
-        "[tool.cachelint]\n"
-        'cache = "eval-cache"\n'
-        "[tool.cachelint.target]\n"
-        f'url = "{url}"\n'
-        'provider = "cachelint-fake"\n'
-        'model = "scripted-v1"\n'
-        'api-key-env = "CACHELINT_TEST_KEY"\n'
-        'env-file = ".env.eval"\n' + target,
-        encoding="utf-8",
-    )
-    (repo / "prompts").mkdir(exist_ok=True)
-    (repo / "prompts/acme.md").write_text(ACME_PROMPT, encoding="utf-8")
-    (repo / "prompts/globex.md").write_text(GLOBEX_PROMPT, encoding="utf-8")
-    for identity, data in scenarios.items():
-        path = repo / "eval-datasets" / f"{identity}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    for name, text in (files or {}).items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text, encoding="utf-8")
-
-
-BASIC = {
-    "support/acme/refund": refund(prompt="prompts/acme.md"),
-    "support/globex/refund": refund(prompt="prompts/globex.md"),
-}
-
-
-class Outcome:
-    def __init__(self, rc: int, out: str, err: str) -> None:
-        self.rc, self.out, self.err = rc, out, err
-
-
-def do_run(repo: Path, **kw: Any) -> Outcome:
-    out, err = io.StringIO(), io.StringIO()
-    rc = run(repo, out=out, err=err, **{"execution": "test", **kw})
-    return Outcome(rc, out.getvalue(), err.getvalue())
-
-
-def cli(
-    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-) -> Outcome:
-    monkeypatch.chdir(repo)
-    capsys.readouterr()  # only what this command prints
-    rc = main(["run", *args])
-    captured = capsys.readouterr()
-    return Outcome(rc, captured.out, captured.err)
-
-
-@contextmanager
-def network_blocked() -> Iterator[list[Any]]:
-    """Refuse and count every outgoing connection attempt (an OS edge, so mock.patch is fine)."""
-    attempts: list[Any] = []
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        attempts.append(args)
-        raise OSError("network blocked by the test")
-
-    with (
-        mock.patch.object(socket.socket, "connect", refuse),
-        mock.patch.object(socket.socket, "connect_ex", refuse),
-        mock.patch.object(socket, "create_connection", refuse),
-    ):
-        yield attempts
-
-
-def record(repo: Path, script: Mapping[str, Any] = SCRIPT, **kw: Any) -> tuple[Outcome, int]:
-    pyproject = repo / "pyproject.toml"
-    text = pyproject.read_text(encoding="utf-8")
-    kw.setdefault("refresh", True)
-    with fake_server(script) as fake:
-        pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
-        try:
-            outcome = do_run(repo, **kw)
-        finally:
-            # Back to the dead URL: replay must not depend on a server, and messages stay stable.
-            pyproject.write_text(text, encoding="utf-8")
-        count = len(fake.requests)
-    return outcome, count
-
-
-def entry_files(repo: Path) -> list[str]:
-    base = repo / "eval-cache"
-    return sorted(p.relative_to(repo).as_posix() for p in base.rglob("*") if p.is_file())
-
-
-def latest(repo: Path, execution: str = "test") -> str:
-    """The directory the newest run named `execution` claimed (`NAME`, `NAME-2`, ...)."""
-    root = repo / "eval-results"
-    taken = [
-        n for n in range(1, 1000) if (root / (execution if n == 1 else f"{execution}-{n}")).is_dir()
-    ]
-    return execution if max(taken) == 1 else f"{execution}-{max(taken)}"
-
-
-def result(repo: Path, identity: str, execution: str = "test") -> dict[str, Any]:
-    path = repo / "eval-results" / latest(repo, execution) / f"{identity}.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+from tests.helpers import (
+    ACME_PROMPT,
+    BASIC,
+    DEAD,
+    cli,
+    do_run,
+    entry_files,
+    network_blocked,
+    record,
+    refund,
+    result,
+    write_repo,
+)
+from tests.helpers import RUN_NOW as NOW
 
 
 @pytest.fixture(autouse=True)
@@ -483,13 +336,10 @@ def test_output_is_in_dataset_order_under_jobs(git_repo: Path) -> None:
         for n in names
     }
     write_repo(git_repo, DEAD, scenarios)
-    started = time.perf_counter()
     outcome, requests = record(git_repo, {"rules": rules}, jobs=8, fmt="json")
-    took = time.perf_counter() - started
     assert outcome.rc == 0 and requests == 8
     order = [s["scenario"] for s in json.loads(outcome.out)["scenarios"]]
     assert order == [f"faq/acme/{n}" for n in names]
-    assert took < sum(100 * (8 - i) for i in range(8)) / 1000  # faster than one at a time
     replay = do_run(git_repo, jobs=8)
     lines = [line for line in replay.out.splitlines() if line.startswith("PASS")]
     assert lines == [f"PASS  faq/acme/{n}  [cache hit]" for n in names]

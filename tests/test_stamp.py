@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -13,8 +14,10 @@ from cachelint import stamp as stamp_mod
 from cachelint.canonical import cache_key
 from cachelint.collect import collect
 from cachelint.config import load
+from cachelint.errors import ConfigError
 from cachelint.findings import Finding, Severity
 from cachelint.rules import all_rules
+from cachelint.stamp import entry_count, facts_stamps, recorded
 from cachelint.store import Store, format_time
 from tests.conftest import commit_all, run_cachelint
 from tests.meai_tree import stj_indented, stj_time
@@ -428,3 +431,93 @@ def test_stamp_pinned_at_is_today_on_an_unborn_branch(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "requirements.txt").write_text("cachelint==0.1.0\n")
     assert stamp_mod.pinned_at(tmp_path, ["requirements.txt"], NOW) == NOW.date()
+
+
+# ---- the stamp's configuration: pins and the stamp's name ------------------------------------
+
+PINS_CASES = [
+    ('pins = ["nope.props"]\n', "key 'pins' names 'nope.props', which does not exist"),
+    ('pins = ["Gemfile.lock"]\n', "key 'pins' names 'Gemfile.lock', a format cachelint cannot"),
+]
+
+
+@pytest.mark.parametrize(("pins_line", "message"), PINS_CASES)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("check",),
+        ("check", "--select", "eval-cache-unpinned"),
+        # stale-pin used to swallow it and pass
+        ("check", "--select", "eval-cache-stale-pin"),
+        ("stamp", "--check"),
+        ("stamp",),
+    ],
+)
+def test_bad_pins_key_exits_2_with_one_line(
+    git_repo: Path, pins_line: str, message: str, command: tuple[str, ...]
+) -> None:
+    setup_repo(git_repo, config='packages = ["Microsoft.Extensions.AI.Evaluation"]\n' + pins_line)
+    (git_repo / "Gemfile.lock").write_text("GEM\n")
+    record(git_repo)
+    write_stamp(git_repo, good_stamp())
+    commit_all(git_repo)
+    result = cli(git_repo, *command)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1 and message in result.stderr
+    assert result.stderr.startswith("cachelint: error: cachelint.toml: ")
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_broken_pin_file_is_still_a_finding_not_a_config_error(git_repo: Path) -> None:
+    setup_repo(git_repo)
+    (git_repo / "Directory.Packages.props").write_text("<Project>")
+    record(git_repo)
+    write_stamp(git_repo, good_stamp())
+    commit_all(git_repo)
+    result = cli(git_repo, "stamp", "--check")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (finding, summary) = result.stdout.splitlines()
+    assert finding.startswith("Directory.Packages.props: eval-cache-unpinned: invalid XML")
+    assert summary.startswith("cachelint: 1 finding ")
+
+
+def test_a_configured_stamp_name_is_used_everywhere(git_repo: Path) -> None:
+    config = 'packages = ["Microsoft.Extensions.AI.Evaluation"]\nstamp = "STAMP.json"\n'
+    setup_repo(git_repo, config=config)
+    record(git_repo, n=1)
+    written = cli(git_repo, "stamp")
+    assert written.returncode == 0, written.stderr
+    assert written.stdout.startswith("wrote eval-cache/STAMP.json: 1 entry, pinnedAt ")
+    assert not (git_repo / "eval-cache" / ".eval-cache-stamp.json").exists()
+    commit_all(git_repo)
+    facts = collect(load(git_repo), now=NOW)
+    (state,) = facts_stamps(facts)
+    assert state.path == "eval-cache/STAMP.json" and state.stamp is not None
+    # a stamp without entries still marks the tree as recorded, under the configured name only
+    shutil.rmtree(git_repo / "eval-cache" / "cache")
+    assert recorded(collect(load(git_repo), now=NOW))
+    (git_repo / "eval-cache" / "STAMP.json").rename(git_repo / "eval-cache" / "other.json")
+    assert not recorded(collect(load(git_repo), now=NOW))
+
+
+def test_watch_globs_may_not_match_a_configured_stamp_name(git_repo: Path) -> None:
+    (git_repo / "cachelint.toml").write_text('stamp = "STAMP.json"\nwatch = ["**/STAMP.json"]\n')
+    with pytest.raises(ConfigError, match="key 'watch' matches 'eval-cache/STAMP.json'"):
+        load(git_repo)
+
+
+def test_entry_count() -> None:
+    assert [entry_count(n) for n in (0, 1, 2)] == ["0 entries", "1 entry", "2 entries"]
+
+
+def test_stamp_prints_a_cache_root_with_escape_sequences_visibly(git_repo: Path) -> None:
+    root = "cache\x1b[2J\u202e"
+    config = f'packages = ["Microsoft.Extensions.AI.Evaluation"]\ncache = {json.dumps(root)}\n'
+    setup_repo(git_repo, config=config)
+    record(git_repo, root=root)
+    commit_all(git_repo, "record")
+    result = cli(git_repo, "stamp")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("wrote cache\\x1b[2J\\u202e/.eval-cache-stamp.json: 2 entries")
+    assert "\x1b" not in result.stdout + result.stderr
+    assert "\u202e" not in result.stdout + result.stderr

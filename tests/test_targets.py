@@ -10,8 +10,9 @@ import pytest
 from cachelint.config import from_table
 from cachelint.errors import ConfigError
 from tests.fakes import fake_server
-from tests.test_endpoint import write_repo
-from tests.test_run import DEAD, NOW, do_run, network_blocked, result
+from tests.helpers import DEAD, do_run, network_blocked, result
+from tests.helpers import RUN_NOW as NOW
+from tests.helpers import write_targets_repo as write_repo
 
 SCRIPT = {
     "rules": [

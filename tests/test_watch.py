@@ -12,40 +12,12 @@ from pathlib import Path
 import pytest
 
 from cachelint.commands.watch import watch
-from cachelint.config import load
 from cachelint.errors import CachelintError
-from cachelint.green import content_hash, record_green_run
+from cachelint.green import content_hash
 from tests.conftest import commit_all, git
+from tests.helpers import make_gated_repo, record_green
 
 NOW = datetime(2026, 1, 31, 12, 0, tzinfo=timezone.utc)
-CONFIG = '[tool.cachelint]\nwatch = ["prompts/**", "models.json"]\n'
-
-
-def make_gated_repo(repo: Path, config: str = CONFIG) -> Path:
-    """A repository with watched prompts, a dataset, a cache entry and a committed green record."""
-    (repo / "pyproject.toml").write_text(config)
-    (repo / "prompts").mkdir()
-    (repo / "prompts" / "system.txt").write_text("You are terse.\n")
-    (repo / "models.json").write_text('{"model": "gpt-4o-mini"}\n')
-    (repo / "README.md").write_text("docs\n")
-    dataset = repo / "eval-datasets" / "agent" / "tenant"
-    dataset.mkdir(parents=True)
-    (dataset / "s1.json").write_text('{"input": "hi"}\n')
-    entry = repo / "eval-cache" / "cache" / "agent" / "tenant" / "s1" / "0123456789abcdef"
-    entry.mkdir(parents=True)
-    (entry / "entry.json").write_text("{}\n")
-    (entry / "contents.data").write_text('"hello"\n')
-    (repo / ".gitattributes").write_text("eval-cache/** -text\n")
-    commit_all(repo, "evals")
-    record_green(repo)
-    commit_all(repo, "green")
-    return repo
-
-
-def record_green(repo: Path) -> Path:
-    return record_green_run(
-        load(repo), execution="e1", mode="replay", scenarios=["agent/tenant/s1"], now=NOW
-    )
 
 
 def run_watch(repo: Path, *, staged: bool = False, base: str | None = None) -> tuple[int, str]:
@@ -107,7 +79,7 @@ def test_staged_prompt_change_without_green_run_fails_naming_the_path(git_repo: 
         "prompts/system.txt: eval-green-stale: watched file changed since the last green run" in out
     )
     assert "prompts/new.txt: eval-green-stale: watched file new since the last green run" in out
-    assert "`cachelint run`, then `git add .eval-green.json`" in out
+    assert "`cachelint run`, then `git add -- .eval-green.json`" in out
 
 
 def test_staged_compares_the_index_not_the_working_tree(git_repo: Path) -> None:
@@ -118,7 +90,7 @@ def test_staged_compares_the_index_not_the_working_tree(git_repo: Path) -> None:
     record_green(repo)
     rc, out = run_watch(repo, staged=True)
     assert rc == 1
-    assert "already matches: only `git add` it" in out
+    assert "already matches: only `git add -- .eval-green.json` is missing" in out
     git(repo, "add", ".eval-green.json")
     assert run_watch(repo, staged=True) == (0, "")
     # An unstaged edit after staging does not count: the commit holds the staged bytes.

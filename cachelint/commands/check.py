@@ -16,13 +16,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from cachelint.errors import CachelintError, ExitCode, parse_choice
+from cachelint.errors import CachelintError, ExitCode
+from cachelint.formats import FindingsFormat, choices, parse_findings_format
 
 if TYPE_CHECKING:
-    from cachelint.reporters import Format
     from cachelint.rules import Rule
-
-FORMATS = ("text", "json", "github", "sarif")
 
 
 def add_parser(
@@ -45,7 +43,7 @@ def add_parser(
         metavar="PATH",
         help="accepted for pre-commit and ignored: the whole tree is always checked",
     )
-    parser.add_argument("--format", dest="fmt", choices=FORMATS, default="text")
+    parser.add_argument("--format", dest="fmt", choices=choices(FindingsFormat), default="text")
     parser.add_argument(
         "--select",
         action="append",
@@ -123,12 +121,6 @@ def choose_rules(
     return [r for r in rules if r.code in wanted and (group_set is None or r.group in group_set)]
 
 
-def _format(fmt: Format | str) -> Format:
-    from cachelint.reporters import Format
-
-    return parse_choice(Format, fmt, option="--format", what="a findings format")
-
-
 @contextmanager
 def no_cyclic_gc() -> Iterator[None]:
     """A check builds objects per file of the tree, keeps them to the end, and none of them is in
@@ -151,7 +143,7 @@ def check(
     start: Path,
     *,
     config_path: Path | None,
-    fmt: Format | str,
+    fmt: FindingsFormat | str,
     select: Iterable[str] | None,
     ignore: Iterable[str],
     strict: bool,
@@ -173,7 +165,7 @@ def check(
     from cachelint.reporters import render
     from cachelint.rules import all_rules
 
-    chosen_format = _format(fmt)
+    chosen_format = parse_findings_format(fmt)
     repo = repo_root(start)
     config = load(repo, config_path)
     rules = choose_rules(all_rules(), select=select, ignore=ignore, groups=groups)

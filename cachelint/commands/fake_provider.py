@@ -1,7 +1,7 @@
 """`cachelint fake-provider`: serve a scripted OpenAI-compatible endpoint on 127.0.0.1.
 
 For recording demos and CI without a real model; the script format is documented in
-cachelint/runner/fake_provider.py.
+cachelint/devtools/fake_script.py.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
+
+from cachelint.display import sanitize
 
 
 class _Terminated(Exception):
@@ -24,13 +26,13 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def fake_provider(*, script: Path, port: int, out: TextIO) -> int:
     """Serve `script` until SIGTERM or Ctrl-C; print the URL first so callers can wait for it."""
-    from cachelint.runner.fake_provider import FakeProvider, load_script, make_server, server_url
+    from cachelint.devtools.fake_provider import FakeProvider, load_script, make_server, server_url
 
     lock = threading.Lock()
 
     def log(line: str) -> None:
         with lock:
-            print(line, file=out, flush=True)
+            print(sanitize(line), file=out, flush=True)
 
     provider = FakeProvider(load_script(script), log=log)
     server = make_server(provider, port=port)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from cachelint.config import load
+from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.gitutil import repo_root
 
@@ -77,11 +78,8 @@ def green(
     if summary.get("mutations"):
         problems.append("the cache tree was modified during the run")
     if problems:
-        err.write(
-            f"cachelint: green record not updated: execution {execution}: "
-            + "; ".join(problems)
-            + "\n"
-        )
+        line = f"cachelint: green record not updated: execution {execution}: " + "; ".join(problems)
+        err.write(sanitize(line) + "\n")
         return int(ExitCode.FINDINGS)
     path = record_green_run(
         config,
@@ -90,7 +88,6 @@ def green(
         scenarios=every,
         now=clock.now(),
     )
-    out.write(
-        f"green record: {path.relative_to(config.repo).as_posix()} ({len(every)} scenarios)\n"
-    )
+    rel = path.relative_to(config.repo).as_posix()
+    out.write(sanitize(f"green record: {rel} ({len(every)} scenarios)") + "\n")
     return int(ExitCode.OK)

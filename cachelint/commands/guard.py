@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cachelint.config import load
+from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
-from cachelint.findings import Finding, sort_findings
+from cachelint.findings import Finding
 from cachelint.gitutil import repo_root
 
 
@@ -68,8 +69,9 @@ def guard(start: Path, *, config_path: Path | None, command: Sequence[str], out:
     config = load(repo, config_path)
     roots = [c for c in config.cache if (repo / c).is_dir()]
     if not roots:
+        roots_named = sanitize(", ".join(config.cache))
         out.write(
-            f"cachelint guard: no cache root exists ({', '.join(config.cache)}); "
+            f"cachelint guard: no cache root exists ({roots_named}); "
             "nothing to guard, running the command anyway\n"
         )
     from cachelint.meai import skip_matcher
@@ -95,12 +97,12 @@ def describe(command: Sequence[str], limit: int = 80) -> str:
 
 
 def render(findings: list[Finding]) -> str:
-    """Pure text reporter: one `path: code: message` line per finding and a count."""
-    from cachelint.reporters import sanitize  # paths are the user's: no escape reaches a terminal
+    """Pure text reporter: one line per finding (as check prints it) and a count."""
+    from cachelint.reporters import finding_lines
 
-    lines = [f"{f.path}: {f.code}: {f.message}" for f in sort_findings(findings)]
+    lines = finding_lines(findings)
     lines.append(f"cachelint guard: {len(findings)} file(s) under the cache roots changed")
-    return "".join(sanitize(line) + "\n" for line in lines)
+    return "".join(line + "\n" for line in lines)
 
 
 def _run(command: Sequence[str], *, cwd: Path) -> int:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from cachelint.display import sanitize, shell_command
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.fsutil import TEMP_PREFIX
 
@@ -101,7 +102,10 @@ def prune(start: Path, *, config_path: Path | None, yes: bool, out: TextIO) -> i
     unused = unused_entries(facts.entries, usage)
     run = f"execution {usage.execution}"
     if not unused:
-        out.write(f"cachelint prune: every entry was reached by the last full run ({run})\n")
+        out.write(
+            sanitize(f"cachelint prune: every entry was reached by the last full run ({run})")
+            + "\n"
+        )
         return int(ExitCode.OK)
     verb = "deleted" if yes else "would delete"
     for entry in unused:
@@ -113,16 +117,23 @@ def prune(start: Path, *, config_path: Path | None, yes: bool, out: TextIO) -> i
                     f"{entry.directory}: cannot delete ({exc.strerror or exc}); nothing after it "
                     "was deleted, fix the permissions and run `cachelint prune --yes` again"
                 ) from None
-        out.write(f"{verb} {entry.directory}\n")
+        out.write(sanitize(f"{verb} {entry.directory}") + "\n")
     count = f"{len(unused)} unused entr{'y' if len(unused) == 1 else 'ies'}"
     if not yes:
         out.write(
-            f"cachelint prune: {count} not reached by the last full run ({run}); "
-            "run `cachelint prune --yes` to delete them\n"
+            sanitize(
+                f"cachelint prune: {count} not reached by the last full run ({run}); "
+                "run `cachelint prune --yes` to delete them"
+            )
+            + "\n"
         )
         return int(ExitCode.OK)
+    add = shell_command("git", "add", "-A", "--", usage.root, config.green_record)
     out.write(
-        f"cachelint prune: {verb} {count}; now re-stamp and commit: `cachelint stamp && "
-        f"cachelint run && git add -A {usage.root} {config.green_record}` then `git commit`\n"
+        sanitize(
+            f"cachelint prune: {verb} {count}; now re-stamp and commit: `cachelint stamp && "
+            f"cachelint run && {add}` then `git commit`"
+        )
+        + "\n"
     )
     return int(ExitCode.OK)

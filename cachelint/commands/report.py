@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from cachelint.config import Config, load
+from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.gitutil import repo_root
 from cachelint.runner.publishing import Extras
@@ -140,7 +141,9 @@ def report(
     model, prices = config.target.model, config.prices
     if merge:
         execution = _merge(config, merge, execution)
-        out.write(f"merged {len(merge)} directories into {config.results}/{execution}/\n")
+        out.write(
+            sanitize(f"merged {len(merge)} directories into {config.results}/{execution}/") + "\n"
+        )
     name = compare[1] if compare else execution or _latest(config)
     view = load_execution(root / name, model, prices)
     other = load_execution(root / compare[0], model, prices) if compare else None
@@ -149,7 +152,7 @@ def report(
     if extras.save_baseline is not None:
         baselines.save(config.repo, extras.save_baseline, view)
         notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
-    out.writelines(f"{n}\n" for n in notes)
+    out.writelines(f"{sanitize(n)}\n" for n in notes)
     page = html_page(view, config, summary, compare=other, notes=notes)
     default = root / name / (f"compare-{compare[0]}.html" if compare else "report.html")
     target = output or default
@@ -157,5 +160,5 @@ def report(
         atomic_write(target, page.encode("utf-8"))
     except OSError as exc:
         raise CachelintError(f"{target}: cannot write report: {exc.strerror}") from None
-    out.write(f"{target}\n")
+    out.write(f"{sanitize(str(target))}\n")
     return int(ExitCode.OK if view.passed and not failed else ExitCode.FINDINGS)

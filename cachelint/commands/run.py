@@ -26,6 +26,7 @@ from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
+from cachelint.paths import is_inside
 from cachelint.runner.publishing import Extras, add_report_options, check_extras
 from cachelint.runner.results import claim_execution, release_execution
 
@@ -187,7 +188,7 @@ def _refuse_inside_cache(option: str, path: Path, repo: Path, roots: Sequence[st
     """A report written into a cache root would be the very write the offline canary forbids."""
     target = (Path.cwd() / path).resolve()
     for root in roots:
-        if target.is_relative_to((repo / root).resolve()):
+        if is_inside(target, (repo / root).resolve()):
             raise CachelintError(
                 f"{option} {path}: inside cache root {root!r}; an offline run must write no byte "
                 "into the committed cache, write the report elsewhere (e.g. eval-results/)"
@@ -295,13 +296,13 @@ def plan_run(
     """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
     from cachelint.confine import run_outputs as confine_run_outputs
+    from cachelint.formats import parse_report_format
     from cachelint.runner.dataset import load_scenarios
     from cachelint.runner.judges import METRICS
-    from cachelint.runner.report import parse_format
     from cachelint.runner.shards import in_shard, parse_shard
 
     chosen_mode = _resolve_mode(mode, refresh)
-    report_format = parse_format(fmt)
+    report_format = parse_report_format(fmt)
     if jobs < 1:
         raise CachelintError(f"--jobs {jobs}: expected 1 or more")
     if trials is not None and trials < 1:
@@ -371,12 +372,13 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
 def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
     from cachelint import meai
+    from cachelint.formats import ReportFormat
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.netguard import armed
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
     from cachelint.runner.evaluators import eval_context
     from cachelint.runner.progress import live_progress
-    from cachelint.runner.report import Format, text_head
+    from cachelint.runner.report import text_head
 
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution
@@ -391,7 +393,7 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     lines, streamed = live_progress(
         out=out,
         err=err,
-        text_format=plan.report_format is Format.TEXT,
+        text_format=plan.report_format is ReportFormat.TEXT,
         head=text_head(plan.execution, plan.mode.value, len(selected)),
         selected=selected,
     )

@@ -15,6 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
+from cachelint.display import sanitize
+from cachelint.formats import FindingsFormat, choices
+
 STAMP_GROUP = frozenset({"stamp"})
 
 
@@ -37,7 +40,11 @@ def add_parser(
         "--check", action="store_true", help="check the stamps and TTLs instead of writing"
     )
     parser.add_argument(
-        "--format", dest="fmt", default="text", help="with --check: the report format, as check"
+        "--format",
+        dest="fmt",
+        choices=choices(FindingsFormat),
+        default="text",
+        help="with --check: the findings format, as check",
     )
     parser.add_argument(
         "--strict", action="store_true", help="with --check: warnings fail too (exit 1)"
@@ -135,10 +142,11 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
         )
         changed = write_stamp(repo / rel, new)
         verb = "wrote" if changed else "unchanged"
-        out.write(
+        line = (
             f"{verb} {rel}: {entry_count(len(found))}, pinnedAt "
-            f"{new.pinned_at.isoformat()}, ttlDays {new.ttl_days}, {versions}\n"
+            f"{new.pinned_at.isoformat()}, ttlDays {new.ttl_days}, {versions}"
         )
+        out.write(sanitize(line) + "\n")
     for root in facts.missing_roots + tuple(r for r in by_root if r not in filled):
-        out.write(f"skipped {root}: no entries\n")
+        out.write(sanitize(f"skipped {root}: no entries") + "\n")
     return 0

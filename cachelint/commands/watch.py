@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from cachelint.config import Config, load
+from cachelint.display import sanitize, shell_command
 from cachelint.errors import CachelintError, ExitCode
-from cachelint.findings import Finding, sort_findings
+from cachelint.findings import Finding
 from cachelint.gitutil import describe_failure, repo_root, run_git, split_z, stage_record
+from cachelint.paths import is_inside
 
 if TYPE_CHECKING:  # green imports blake3 and the canonical JSON stack: load it only when gating
     from cachelint import green
@@ -78,9 +80,9 @@ def watch(
     # that never recorded one has not opted into the gate.
     if not config.watch and not (repo / config.green_record).exists():
         out.write(
-            f"cachelint watch: no `watch` globs configured and no {config.green_record}, nothing "
-            'to gate; name the prompt and model files in [tool.cachelint] watch = ["prompts/**"] '
-            "and commit the record a green `cachelint run` writes\n"
+            f"cachelint watch: no `watch` globs configured and no {sanitize(config.green_record)}, "
+            "nothing to gate; name the prompt and model files in [tool.cachelint] "
+            'watch = ["prompts/**"] and commit the record a green `cachelint run` writes\n'
         )
         return int(ExitCode.OK)
     if base is not None:
@@ -102,6 +104,7 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
         return int(ExitCode.OK)
     staged = _staged_blobs(config, with_cache=bool(cache_staged))
     record_name = config.green_record
+    add_record = shell_command("git", "add", "--", record_name)
     record_blob = staged.record
     if record_blob is None and not config.watch:
         return int(ExitCode.OK)  # no record opted into the gate and no globs ask for one
@@ -120,7 +123,7 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
             record_name,
             _CODE_MISSING,
             "no green record is staged, but watched files are; run the evals until they pass "
-            f"(`cachelint run`), then `git add {record_name}`" + worktree_hint,
+            f"(`cachelint run`), then `{add_record}`" + worktree_hint,
         )
         out.write(render([finding], None))
         return int(ExitCode.FINDINGS)
@@ -130,7 +133,7 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
         finding = Finding(
             record_name,
             _CODE_INVALID,
-            f"{exc}; rerun `cachelint run` to rewrite it, then `git add {record_name}`",
+            f"{exc}; rerun `cachelint run` to rewrite it, then `{add_record}`",
         )
         out.write(render([finding], None))
         return int(ExitCode.FINDINGS)
@@ -140,7 +143,7 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
     if not mismatches:
         return int(ExitCode.OK)
     findings = _stale_findings(config, mismatches, record.recorded)
-    fix = f"`cachelint run`, then `git add {record_name}`" + worktree_hint
+    fix = f"`cachelint run`, then `{add_record}`" + worktree_hint
     out.write(render(findings, fix))
     return int(ExitCode.FINDINGS)
 
@@ -155,7 +158,7 @@ class _Staged:
 
 
 def _cache_root(config: Config, path: str) -> str | None:
-    return next((r for r in config.cache if path.startswith(r.rstrip("/") + "/")), None)
+    return next((r for r in config.cache if is_inside(path, r)), None)
 
 
 def _staged_blobs(config: Config, *, with_cache: bool) -> _Staged:
@@ -217,7 +220,8 @@ def _worktree_hint(config: Config, state: green.GreenState, *, with_cache: bool 
         return ""
     if green.compare_state(record, state, with_cache=with_cache):
         return ""
-    return f" (the working-tree {config.green_record} already matches: only `git add` it)"
+    add = shell_command("git", "add", "--", config.green_record)
+    return f" (the working-tree {config.green_record} already matches: only `{add}` is missing)"
 
 
 def _cat_blobs(repo: Path, blobs: Sequence[str]) -> dict[str, bytes]:
@@ -254,7 +258,8 @@ def _watch_base(config: Config, ref: str, *, out: TextIO) -> int:
         reason = describe_failure(["git", "merge-base", ref, "HEAD"], merge)
         raise CachelintError(
             f"watch --base {ref}: no merge base with HEAD ({reason}); fetch the base branch "
-            f"(e.g. `git fetch origin {ref}`, or use fetch-depth: 0 in CI) or check the name"
+            f"(e.g. `{shell_command('git', 'fetch', 'origin', ref)}`, or use fetch-depth: 0 in CI) "
+            "or check the name"
         )
     base = merge.out.decode().strip()
     changed = split_z(run_git(["diff", "--name-only", "-z", base, "--"], cwd=config.repo).out)
@@ -262,7 +267,9 @@ def _watch_base(config: Config, ref: str, *, out: TextIO) -> int:
         run_git(["ls-files", "-z", "--others", "--exclude-standard"], cwd=config.repo).out
     )
     if not green.relevant(config, [*changed, *untracked]):
-        out.write(f"cachelint watch: nothing watched changed since {ref} ({base[:12]})\n")
+        out.write(
+            sanitize(f"cachelint watch: nothing watched changed since {ref} ({base[:12]})") + "\n"
+        )
         return int(ExitCode.OK)
     return _watch_worktree(config, out=out, why=f"changes since {ref}")
 
@@ -272,7 +279,7 @@ def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
 
     name = config.green_record
     path = config.repo / name
-    fix = f"`cachelint run`, then commit {name}"
+    fix = f"`cachelint run`, then commit {shell_command(name)}"
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -294,7 +301,10 @@ def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
     state = green.worktree_state(config)
     mismatches = green.compare_state(record, state, with_cache=True)
     if not mismatches:
-        out.write(f"cachelint watch: {name} matches the watched files, datasets and cache\n")
+        out.write(
+            sanitize(f"cachelint watch: {name} matches the watched files, datasets and cache")
+            + "\n"
+        )
         return int(ExitCode.OK)
     out.write(render(_stale_findings(config, mismatches, record.recorded), fix))
     return int(ExitCode.FINDINGS)
@@ -329,15 +339,17 @@ def _stale_findings(
 
 
 def render(findings: list[Finding], fix: str | None) -> str:
-    """Pure text reporter: one `path: code: message` line per finding, then the fix."""
-    from cachelint.reporters import sanitize  # paths are the user's: no escape reaches a terminal
+    """Pure text reporter: one line per finding (as check prints it), then the fix."""
+    from cachelint.reporters import finding_lines
 
-    lines = [f"{f.path}: {f.code}: {f.message}" for f in sort_findings(findings)]
+    lines = finding_lines(findings)
     if fix is not None:
         count = len(findings)
         noun = "path differs" if count == 1 else "paths differ"
         lines.append(
-            f"cachelint watch: {count} {noun} from the green record; run the evals until they "
-            f"pass: {fix}"
+            sanitize(
+                f"cachelint watch: {count} {noun} from the green record; run the evals until "
+                f"they pass: {fix}"
+            )
         )
-    return "".join(sanitize(line) + "\n" for line in lines)
+    return "".join(line + "\n" for line in lines)

@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from cachelint.paths import is_inside
 from cachelint.pins import Pin
 from cachelint.pins._msbuild import load, local, nuget_pin, value
 from cachelint.pins.nuget_lock import parse as parse_lock
@@ -61,18 +62,10 @@ def _rel(repo: Path, path: Path) -> str:
     return path.relative_to(repo).as_posix()
 
 
-def _inside(repo: Path, path: Path) -> bool:
-    try:
-        path.relative_to(repo)
-    except ValueError:
-        return False
-    return True
-
-
 def _above(repo: Path, start: Path, name: str) -> Path | None:
     """The nearest `name` in `start` or a directory above it, inside the repository."""
     directory = start
-    while _inside(repo, directory):
+    while is_inside(directory, repo):
         candidate = directory / name
         if candidate.is_file():
             return candidate
@@ -144,7 +137,7 @@ def _condition_holds(
 def _read(path: Path, ev: _Evaluation, stack: tuple[Path, ...]) -> None:
     """Evaluate one file in document order: properties as they come, imports where they stand,
     items kept for the second pass."""
-    if path in stack or not _inside(ev.repo, path):
+    if path in stack or not is_inside(path, ev.repo):
         return
     relative = _rel(ev.repo, path)
     root = load(path, relative)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.display import shell_command
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.tree import TreeFacts
@@ -22,7 +23,8 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             path,
             CODE,
             f"changed in the working tree since it was staged; commit the re-record with "
-            f"`git add -- {path}`, or undo the write with `git checkout -- {path}` and find "
+            f"`{shell_command('git', 'add', '--', path)}`, or undo the write with "
+            f"`{shell_command('git', 'checkout', '--', path)}` and find "
             "what wrote into the cache",
         )
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.findings import Finding
+from cachelint.paths import is_inside
 from cachelint.rules import Rule
 from cachelint.store import CACHE_DIR
-from cachelint.tree import TreeFacts, under
+from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-empty"
 
@@ -25,7 +26,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 f"configured cache root does not exist (config: {facts.config.source}); record "
                 "entries into it and commit them, or fix `cache` in the config",
             )
-        elif not any(under(d, root) for d in facts.entry_dirs):
+        elif not any(is_inside(d, root) for d in facts.entry_dirs):
             yield Finding(
                 root,
                 CODE,

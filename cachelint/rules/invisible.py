@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.display import shell_command
 from cachelint.findings import Finding
+from cachelint.paths import is_inside
 from cachelint.rules import Rule
-from cachelint.tree import TreeFacts, under
+from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-invisible"
 
@@ -50,7 +52,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             "never committed; check `git status --ignored` and move the file into the tree",
         )
     for repo in sorted(nested):
-        if not any(under(repo, r) for r in facts.config.cache):
+        if not any(is_inside(repo, r) for r in facts.config.cache):
             continue
         count = grouped.pop(repo, 0)
         gitlink = facts.index.get(repo)
@@ -59,7 +61,8 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             repo,
             CODE,
             f"{kind}: git records only a commit id for it, never its {count} file(s); remove its "
-            f"`.git` (and `git rm --cached {repo}` if it is a gitlink), then `git add {repo}`",
+            f"`.git` (and `{shell_command('git', 'rm', '--cached', '--', repo)}` if it is a "
+            f"gitlink), then `{shell_command('git', 'add', '--', repo)}`",
         )
     for owner, count in sorted(grouped.items()):
         yield Finding(

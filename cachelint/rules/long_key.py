@@ -29,7 +29,7 @@ def _longest_name(directories: Iterable[str]) -> int:
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
     prefix = facts.config.key_prefix
-    if _longest_name(facts.entry_dirs) <= prefix:  # the usual tree: 100,000 short names
+    if _longest_name(facts.entry_dirs) <= prefix:  # the usual tree: every name is short
         return
     meai = {e.directory for e in facts.entries if e.layout is Layout.MEAI}
     worst, budget = facts.worst_path[1], facts.config.max_path

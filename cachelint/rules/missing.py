@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.display import shell_command
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.tree import GITLINK, TreeFacts
@@ -26,15 +27,17 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 CODE,
                 "in the index but not checked out: marked skip-worktree, as a sparse checkout "
                 "marks what it leaves out, so its bytes cannot be checked here; check the whole "
-                "cache out (`git sparse-checkout disable`, or `git update-index "
-                f"--no-skip-worktree -- {path}` then `git checkout -- {path}`)",
+                "cache out (`git sparse-checkout disable`, or "
+                f"`{shell_command('git', 'update-index', '--no-skip-worktree', '--', path)}` "
+                f"then `{shell_command('git', 'checkout', '--', path)}`)",
             )
             continue
         yield Finding(
             path,
             CODE,
             f"in the index but deleted from the working tree (an expiring provider deletes "
-            f"entries on read); restore it with `git checkout -- {path}` or re-record and commit "
+            f"entries on read); restore it with `{shell_command('git', 'checkout', '--', path)}` "
+            "or re-record and commit "
             "the deletion",
         )
 

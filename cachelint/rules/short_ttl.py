@@ -34,7 +34,7 @@ def days(ttl: timedelta) -> str:
 
 def _all_long(entries: list[Entry], floor: timedelta) -> bool:
     """Whether every entry has both times and a TTL of at least `floor`: the usual tree, cleared
-    at C speed (the loop over 100,000 entries took 0.05 s)."""
+    at C speed (map and attrgetter) instead of a Python loop per entry."""
     created = list(map(attrgetter("created"), entries))
     expires = list(map(attrgetter("expires"), entries))
     if None in created or None in expires:

@@ -19,8 +19,9 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from cachelint.findings import Finding
+from cachelint.paths import is_inside
 from cachelint.rules import Rule
-from cachelint.tree import ATTRIBUTES, INFO_ATTRIBUTES, TreeFacts, under
+from cachelint.tree import ATTRIBUTES, INFO_ATTRIBUTES, TreeFacts
 
 if TYPE_CHECKING:
     import pathspec
@@ -45,7 +46,7 @@ def _sets_text(attrs: list[str]) -> bool:
 
 @cache
 def _matcher(pattern: str) -> pathspec.GitIgnoreSpec:
-    # Imported here: only a finding needs it, and importing pathspec costs ~30 ms on every check.
+    # Imported here: only a finding needs it, and importing pathspec would slow every check.
     import pathspec
 
     return pathspec.GitIgnoreSpec.from_lines([pattern])
@@ -88,7 +89,7 @@ def find_cause(path: str, attributes: dict[str, list[str]]) -> Cause | None:
 
 
 def _root_of(path: str, roots: tuple[str, ...]) -> str:
-    return next((r for r in roots if under(path, r)), path.partition("/")[0])
+    return next((r for r in roots if is_inside(path, r)), path.partition("/")[0])
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.display import shell_command
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.tree import TreeFacts
@@ -16,9 +17,8 @@ CODE = "eval-cache-untracked"
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
     for path in sorted(facts.untracked):
-        yield Finding(
-            path, CODE, f"on disk but not committed; run `git add -- {path}` (or delete it)"
-        )
+        add = shell_command("git", "add", "--", path)
+        yield Finding(path, CODE, f"on disk but not committed; run `{add}` (or delete it)")
 
 
 RULE = Rule(CODE, "a cache file on disk that is not in the index (not ignored either)", check)

@@ -29,8 +29,8 @@ def _suspect(text: str) -> bool:
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
-    # Names repeat across the tree, so each distinct one is judged once; one scan of them all
-    # joined by "/" clears a clean tree of 200,000 files in a few milliseconds.
+    # Names repeat across the tree, so each distinct one is judged once; one regex scan of them
+    # all joined by "/" clears a clean tree without a Python loop per name.
     names = facts.names
     if not _suspect("/".join(["", *names, ""])):
         return

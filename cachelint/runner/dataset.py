@@ -277,7 +277,7 @@ def parse_scenario(
     """Validate one parsed dataset file (`path` is repo-relative, used in messages).
 
     `prompts` caches system files by repo-relative path across the scenarios of one load: a suite
-    of 20,000 scenarios usually shares a handful of prompt files."""
+    of thousands of scenarios usually shares a handful of prompt files."""
     f = _Fields(path)
     if not isinstance(data, dict):
         raise CachelintError(
@@ -287,29 +287,7 @@ def parse_scenario(
         hint = difflib.get_close_matches(key, sorted(FIELDS), n=1)
         did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
         raise f.error(key, f"unknown field{did_you_mean}; allowed: {', '.join(sorted(FIELDS))}")
-    if ("messages" in data) == ("input" in data):
-        raise f.error(
-            "messages",
-            "give exactly one of 'messages' (a list of {role, content}) or 'input' (a string)",
-        )
-    if "input" in data:
-        messages = [{"role": "user", "content": normalise_text(f.string(data["input"], "input"))}]
-    else:
-        messages = _messages(data["messages"], f)
-    if "system" in data and "system-file" in data:
-        raise f.error("system-file", "give either 'system' or 'system-file', not both")
-    system_source: str | None = None
-    system: str | None = None
-    if "system" in data:
-        system = normalise_text(f.string(data["system"], "system"))
-    elif "system-file" in data:
-        system_source, system = _read_system_file(repo, data["system-file"], f, prompts)
-    if system is not None:
-        if messages[0].get("role") == "system":
-            field = "system" if system_source is None else "system-file"
-            raise f.error(field, "messages[0] is already a system message; keep one of the two")
-        messages.insert(0, {"role": "system", "content": system})
-
+    messages, system_source = _conversation(repo, data, f, prompts)
     options = f.obj(data.get("options", {}), "options")
     for key in sorted(set(options) & set(_RESERVED_OPTIONS)):
         raise f.error(f"options.{key}", f"not allowed here: {_RESERVED_OPTIONS[key]}")
@@ -355,6 +333,36 @@ def parse_scenario(
         description=description,
         target=target,
     )
+
+
+def _conversation(
+    repo: Path, data: dict[str, Any], f: _Fields, prompts: dict[str, str] | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The scenario's messages (from `messages` or `input`) with its system prompt first (from
+    `system` or `system-file`), and the system file's path if it came from one."""
+    if ("messages" in data) == ("input" in data):
+        raise f.error(
+            "messages",
+            "give exactly one of 'messages' (a list of {role, content}) or 'input' (a string)",
+        )
+    if "input" in data:
+        messages = [{"role": "user", "content": normalise_text(f.string(data["input"], "input"))}]
+    else:
+        messages = _messages(data["messages"], f)
+    if "system" in data and "system-file" in data:
+        raise f.error("system-file", "give either 'system' or 'system-file', not both")
+    system_source: str | None = None
+    system: str | None = None
+    if "system" in data:
+        system = normalise_text(f.string(data["system"], "system"))
+    elif "system-file" in data:
+        system_source, system = _read_system_file(repo, data["system-file"], f, prompts)
+    if system is not None:
+        if messages[0].get("role") == "system":
+            field = "system" if system_source is None else "system-file"
+            raise f.error(field, "messages[0] is already a system message; keep one of the two")
+        messages.insert(0, {"role": "system", "content": system})
+    return messages, system_source
 
 
 # ---- loading ------------------------------------------------------------------------------------

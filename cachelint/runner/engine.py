@@ -342,17 +342,17 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
 
 
 class ResultWriter:
-    """Writes one results file per scenario, cheaply enough for 20,000 scenarios.
+    """Writes one results file per scenario, cheaply enough for a suite of many thousands.
 
-    Results are not committed data, so they skip what the cache needs: no fsync (measured 3.5 ms
-    per file here, ten times the whole replay of a case) and compact JSON (the indenting encoder
-    is pure Python; the compact one runs in C). A temp name plus `os.replace` still means a reader
-    never sees half a file.
+    Results are not committed data, so they skip what the cache needs: no fsync (it costs more
+    than the whole replay of a case) and compact JSON (the indenting encoder is pure Python; the
+    compact one runs in C). A temp name plus `os.replace` still means a reader never sees half a
+    file. (Figures: benchmarks/README.md.)
 
-    Creating a file is still the largest cost left (0.3-0.45 ms per new file plus rename on this
-    ext4, more than replaying the case), so one background thread does the open/write/replace
-    while the caller serialises the next scenario: those syscalls release the GIL. The queue is
-    bounded so a slow disk holds back the run instead of buffering 20,000 documents in memory.
+    Creating a file is still the largest cost left (more than replaying the case), so one
+    background thread does the open/write/replace while the caller serialises the next scenario:
+    those syscalls release the GIL. The queue is bounded so a slow disk holds back the run
+    instead of buffering every document in memory.
     Use it as a context manager (or call `close`): that waits for the last file and turns a
     failed write into a one-line `CachelintError`.
     """

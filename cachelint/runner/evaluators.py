@@ -12,6 +12,7 @@ naming the evaluator; a failed metric fails it unless the metric says `gating: f
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 
 from cachelint.config import Config
 from cachelint.errors import ConfigError
+from cachelint.paths import is_inside
 from cachelint.runner import checks
 from cachelint.runner.assertions import AssertionResult, evaluate
 from cachelint.runner.client import CallRecord
@@ -42,14 +44,13 @@ class EvalContext:
 
 
 def _import(repo: Path, spec: str, where: str) -> Evaluator:
-    from cachelint.runner.pytarget import _inside
-
     module_name, _, attr = spec.partition(":")
     root = str(repo)
     if root not in sys.path:
         sys.path.insert(0, root)  # the module lives in the repository, as for the python target
     stale = sys.modules.get(module_name)
-    if stale is not None and not _inside(getattr(stale, "__file__", None), root):
+    stale_file = getattr(stale, "__file__", None)  # None for a namespace package: keep it
+    if stale_file and not is_inside(os.path.abspath(stale_file), os.path.abspath(root)):
         del sys.modules[module_name]  # another repository's module of the same name
     try:
         module = importlib.import_module(module_name)

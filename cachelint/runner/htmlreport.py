@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cachelint.display import sanitize_block
 from cachelint.runner.cost import money
 from cachelint.runner.settings import ReportSettings
 from cachelint.runner.views import ExecutionView, ScenarioView, group_cost
@@ -49,7 +50,8 @@ _JS = """
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    # Model answers and dataset text: bidi marks, controls and lone surrogates shown as escapes.
+    return html.escape(sanitize_block(str(value)), quote=True)
 
 
 def _verdict(passed: bool) -> str:

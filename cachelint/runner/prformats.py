@@ -12,8 +12,8 @@ import html
 import re
 from collections.abc import Sequence
 
+from cachelint.display import sanitize, sanitize_block
 from cachelint.runner.cost import money
-from cachelint.runner.report import neutralise
 from cachelint.runner.settings import ReportSettings
 from cachelint.runner.views import ExecutionView, ScenarioView, group_cost
 
@@ -22,7 +22,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 
 def md(text: str) -> str:
     """Plain text for a Markdown table cell or line: no markup, no HTML, one line."""
-    flat = " ".join(neutralise(str(text)).split())
+    flat = sanitize(" ".join(str(text).split()))
     return _MD_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
 
 
@@ -83,7 +83,8 @@ def _data(text: str) -> str:
 
 
 def _prop(text: str) -> str:
-    return _data(text).replace(":", "%3A").replace(",", "%2C")
+    # One line, controls shown (as the check's GitHub format does), then the runner's escaping.
+    return _data(sanitize(text)).replace(":", "%3A").replace(",", "%2C")
 
 
 def render_github(view: ExecutionView, settings: ReportSettings) -> str:
@@ -94,7 +95,7 @@ def render_github(view: ExecutionView, settings: ReportSettings) -> str:
         where = f"file={_prop(s.path)},title={_prop('cachelint: ' + s.identity)}"
         if not s.passed:
             message = f"{s.identity} failed:\n" + "\n".join(s.failure_reasons())
-            out.append(f"::error {where}::{_data(neutralise(message))}")
+            out.append(f"::error {where}::{_data(sanitize_block(message))}")
         for metric, score in sorted(s.judge_scores().items()):
             if score is None or score < settings.judge_average:
                 shown = f"{score:.1f}/5" if score is not None else "no score"
@@ -102,13 +103,13 @@ def render_github(view: ExecutionView, settings: ReportSettings) -> str:
                     f"{s.identity}: judge {metric} {shown} "
                     f"({settings.interpret(score)}; average is {settings.judge_average:g})"
                 )
-                out.append(f"::warning {where}::{_data(neutralise(text))}")
+                out.append(f"::warning {where}::{_data(sanitize_block(text))}")
     for m in view.mutations:
         text = f"{m.get('code')}: {m.get('message')}"
-        out.append(f"::error file={_prop(str(m.get('path', '')))}::{_data(neutralise(text))}")
+        out.append(f"::error file={_prop(str(m.get('path', '')))}::{_data(sanitize_block(text))}")
     passed = sum(1 for s in view.scenarios if s.passed)
     out.append(
-        f"cachelint run {neutralise(view.name)}: {passed}/{len(view.scenarios)} scenarios "
+        f"cachelint run {sanitize(view.name)}: {passed}/{len(view.scenarios)} scenarios "
         f"passed, cost {money(view.cost)}"
     )
     return "\n".join(out) + "\n"

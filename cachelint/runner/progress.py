@@ -60,7 +60,8 @@ def live_progress(
     progress: stdout ends up byte-identical to the report printed at the end. With another format
     stdout is machine-readable, so a one-line verdict per scenario goes to a non-terminal stderr.
     """
-    from cachelint.runner.report import neutralise, text_scenario
+    from cachelint.display import sanitize
+    from cachelint.runner.report import text_scenario
 
     order = [s.identity for s in selected]
     if text_format and not _is_terminal(out):
@@ -69,7 +70,7 @@ def live_progress(
 
         def line(result: Any) -> str:
             verdict = "PASS" if result.passed else "FAIL"
-            return f"cachelint: {verdict}  {neutralise(result.scenario.identity)}\n"
+            return f"cachelint: {verdict}  {sanitize(result.scenario.identity)}\n"
 
         return OrderedLines(err, order, line), False
     return None, False

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cachelint.errors import ConfigError
+from cachelint.paths import is_inside
 from cachelint.runner.client import CachingClient
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.output import Output, output_from_completion, output_from_value
@@ -48,7 +49,8 @@ def load_target(repo: Path, spec: str, source: str = "config") -> Target:
         # as `python -m` would from there.
         sys.path.insert(0, root)
     stale = sys.modules.get(module_name)
-    if stale is not None and not _inside(getattr(stale, "__file__", None), root):
+    stale_file = getattr(stale, "__file__", None)  # None for a namespace package: keep it
+    if stale_file and not is_inside(os.path.abspath(stale_file), os.path.abspath(root)):
         # Another repository's module of the same name was imported earlier in this process.
         del sys.modules[module_name]
     try:
@@ -82,9 +84,3 @@ def load_target(repo: Path, spec: str, source: str = "config") -> Target:
 
 async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
-
-
-def _inside(path: str | None, root: str) -> bool:
-    if not path:
-        return True  # namespace packages have no file; nothing to compare
-    return os.path.abspath(path).startswith(os.path.abspath(root) + os.sep)

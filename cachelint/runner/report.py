@@ -3,37 +3,25 @@ GitHub annotations render the results documents: runner/htmlreport.py, runner/pr
 
 No I/O, no clock, no environment: identical runs render byte-identical reports. Timings of cache
 hits (lookup times) are left out for that reason; live latency and tokens live in the per-scenario
-results files. Text for a terminal is neutralised (ANSI escapes, C0/C1 controls and bidi overrides
-become visible `\\x..` escapes) because model output and dataset text are untrusted.
+results files. Model output and dataset text are untrusted: every format passes them through
+`cachelint.display` (visible `\\x..` escapes in text and XML, `\\u` escapes in JSON).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
-from cachelint.errors import parse_choice
+from cachelint.display import json_dumps, sanitize, sanitize_block
 from cachelint.findings import Finding
+from cachelint.formats import ReportFormat
+from cachelint.reporters import finding_lines
 from cachelint.runner.engine import ScenarioResult, TrialResult, summary_counts
 from cachelint.runner.metrics import Metric, Rating
 
 REPORT_FORMAT = 1
-
-
-class Format(str, Enum):
-    TEXT = "text"
-    JSON = "json"
-    JUNIT = "junit"
-    MARKDOWN = "markdown"  # rendered by runner/prformats.py from the results documents
-    GITHUB = "github"
-
-
-def parse_format(value: str) -> Format:
-    return parse_choice(Format, value, option="--format", what="a report format")
 
 
 @dataclass(frozen=True)
@@ -52,18 +40,6 @@ class RunReport:
 
 
 # ---- text ---------------------------------------------------------------------------------------
-
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def neutralise(text: str) -> str:
-    """Make untrusted text safe for a terminal: controls become visible escapes (LF kept)."""
-    return _UNSAFE.sub(
-        lambda m: (
-            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
-        ),
-        text,
-    )
 
 
 def _group_counts(results: Sequence[ScenarioResult], by_tenant: bool) -> list[tuple[str, int, int]]:
@@ -94,19 +70,20 @@ def _cache_label(r: ScenarioResult) -> str:
 
 
 def _indent(text: str, prefix: str) -> list[str]:
-    return [prefix + neutralise(line) for line in text.splitlines() or [""]]
+    # Split on LF only: CR, U+2028 and the rest are shown as escapes, never taken as a break.
+    return [prefix + sanitize(line) for line in text.rstrip("\n").split("\n")]
 
 
 def _trial_lines(t: TrialResult, multi: bool) -> list[str]:
     lines: list[str] = []
     head = f"    trial {t.trial}: " if multi else "    "
     if t.error is not None:
-        first, *rest = t.error.splitlines() or [""]
-        lines.append(head + neutralise(first))
+        first, *rest = t.error.rstrip("\n").split("\n")
+        lines.append(head + sanitize(first))
         lines.extend(_indent("\n".join(rest), "    ") if rest else [])
     for a in t.assertions:
         if not a.passed:
-            lines.append(f"{head}{neutralise(a.type)}: {neutralise(a.reason)}")
+            lines.append(f"{head}{sanitize(a.type)}: {sanitize(a.reason)}")
     return lines
 
 
@@ -117,8 +94,7 @@ def _judge_lines(r: ScenarioResult) -> list[str]:
             score = f"{j.score}/5" if j.score is not None else "no score"
             trial = f" (trial {t.trial})" if len(r.trials) > 1 else ""
             lines.append(
-                f"    judge {neutralise(j.metric)}{trial}: {score}  "
-                f"{neutralise(_one_line(j.reason))}"
+                f"    judge {sanitize(j.metric)}{trial}: {score}  {sanitize(_one_line(j.reason))}"
             )
     return lines
 
@@ -132,9 +108,9 @@ def metric_text(m: Metric) -> str:
 
 def _metric_lines(r: ScenarioResult) -> list[str]:
     return [
-        f"    metric {neutralise(metric_text(m))}"
+        f"    metric {sanitize(metric_text(m))}"
         + (f" (trial {t.trial})" if len(r.trials) > 1 else "")
-        + (f"  {neutralise(_one_line(m.reason))}" if m.reason else "")
+        + (f"  {sanitize(_one_line(m.reason))}" if m.reason else "")
         for t in r.trials
         for m in t.metrics
     ]
@@ -147,7 +123,7 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 def text_head(execution: str, mode: str, n: int) -> str:
     return (
-        f"cachelint run: execution {neutralise(execution)}, mode {mode}, "
+        f"cachelint run: execution {sanitize(execution)}, mode {mode}, "
         f"{n} scenario{'s' if n != 1 else ''}\n"
     )
 
@@ -155,7 +131,7 @@ def text_head(execution: str, mode: str, n: int) -> str:
 def text_scenario(r: ScenarioResult) -> str:
     """One scenario's block of the text report (also printed live, see runner/progress.py)."""
     verdict = "PASS" if r.passed else "FAIL"
-    out = [f"{verdict}  {neutralise(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}"]
+    out = [f"{verdict}  {sanitize(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}"]
     if not r.passed:
         multi = len(r.trials) > 1
         for t in r.trials:
@@ -168,15 +144,14 @@ def text_scenario(r: ScenarioResult) -> str:
 
 def text_tail(report: RunReport) -> str:
     out: list[str] = []
-    for f in report.mutations:
-        out.append(f"FAIL  {f.code}: {neutralise(f.path)}: {neutralise(f.message)}")
+    out.extend(finding_lines(list(report.mutations), prefix="FAIL  "))
     out.append("summary by agent:")
     out.extend(
-        f"  {neutralise(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, False)
+        f"  {sanitize(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, False)
     )
     out.append("summary by tenant:")
     out.extend(
-        f"  {neutralise(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, True)
+        f"  {sanitize(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, True)
     )
     c = summary_counts(report.results)
     out.append(
@@ -185,8 +160,8 @@ def text_tail(report: RunReport) -> str:
         + (f"; cache tree mutated ({len(report.mutations)} files)" if report.mutations else "")
     )
     if report.results_dir:
-        out.append(f"results: {neutralise(report.results_dir)}/")
-    out.extend(neutralise(n) for n in report.notes)
+        out.append(f"results: {sanitize(report.results_dir)}/")
+    out.extend(sanitize(n) for n in report.notes)
     return "\n".join(out) + "\n"
 
 
@@ -247,17 +222,18 @@ def report_dict(report: RunReport) -> dict[str, Any]:
 
 
 def render_json(report: RunReport) -> str:
-    return json.dumps(report_dict(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json_dumps(report_dict(report)) + "\n"
 
 
 # ---- junit --------------------------------------------------------------------------------------
 
-_XML_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_XML_UNSAFE = re.compile("[\ufffe\uffff]")
 
 
 def _xml_text(text: str) -> str:
-    # XML 1.0 cannot carry most C0 controls even escaped; ElementTree would write them raw.
-    return _XML_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    # CI pages show these attributes and bodies to people: controls, bidi marks and surrogates
+    # become visible escapes (which also keeps out the C0 controls XML 1.0 cannot carry at all).
+    return _XML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", sanitize_block(text))
 
 
 def _failure_text(r: ScenarioResult) -> tuple[str, str]:
@@ -278,7 +254,7 @@ def _live_seconds(r: ScenarioResult) -> float:
 
 
 def render_junit(report: RunReport) -> str:
-    # Imported here: ElementTree costs ~5 ms of start-up and only --junit/--format junit need it.
+    # Imported here: ElementTree adds start-up time and only --junit/--format junit need it.
     import xml.etree.ElementTree as ET
 
     root = ET.Element("testsuites", name="cachelint")
@@ -354,9 +330,9 @@ def render_junit(report: RunReport) -> str:
 # ---- html: see runner/htmlreport.py (one renderer for `run` and `cachelint report`) -----------
 
 
-def render(report: RunReport, fmt: Format) -> str:
-    if fmt is Format.JSON:
+def render(report: RunReport, fmt: ReportFormat) -> str:
+    if fmt is ReportFormat.JSON:
         return render_json(report)
-    if fmt is Format.JUNIT:
+    if fmt is ReportFormat.JUNIT:
         return render_junit(report)
     return render_text(report)

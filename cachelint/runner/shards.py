@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
 from cachelint.runner.views import RUN_FILE
@@ -96,6 +97,6 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
         "merged_from": [s.name for s in sources],
         "started": max(started, default="") or None,
     }
-    data = json.dumps(merged, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    data = json_dumps(merged, compact=True)
     atomic_write(dest / RUN_FILE, (data + "\n").encode("utf-8"))
     return merged

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachelint import __version__
+from cachelint.display import sanitize
 from cachelint.errors import CachelintError
 from cachelint.secretscan import redact_url
 
@@ -113,9 +113,6 @@ def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
 def _is_azure(host: str) -> bool:
     host = host.lower().rstrip(".")
     return host == "azure.com" or host.endswith(".azure.com")
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]+")
 
 
 class OpenAICompatibleTransport:
@@ -265,9 +262,9 @@ class OpenAICompatibleTransport:
         return text
 
     def _excerpt(self, text: str) -> str:
-        # The body goes into a one-line terminal message: no control characters, no key, short.
-        flat = _CONTROL.sub(" ", self._redact(text)).strip()
-        flat = re.sub(r"\s+", " ", flat)
+        # The body goes into a one-line terminal message: whitespace runs become one space, other
+        # controls visible escapes (the one output sanitizer), no key, short.
+        flat = sanitize(" ".join(self._redact(text).split()))
         if not flat:
             return "(empty body)"
         return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "..."

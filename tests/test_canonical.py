@@ -1,0 +1,61 @@
+"""`canonical_bytes` is RFC 8785 (the cache key's input): equal to the reference implementation on
+random values, on the edge cases where UTF-16 and code-point order differ, and refusing the same."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+import rfc8785
+
+from cachelint.canonical import canonical_bytes
+
+_CHARS = ['"', "\\", "\b", "\f", "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "a", "Z", "é", "€",
+          "\u2028", "\ue000", "\uffff", "😀", "𝄞", " ", "/", "<"]  # fmt: skip
+
+
+def _text(rng: random.Random) -> str:
+    return "".join(rng.choice(_CHARS) for _ in range(rng.randint(0, 6)))
+
+
+def _value(rng: random.Random, depth: int = 0) -> Any:
+    pick = rng.randint(0, 9 if depth < 4 else 5)
+    if pick == 0:
+        return None
+    if pick == 1:
+        return rng.choice([True, False])
+    if pick == 2:
+        return rng.choice([0, -1, 7, 2**53 - 1, -(2**53) + 1, 10**15])
+    if pick == 3:
+        return rng.choice([0.0, -0.0, 1.5, 1e21, 1e-7, 0.1, 123456789.125, 5e-324])
+    if pick <= 5:
+        return _text(rng)
+    if pick <= 7:
+        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return {_text(rng): _value(rng, depth + 1) for _ in range(rng.randint(0, 5))}
+
+
+def test_canonical_bytes_equal_rfc8785_on_random_values() -> None:
+    rng = random.Random(8785)
+    for _ in range(3000):
+        value = _value(rng)
+        assert canonical_bytes(value) == rfc8785.dumps(value), value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"\ue000": 1, "😀": 2, "a": 3},  # UTF-16 order differs from code-point order here
+        {"messages": [{"role": "user", "content": 'x\u0001\n"y\\'}], "n": 2**53 - 1},
+        ("tuple", [True, None]),
+    ],
+)
+def test_canonical_bytes_edge_cases(value: Any) -> None:
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+
+
+@pytest.mark.parametrize("value", [2**53, {"x": float("nan")}, "\ud800", {1: "int key"}])
+def test_canonical_bytes_still_refuses_what_rfc8785_refuses(value: Any) -> None:
+    with pytest.raises(ValueError, match="not canonicalisable"):
+        canonical_bytes(value)
