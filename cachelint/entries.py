@@ -29,6 +29,7 @@ from cachelint import entrycache
 from cachelint.canonical import cache_key
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
+from cachelint.secretscan import may_hold_secret
 from cachelint.store import (
     CONTENTS_FILE,
     ENTRY_FILE,
@@ -120,7 +121,8 @@ def read_entry(
     else:
         _verify_native(entry, data, contents, inside)
         request = UNREAD_REQUEST  # every request body of a large tree would multiply its memory
-    return entry._replace(request=request, digest=entry_digest(raw, contents))
+    suspect = may_hold_secret(raw) or may_hold_secret(contents)
+    return entry._replace(request=request, digest=entry_digest(raw, contents), maybe_secret=suspect)
 
 
 def _verify_native(entry: Entry, data: Mapping[str, Any], contents: bytes, inside: str) -> None:

@@ -38,8 +38,8 @@ from cachelint.store import COLUMNS, UNREAD_REQUEST, Entry
 
 # Bump when the meaning of a column changes, or what the linter verifies before it caches an
 # entry, so older files are dropped. 2 verified entry.json alone; 3 read MEAI dates more loosely
-# than MEAI does.
-FORMAT = 4
+# than MEAI does; 4 had no secret prefilter column.
+FORMAT = 5
 CACHE_FILE = "cachelint/entries.jsonl"
 
 # Entries per line: decoding a line holds all of its columns at once.

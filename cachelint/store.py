@@ -82,6 +82,10 @@ class Entry(NamedTuple):
     # blake3 over both files' own blake3 digests (`entry_digest`): what the stamp's seal is
     # made of. Set by the linter's read, which verifies content; None from `Store` reads.
     digest: str | None = None
+    # Whether either file holds an anchor of a well-known key format
+    # (`secretscan.may_hold_secret`): False lets the secret rule skip the entry without reading
+    # it again. None when not looked at (reads outside the linter).
+    maybe_secret: bool | None = None
     request: Mapping[str, Any] | None = None
 
     @property
@@ -140,6 +144,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("model", str, decode=_interned),
     Column("iteration", str, decode=_interned),
     Column("digest", str),
+    Column("maybe_secret", bool),
 )
 # `request` is never cached: the linter keeps none (`UNREAD_REQUEST`) and a cached entry is given
 # the same. Any other field without a column would be silently lost on a cached check.

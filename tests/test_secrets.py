@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cachelint.secretscan import fingerprint, mask, redact_url, scan
 from tests.conftest import commit_all, git, run_cachelint
@@ -231,3 +233,28 @@ def test_env_file_not_ignored_warns_tracked_errors_ignored_is_quiet(git_repo: Pa
     assert len(found) == 1 and "is tracked by git" in found[0]
     proc = run_cachelint(git_repo, "check", "--select", "eval-cache-env-file")
     assert proc.returncode == 1 and CONFIGURED not in proc.stdout + proc.stderr
+
+
+PIECES = [OPENAI, ANTHROPIC, AWS, GITHUB, GITLAB, SLACK, GOOGLE, PEM, JWT, "the answer is 42"]
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(PIECES),
+            st.text(max_size=30),
+            st.sampled_from(["AuThOrIzAtIoN: bEaReR ", "authorization=Bearer "]).map(
+                lambda s: s + BEARER_TOKEN
+            ),
+        ),
+        max_size=6,
+    ).map("".join)
+)
+def test_the_prefilter_never_skips_text_a_pattern_matches(text: str) -> None:
+    """Scanning skips a file whose text lacks every pattern's anchor; that must never hide a
+    match, whatever the case of `authorization`, for text and for raw bytes alike."""
+    from cachelint.secretscan import _COMBINED, may_hold_secret
+
+    if _COMBINED.search(text):
+        assert may_hold_secret(text)
+        assert may_hold_secret(text.encode("utf-8", "surrogatepass"))

@@ -6,8 +6,10 @@ finding masks the secret (first 4 characters and the length) and gives its finge
 `secret-allow` accepts for a test fixture.
 
 `scan_file(path, raw, context)` is the per-file entry point. Cache entries are scanned once per
-content: the digests (`store.entry_digest`) of entries found clean are kept in the repository's
-git directory, so a hook's check reads only entries that are new or changed.
+content: the check that verified an entry already looked for an anchor of every pattern in its
+bytes (`Entry.maybe_secret`), so only entries holding one are read again here (all of them when
+the configured key's value is set); and the digests (`store.entry_digest`) of entries found clean
+are kept in the repository's git directory, so a hook's check reads only new or changed ones.
 """
 
 from __future__ import annotations
@@ -139,7 +141,14 @@ def _cache_findings(facts: TreeFacts, ctx: ScanContext) -> Iterator[Finding]:
     header = _scan_header(ctx)
     clean = _load_clean(path, header)
     now_clean: set[str] = set()
+    # Without a configured key to look for, an entry whose bytes the check saw hold no anchor of
+    # any well-known format (`secretscan.may_hold_secret`) cannot match: it is not read again.
+    unsuspected = (
+        {e.directory for e in facts.entries if e.maybe_secret is False} if not ctx.extra else set()
+    )
     for directory, names in sorted(facts.entry_dirs.items()):
+        if directory in unsuspected:
+            continue
         digest = known.get(directory)
         if digest is not None and digest in clean:
             now_clean.add(digest)
