@@ -45,5 +45,7 @@ def make_example_repo(dest: Path, *, extra_config: str = "") -> Path:
         else:
             shutil.copy2(source, dest / part)
     (dest / "cachelint.toml").write_text(example_config() + extra_config, encoding="utf-8")
+    # As any Python project has it: importing the example's evaluators and agent writes bytecode.
+    (dest / ".gitignore").write_text("__pycache__/\n", encoding="utf-8")
     commit_all(dest, "the bundled example")
     return dest

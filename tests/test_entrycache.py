@@ -333,7 +333,7 @@ def test_every_entry_field_but_the_request_is_a_column() -> None:
     from cachelint.store import COLUMNS
 
     assert [c.name for c in COLUMNS] == list(FIELDS[1:])
-    full = entry(digest="d" * 64, iteration="it")
+    full = entry(digest="d" * 64, iteration="it", maybe_secret=False)
     assert all(value is not None for value in full[:-1])
     decoded = decode(encode([(full, "0" * 40)]))
     assert decoded is not None and decoded.entries[full.directory] == full

@@ -24,9 +24,8 @@ from cachelint.netguard import NetworkRefused, allow_loopback_port, disallow_loo
 from cachelint.netguard import replay_only as armed
 from tests.conftest import PROJECT, commit_all, git, run_cachelint
 from tests.fakes import fake_server
-from tests.test_run import (
+from tests.helpers import (
     DEAD,
-    NOW,
     SCRIPT,
     cli,
     do_run,
@@ -35,6 +34,7 @@ from tests.test_run import (
     refund,
     write_repo,
 )
+from tests.helpers import RUN_NOW as NOW
 
 OUTSIDE_TEXT = "root:x:0:0:OUTSIDE-SECRET-LINE:/root:/bin/bash\n"
 ACME = {"support/acme/refund": refund(prompt="prompts/acme.md")}

@@ -411,7 +411,7 @@ def answer(scenario, client):
 
 
 def test_run_canary_skips_meai_results_and_exclude(git_repo: Path) -> None:
-    from tests.test_run import BASIC, DEAD, do_run, record, write_repo
+    from tests.helpers import BASIC, DEAD, do_run, record, write_repo
 
     write_repo(
         git_repo,

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from cachelint.secretscan import fingerprint, mask, redact_url, scan
 from tests.conftest import commit_all, git, run_cachelint
-from tests.test_run import DEAD, NOW, do_run, record, refund, write_repo
+from tests.helpers import DEAD, do_run, record, refund, write_repo
+from tests.helpers import RUN_NOW as NOW
 
 # Built from pieces so this file never holds a literal key a scanner would flag.
 OPENAI = "sk-proj-" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"

@@ -147,9 +147,11 @@ def _cache_findings(facts: TreeFacts, ctx: ScanContext) -> Iterator[Finding]:
         {e.directory for e in facts.entries if e.maybe_secret is False} if not ctx.extra else set()
     )
     for directory, names in sorted(facts.entry_dirs.items()):
-        if directory in unsuspected:
-            continue
         digest = known.get(directory)
+        if directory in unsuspected:
+            if digest is not None:
+                now_clean.add(digest)
+            continue
         if digest is not None and digest in clean:
             now_clean.add(digest)
             continue
