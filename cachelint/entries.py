@@ -230,6 +230,9 @@ class CachedSource:
         return self._cached.entries[directory]
 
     def finish(self, entries: Iterable[Entry]) -> None:
+        entries = list(entries)
+        if self._used == len(entries) == len(self._cached.entries):
+            return  # every entry came from the cache and none went unused: nothing to rewrite
         keep = [(e, ids) for e in entries if (ids := self._ids(e.directory)) is not None]
         if self._used == len(keep) == len(self._cached.entries):
             return  # every entry came from the cache and none went unused: nothing to rewrite

@@ -118,16 +118,23 @@ def test_check_finds_secrets_in_answers_and_datasets_masked(git_repo: Path) -> N
 
 
 def test_entries_scanned_clean_are_remembered_by_content(git_repo: Path) -> None:
+    """With the configured key set, every entry must be read for its value: one scanned clean
+    is remembered by its content digest; without a key, an entry whose bytes hold no anchor of
+    any format is never read again, and nothing needs remembering."""
     write_repo(git_repo, DEAD, ACME)
     assert record(git_repo)[0].rc == 0
     commit_all(git_repo)
     assert check_secrets(git_repo)[0] == 0
-    remembered = (git_repo / ".git/cachelint/secrets-clean.txt").read_text().splitlines()
-    assert len(remembered) == 2  # the header and the one entry's digest
+    memory = git_repo / ".git/cachelint/secrets-clean.txt"
+    assert not memory.exists()
+    keyed = {"CACHELINT_TEST_KEY": CONFIGURED}
+    assert check_secrets(git_repo, env=keyed)[0] == 0
+    assert len(memory.read_text().splitlines()) == 2  # the header and the one entry's digest
     assert record(git_repo, ECHO)[0].rc == 0  # the same entry, now with a key in its answer
     commit_all(git_repo)
-    rc, output = check_secrets(git_repo)
-    assert rc == 1 and "OpenAI API key sk-p..." in output
+    for env in (None, keyed):
+        rc, output = check_secrets(git_repo, env=env)
+        assert rc == 1 and "OpenAI API key sk-p..." in output
 
 
 def test_secret_in_the_stamp_is_found(git_repo: Path) -> None:

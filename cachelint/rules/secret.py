@@ -135,23 +135,24 @@ def _save_clean(path: Path | None, header: str, digests: set[str]) -> None:
 
 
 def _cache_findings(facts: TreeFacts, ctx: ScanContext) -> Iterator[Finding]:
-    """Every entry's two files, except entries whose digest was scanned clean before."""
-    known = {e.directory: e.digest for e in facts.entries if getattr(e, "digest", None)}
+    """The entries that may hold a secret, except those whose digest was scanned clean before.
+
+    Without a configured key to look for, an entry whose bytes the check saw hold no anchor of
+    any well-known format (`Entry.maybe_secret` False) cannot match, and is not read again; only
+    when no entry is left does the rule not touch its memory of clean digests at all."""
+    unsuspected = (
+        {e.directory for e in facts.entries if e.maybe_secret is False} if not ctx.extra else set()
+    )
+    suspects = sorted(d for d in facts.entry_dirs.items() if d[0] not in unsuspected)
+    if not suspects:
+        return
+    known = {e.directory: e.digest for e in facts.entries if e.digest}
     path = _clean_path(facts.repo)
     header = _scan_header(ctx)
     clean = _load_clean(path, header)
     now_clean: set[str] = set()
-    # Without a configured key to look for, an entry whose bytes the check saw hold no anchor of
-    # any well-known format (`secretscan.may_hold_secret`) cannot match: it is not read again.
-    unsuspected = (
-        {e.directory for e in facts.entries if e.maybe_secret is False} if not ctx.extra else set()
-    )
-    for directory, names in sorted(facts.entry_dirs.items()):
+    for directory, names in suspects:
         digest = known.get(directory)
-        if directory in unsuspected:
-            if digest is not None:
-                now_clean.add(digest)
-            continue
         if digest is not None and digest in clean:
             now_clean.add(digest)
             continue
