@@ -27,6 +27,7 @@ from cachelint.devtools.fake_script import (
     parse_script,
 )
 from cachelint.errors import CachelintError
+from cachelint.httpreply import reply
 
 __all__ = [
     "FakeProvider",
@@ -329,16 +330,7 @@ class _Handler(BaseHTTPRequestHandler):
         status, headers, data = self.server.provider.respond(
             self.command, self.path, dict(self.headers.items()), raw
         )
-        try:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            # The client gave up (its timeout fired during a scripted delay): nothing to tell.
-            self.close_connection = True
+        reply(self, status, headers, data)  # a client that gave up during a delay is fine
 
     do_GET = _serve
     do_POST = _serve

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from cachelint.errors import CachelintError
+from cachelint.httpreply import reply
 
 if TYPE_CHECKING:
     from cachelint.runner.client import CachingClient
@@ -206,15 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         else:
             status, headers, data = endpoint.dispatch(self.command, self.path, raw)
-        try:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
+        reply(self, status, headers, data)
 
     do_GET = _serve
     do_POST = _serve
