@@ -9,7 +9,7 @@ from itertools import compress, repeat
 from operator import itemgetter
 from pathlib import Path
 
-from cachelint.gitutil import GitResult, run_git, split_z
+from cachelint.gitutil import GitResult, run_git, split_z, stage_record
 from cachelint.store import CONTENTS_FILE, ENTRY_FILE
 from cachelint.tree import IgnoreSource, IndexEntry
 
@@ -65,12 +65,13 @@ def parse_stage(
 
 
 def index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:
-    """Object ids of the `wanted` paths in the `ls-files -v --stage` output."""
+    """Object ids of the `wanted` paths in the `ls-files -v --stage` output, parsed only when
+    git reported candidates (`gitutil.stage_record` reads each record)."""
+    paths = {path.encode("utf-8", "surrogateescape"): path for path in wanted}
     out: dict[str, str] = {}
-    for record in stage.decode("utf-8", "surrogateescape").split("\0"):
-        meta, _, path = record.partition("\t")
-        if path in wanted:
-            out[path] = meta.split(" ")[-2]
+    for parsed in map(stage_record, stage.split(b"\0")):
+        if parsed is not None and (path := paths.get(parsed[3])) is not None:
+            out[path] = parsed[1].decode()
     return out
 
 

@@ -253,6 +253,19 @@ def refund(extra: Mapping[str, Any] | None = None, *, prompt: str) -> dict[str, 
     return data
 
 
+def write_datasets(
+    repo: Path, scenarios: Mapping[str, Mapping[str, Any]], files: Mapping[str, str] | None
+) -> None:
+    """Each scenario as `eval-datasets/<identity>.json`, and any other `files` by path."""
+    for identity, data in scenarios.items():
+        path = repo / "eval-datasets" / f"{identity}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    for name, text in (files or {}).items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text, encoding="utf-8")
+
+
 def write_repo(
     repo: Path,
     url: str,
@@ -275,13 +288,7 @@ def write_repo(
     (repo / "prompts").mkdir(exist_ok=True)
     (repo / "prompts/acme.md").write_text(ACME_PROMPT, encoding="utf-8")
     (repo / "prompts/globex.md").write_text(GLOBEX_PROMPT, encoding="utf-8")
-    for identity, data in scenarios.items():
-        path = repo / "eval-datasets" / f"{identity}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    for name, text in (files or {}).items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text, encoding="utf-8")
+    write_datasets(repo, scenarios, files)
 
 
 BASIC = {
@@ -392,10 +399,4 @@ def write_targets_repo(
     (repo / "pyproject.toml").write_text(
         '[tool.cachelint]\ncache = "eval-cache"\n' + textwrap.dedent(targets), encoding="utf-8"
     )
-    for identity, data in scenarios.items():
-        path = repo / "eval-datasets" / f"{identity}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    for name, text in (files or {}).items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text, encoding="utf-8")
+    write_datasets(repo, scenarios, files)
