@@ -15,13 +15,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 from cachelint import listing
 from cachelint.config import Config
-from cachelint.entries import CachedSource, DiskSource, EntrySource, read_entry
-from cachelint.errors import CorruptEntry
+from cachelint.entries import CachedSource, DiskSource, EntrySource
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
+from cachelint.pooled import read_all
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
 from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
 
@@ -65,9 +66,12 @@ class _Git:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeFacts:
+def collect(
+    config: Config, *, now: datetime, entry_cache: bool = True, jobs: int | None = None
+) -> TreeFacts:
     """Gather every fact the rules need. `entry_cache` reuses entries an earlier check verified
-    whose files git holds unchanged (see `cachelint.entrycache`); False reads every entry."""
+    whose files git holds unchanged (see `cachelint.entrycache`); False reads every entry.
+    `jobs` is how many processes may read entries at once (see `cachelint.pooled`)."""
     repo = config.repo
     roots = [r for r in config.cache if os.path.isdir(repo / r) and not os.path.islink(repo / r)]
     # `:(literal)` so a root named like a glob is never expanded by git.
@@ -91,7 +95,7 @@ def collect(config: Config, *, now: datetime, entry_cache: bool = True) -> TreeF
         if directory is not None:
             changes = found.candidates | found.untracked
             source = CachedSource(directory, config.layout, found.objects, changes)
-        read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source)
+        read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, jobs)
         source.finish(read.entries)
         text_attr = listing.parse_text_attr(attrs.result().out, plain) if plain else {}
     finally:
@@ -239,11 +243,14 @@ def _read_entries(
     prefixes: tuple[str, ...],
     config: Config,
     source: EntrySource,
+    jobs: int | None,
 ) -> _Read:
     """Read (or take from `source`) and verify every entry once; anything invalid becomes a
     (path, reason) in `corrupt`. `holders` are the walk's directories with their entry and temp
     file names."""
     read = _Read()
+    slots: list[Entry | str] = []  # each entry in directory order, or its directory to read
+    unread: list[tuple[str, str]] = []
     shared: dict[frozenset[str], frozenset[str]] = {_PAIR: _PAIR}  # one set for most directories
     for directory, found in sorted(holders):
         key = frozenset(found)
@@ -267,12 +274,20 @@ def _read_entries(
             continue
         entry = source.known(directory)
         if entry is None:
-            try:
-                entry = read_entry(base, directory, prefix, config.layout, config.max_entry_bytes)
-            except CorruptEntry as exc:
-                read.corrupt.append((directory, str(exc)))
-                continue
-        read.entries.append(entry)
+            unread.append((directory, prefix))
+            slots.append(directory)
+        else:
+            slots.append(entry)
+    if not unread:
+        read.entries = cast(list[Entry], slots)
+        return read
+    outcomes = read_all(base, unread, config.layout, config.max_entry_bytes, jobs)
+    for slot in slots:
+        outcome = outcomes[slot] if type(slot) is str else slot
+        if type(outcome) is str:
+            read.corrupt.append((cast(str, slot), outcome))
+        else:
+            read.entries.append(cast(Entry, outcome))
     return read
 
 

@@ -97,6 +97,23 @@ def _encodable(pair: tuple[Entry, str]) -> bool:
     return True
 
 
+def pack(entries: Sequence[Entry]) -> tuple[bytes, list[Entry]]:
+    """`entries` as one line of columns (no object ids), and those JSON cannot hold (to be sent
+    as they are); what the linter's worker processes hand back (`cachelint.pooled`)."""
+    line, count = _encode_line([(entry, "") for entry in entries])
+    if count == len(entries):
+        return line, []
+    return line, [entry for entry in entries if not _encodable((entry, ""))]
+
+
+def unpack(line: bytes) -> dict[str, Entry]:
+    """The entries of a line `pack` wrote, by directory."""
+    part = _decode_line(line)
+    if part is None:
+        raise ValueError("not a line of entry columns")
+    return part.entries
+
+
 def _decode_line(line: bytes) -> Cached | None:
     """What `_encode_line` wrote; None when it is not that (a damaged line, a wrong type)."""
     try:

@@ -72,7 +72,26 @@ def add_parser(
         help="read every entry from disk instead of reusing those an earlier check parsed and "
         "git reports unchanged (the cache lives in .git/cachelint/)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=None,
+        metavar="N",
+        help="processes that may read entries at once (default: every core, on large trees)",
+    )
     parser.set_defaults(handler=_handle)
+
+
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of processes >= 1, got {value!r}"
+        )
+    return jobs
 
 
 def split_codes(values: Iterable[str]) -> frozenset[str]:
@@ -96,6 +115,7 @@ def _handle(ns: argparse.Namespace) -> int:
         strict=ns.strict,
         now=clock.now(),
         entry_cache=ns.entry_cache,
+        jobs=ns.jobs,
         out=sys.stdout,
     )
 
@@ -150,6 +170,7 @@ def check(
     groups: Iterable[str] | None = None,
     now: datetime | None = None,
     entry_cache: bool = True,
+    jobs: int | None = None,
     out: TextIO,
 ) -> int:
     """Check the cache tree of the repository containing `start`; return the exit code.
@@ -171,7 +192,10 @@ def check(
     rules = choose_rules(all_rules(), select=select, ignore=ignore, groups=groups)
     with no_cyclic_gc():
         facts = collect(
-            config, now=now if now is not None else clock.now(), entry_cache=entry_cache
+            config,
+            now=now if now is not None else clock.now(),
+            entry_cache=entry_cache,
+            jobs=jobs,
         )
         findings = sort_findings([f for rule in rules for f in rule.check(facts)])
     worst, worst_length = facts.worst_path

@@ -1,0 +1,126 @@
+"""Reading many entries on every core.
+
+Verifying an entry (reading both files, hashing them, decoding entry.json, deriving the key from
+the stored request, looking for secrets) is CPU work that threads cannot share under the GIL, and
+a first check of a large tree (a fresh clone in CI) does it for every entry. Worker processes
+share it: the entries to read are cut into slices, queued for the workers, and the linter's own
+process reads too, taking slices from the back of the queue that no worker has started (a future
+not yet handed to a worker can be cancelled), so nothing waits on a worker's start-up and no slice
+is read twice. A worker hands its entries back as a line of the entry cache's columns
+(`entrycache.pack`), which the linter rebuilds at C speed.
+
+Workers only ever save time: a slice whose worker failed or never started is read here, with the
+same `read_entry`, so every finding is worded from the bytes on disk either way.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+
+from cachelint import entrycache
+from cachelint.config import Layout
+from cachelint.entries import read_entry
+from cachelint.errors import CorruptEntry
+from cachelint.store import Entry
+
+# An entry, or why it is corrupt.
+Outcome = Entry | str
+# (entry directory, the cache root's `<root>/cache/` prefix it lies under)
+Item = tuple[str, str]
+
+# Below this many entries to read, a worker's start-up (a fresh interpreter and its imports) costs
+# about as much as it saves, so the linter reads them alone unless asked for workers (`--jobs`).
+MIN_PARALLEL = 2_000
+# Entries per slice: small enough that the last slices balance the cores, large enough that the
+# per-slice cost of queueing and answering stays small beside reading it.
+SLICE = 500
+MAX_WORKERS = 8
+
+
+def default_jobs() -> int:
+    """The processes that may read at once: the cores this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def read_all(
+    base: str, items: Sequence[Item], layout: Layout, limit: int, jobs: int | None = None
+) -> dict[str, Outcome]:
+    """What `read_entry` makes of each item, by directory. `jobs` is how many processes may read
+    at once (None: every core, and only when there are enough entries to be worth it)."""
+    workers = _workers(len(items), jobs)
+    if workers == 0:
+        return read_slice(base, items, layout, limit)
+    size = max(1, min(SLICE, -(-len(items) // (4 * (workers + 1)))))
+    slices = [items[i : i + size] for i in range(0, len(items), size)]
+    try:
+        pool = ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint
+        )
+    except (OSError, ValueError, ImportError):  # no processes here: read alone
+        return read_slice(base, items, layout, limit)
+    found: dict[str, Outcome] = {}
+    try:
+        futures = [pool.submit(_read_packed, base, part, layout, limit) for part in slices]
+        for part, future in zip(reversed(slices), reversed(futures), strict=True):
+            if future.cancel():
+                found.update(read_slice(base, part, layout, limit))
+        for part, future in zip(slices, futures, strict=True):
+            if not future.cancelled():
+                found.update(_answer(future) or read_slice(base, part, layout, limit))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return found
+
+
+def _workers(count: int, jobs: int | None) -> int:
+    if count == 0:
+        return 0
+    if jobs is None:
+        return 0 if count < MIN_PARALLEL else min(default_jobs() - 1, MAX_WORKERS)
+    return max(0, min(jobs - 1, MAX_WORKERS, count - 1))
+
+
+def read_slice(base: str, items: Sequence[Item], layout: Layout, limit: int) -> dict[str, Outcome]:
+    found: dict[str, Outcome] = {}
+    for directory, prefix in items:
+        try:
+            found[directory] = read_entry(base, directory, prefix, layout, limit)
+        except CorruptEntry as exc:
+            found[directory] = str(exc)
+    return found
+
+
+_Packed = tuple[bytes, list[Entry], dict[str, str]]
+
+
+def _read_packed(base: str, items: Sequence[Item], layout: Layout, limit: int) -> _Packed:
+    """A worker's answer: the valid entries as a line of columns (and any JSON cannot hold), and
+    the corrupt ones' reasons."""
+    found = read_slice(base, items, layout, limit)
+    entries = [outcome for outcome in found.values() if not isinstance(outcome, str)]
+    line, unpackable = entrycache.pack(entries)
+    corrupt = {d: outcome for d, outcome in found.items() if isinstance(outcome, str)}
+    return line, unpackable, corrupt
+
+
+def _answer(future: Future[_Packed]) -> dict[str, Outcome] | None:
+    """A worker's slice as outcomes; None when the worker failed (the slice is read here)."""
+    try:
+        line, unpackable, corrupt = future.result()
+        found: dict[str, Outcome] = dict(entrycache.unpack(line))
+    except Exception:  # a broken pool, a worker killed, a damaged answer: read it here
+        return None
+    found.update((entry.directory, entry) for entry in unpackable)
+    found.update(corrupt)
+    return found
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group: the linter stops the check, and workers must not
+    # each print a KeyboardInterrupt traceback while it does.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
