@@ -16,9 +16,11 @@ import os
 import shlex
 import subprocess
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from cachelint.errors import CachelintError
+from cachelint.runner.childguard import offline_children
 from cachelint.runner.client import CacheMiss, CachingClient
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.output import Output, output_from_value
@@ -28,10 +30,16 @@ _STDERR_LINES = 5
 
 
 def command_target(
-    repo: Path, argv: Sequence[str], *, hidden_env: Sequence[str] = (), timeout: float = 600.0
+    repo: Path,
+    argv: Sequence[str],
+    *,
+    hidden_env: Sequence[str] = (),
+    timeout: float = 600.0,
+    offline: bool = False,
 ) -> Target:
     """A target running `argv` once per scenario trial; `hidden_env` names variables (the real
-    API key's) the program must not see."""
+    API key's) the program must not see; `offline` (replay) keeps its children off the network
+    as far as `cachelint.runner.childguard` can."""
     command = list(argv)
     shown = shlex.join(command)
 
@@ -44,16 +52,20 @@ def command_target(
             CACHELINT_TRIAL=str(client.trial),
             CACHELINT_SCENARIO_FILE=scenario.path,
         )
+        guard: AbstractContextManager[dict[str, str]] = (
+            offline_children(client, env) if offline else nullcontext({})
+        )
         try:
-            done = subprocess.run(
-                command,
-                cwd=repo,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-            )
+            with guard as extra:
+                done = subprocess.run(
+                    command,
+                    cwd=repo,
+                    env={**env, **extra},
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=timeout,
+                    check=False,
+                )
         except FileNotFoundError:
             raise CachelintError(
                 f"target command `{shown}`: {command[0]!r} not found; install it or fix "
