@@ -197,3 +197,26 @@ def test_the_sitecustomize_it_shadows_still_runs(git_repo: Path, tmp_path: Path)
     assert "tried to reach 10.255.255.1:443" in error_of(git_repo, "support/acme/refund")
     # The project's own sitecustomize ran after the guard; the guard's directory left sys.path.
     assert seen.read_text() == "ran False"
+
+
+ONE_ROGUE = """#!/bin/sh
+if [ "$CACHELINT_SCENARIO" = support/acme/refund ]; then
+  sleep 0.3
+  curl -sS --max-time 10 https://api.example.invalid/v1/models
+else
+  sleep 1
+fi
+echo "Refunds take 30 days."
+"""
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_the_proxy_blames_only_the_scenario_whose_child_reached_out(git_repo: Path) -> None:
+    command_repo(git_repo, ["sh", "agent.sh"], {"agent.sh": ONE_ROGUE})
+    outcome = do_run(git_repo, jobs=2)
+    assert outcome.rc == 1
+    error = error_of(git_repo, "support/acme/refund")
+    assert error.startswith("scenario support/acme/refund: tried to reach api.example.invalid:443")
+    # Running at the same time, the other scenario is not blamed: the proxy credentials say
+    # which scenario's child asked.
+    assert result(git_repo, "support/globex/refund")["passed"] is True
