@@ -7,7 +7,9 @@ reads it: `OPENAI_BASE_URL` (ending in /v1, where the SDK appends /chat/completi
 `CACHELINT_SCENARIO_FILE` say which scenario to play. Its stdout is the output the assertions see.
 
 The target's real key variable is removed from the program's environment: a program that ignored
-OPENAI_BASE_URL must fail, not quietly call the provider around the cache.
+OPENAI_BASE_URL must fail, not quietly call the provider around the cache. In replay its Python
+children are guarded and its proxy is a refusing one (`cachelint.runner.childguard`), so one that
+reaches for the network fails its scenario naming the host.
 """
 
 from __future__ import annotations
