@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from cachelint.runner.childguard import SITE_DIR, child_env
+from tests.conftest import run_cachelint
 from tests.fakes import fake_server
 from tests.helpers import DEAD, RUN_NOW, do_run, result
 from tests.helpers import write_targets_repo as write_repo
@@ -220,3 +221,13 @@ def test_the_proxy_blames_only_the_scenario_whose_child_reached_out(git_repo: Pa
     # Running at the same time, the other scenario is not blamed: the proxy credentials say
     # which scenario's child asked.
     assert result(git_repo, "support/globex/refund")["passed"] is True
+
+
+def test_through_the_cli_a_refused_child_fails_the_run_and_writes_no_green_record(
+    git_repo: Path,
+) -> None:
+    command_repo(git_repo, [sys.executable, "agent.py"], {"agent.py": SWALLOWER})
+    proc = run_cachelint(git_repo, "run", "--scenario", "support/acme/*")
+    assert proc.returncode == 1, proc.stderr
+    assert "scenario support/acme/refund: tried to reach 10.255.255.1:443 in replay" in proc.stdout
+    assert not (git_repo / ".eval-green.json").exists()
