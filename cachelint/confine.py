@@ -109,10 +109,10 @@ def check_config(config: Config) -> None:
 
 
 def check_output(config: Config, option: str, path: Path) -> Path:
-    """A report file named on the command line (`--junit`, `--html`). Inside the repository it
-    may not pass through a link (a committed link could aim it anywhere), land in `.git` or a
-    cache root, or replace a tracked file. A path outside the repository is the caller's own
-    choice (CI writes reports to its temp directory) and is taken as given. Returns it absolute."""
+    """A report file named on the command line (`--junit`, `--html`, `report --output`): like
+    `results`, it must resolve inside the repository (`..` included), not pass through a link (a
+    committed link could aim it anywhere), not land in `.git` or a cache root, and not replace a
+    tracked file. Returns it absolute, under the repository."""
     absolute = Path(os.path.abspath(Path.cwd() / path))
     rel = None
     for repo in (config.repo, config.repo.resolve()):
@@ -122,7 +122,11 @@ def check_output(config: Config, option: str, path: Path) -> Path:
         except ValueError:
             continue
     if rel is None:
-        return absolute
+        raise OutsideRepository(
+            f"{option} {path}: outside the repository {config.repo}; cachelint writes reports "
+            "only inside it, write it to an untracked path there (e.g. eval-results/junit.xml) "
+            "and copy it out afterwards"
+        )
     if rel in ("", ".") or _in_git_dir(rel):
         raise OutsideRepository(
             f"{option} {path}: inside .git; write reports in the working tree (e.g. eval-results/)"

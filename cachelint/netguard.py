@@ -144,6 +144,25 @@ def replay_only() -> Iterator[None]:
             _armed -= 1
 
 
+def report_refused(scenario: str | None, shown: str) -> None:
+    """Record a refusal that happened outside this process (a command target's child, through
+    the refusing proxy or its own guard, `cachelint.runner.childguard`) against `scenario`, or
+    against every running scenario when the child did not say which it played."""
+    with _lock:
+        running = set(_running.values())
+        blamed = [scenario] if scenario in running else sorted(running)
+        for name in blamed:
+            _refused.setdefault(name, []).append(shown)
+
+
+def _tried(identity: str, hosts: list[str]) -> NetworkRefused:
+    return NetworkRefused(
+        f"scenario {identity}: tried to reach {', '.join(dict.fromkeys(hosts))} in replay mode; "
+        "the answer did not come from the cache (make model calls through the client, or the "
+        "OPENAI_BASE_URL, cachelint gives the target)"
+    )
+
+
 def guard_target(
     target: Callable[[Any, Any], Any], *, must_use_cache: bool
 ) -> Callable[[Any, Any], Any]:
@@ -159,16 +178,22 @@ def guard_target(
             _refused.pop(identity, None)
         try:
             value = target(scenario, client)
+        except NetworkRefused:
+            raise
+        except Exception as exc:
+            # A command whose child was refused usually exits non-zero: the refusal, naming the
+            # host, is the cause to report, not the exit code.
+            with _lock:
+                hosts = _refused.get(identity, [])
+            if hosts:
+                raise _tried(identity, hosts) from exc
+            raise
         finally:
             with _lock:
                 _running.pop(ident, None)
                 hosts = _refused.pop(identity, [])
         if hosts:
-            raise NetworkRefused(
-                f"scenario {identity}: tried to reach {', '.join(dict.fromkeys(hosts))} in "
-                "replay mode; the answer did not come from the cache (make model calls through "
-                "the client the target is given)"
-            )
+            raise _tried(identity, hosts)
         if must_use_cache and not client.calls and not client.misses:
             raise NetworkRefused(
                 f"scenario {identity}: the python target made no model call through the cache, "

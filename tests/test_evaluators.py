@@ -146,10 +146,10 @@ def run_with(repo: Path, *asserts: Mapping[str, Any], config: str = "") -> Any:
     return recorded
 
 
-def test_a_rated_metric_is_reported_in_every_format(git_repo: Path, tmp_path: Path) -> None:
+def test_a_rated_metric_is_reported_in_every_format(git_repo: Path) -> None:
     recorded = run_with(git_repo, {"type": "python", "function": "myevals:words", "max": 10})
     assert recorded.rc == 0, recorded.out
-    replay = do_run(git_repo, junit=tmp_path / "j.xml", html=tmp_path / "r.html")
+    replay = do_run(git_repo, junit=git_repo / "out/j.xml", html=git_repo / "out/r.html")
     assert replay.rc == 0, replay.out
     assert "    metric words = 5 (good)  5 words" in replay.out
     as_json = json.loads(do_run(git_repo, fmt="json").out)
@@ -170,9 +170,9 @@ def test_a_rated_metric_is_reported_in_every_format(git_repo: Path, tmp_path: Pa
         "reason": "python myevals:words: words = 5 (good): 5 words",
     }
     assert result(git_repo, "support/acme/refund")["trials"][0]["metrics"][0]["rating"] == "good"
-    out = ET.parse(tmp_path / "j.xml").getroot().find(".//system-out")
+    out = ET.parse(git_repo / "out/j.xml").getroot().find(".//system-out")
     assert out is not None and "metric words = 5 (good) - 5 words" in (out.text or "")
-    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    html = (git_repo / "out/r.html").read_text(encoding="utf-8")
     assert "<td>metric words</td><td>good</td><td>words = 5 (good): 5 words</td>" in html
 
 

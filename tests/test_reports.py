@@ -211,7 +211,9 @@ def test_cli_flow_from_a_fresh_clone_leaves_git_status_clean(tmp_path: Path) -> 
     origin = make_example_repo(tmp_path / "origin")
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin), str(clone))
-    page = tmp_path / "elsewhere/report.html"
+    # Reports named on the command line stay inside the repository (issue 14); the results
+    # root ignores everything in it, so the page leaves git status clean too.
+    page = clone / "eval-results/report.html"
     saved = run_cachelint(clone, "run", "--save-baseline", "main", "--html", str(page))
     assert saved.returncode == 0, saved.stderr
     assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
@@ -252,10 +254,10 @@ def test_merged_shards_give_a_baseline_and_json_carries_the_cost(example: Path) 
     assert set(data["cost"]["scenarios"]) == {s["scenario"] for s in data["scenarios"]}
 
 
-def test_junit_carries_each_scenario_cost(example: Path, tmp_path: Path) -> None:
+def test_junit_carries_each_scenario_cost(example: Path) -> None:
     import xml.etree.ElementTree as ET
 
-    junit = tmp_path / "junit.xml"
+    junit = example / "out/junit.xml"
     assert go(example, execution="junit", junit=junit)[0] == 0
     cases = ET.parse(junit).getroot().iter("testcase")
     costs = {c.get("name"): p.get("value") for c in cases for p in c.iter("property")}

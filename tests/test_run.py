@@ -446,7 +446,7 @@ def test_python_target_that_cannot_import_is_exit_2(
 # ---- report files -------------------------------------------------------------------------------
 
 
-def test_junit_and_html_files(git_repo: Path, tmp_path: Path) -> None:
+def test_junit_and_html_files(git_repo: Path) -> None:
     scenarios = {
         "support/acme/refund": refund(
             {"assert": [{"type": "contains", "value": "<b>never</b>"}]}, prompt="prompts/acme.md"
@@ -454,7 +454,7 @@ def test_junit_and_html_files(git_repo: Path, tmp_path: Path) -> None:
         "support/globex/refund": refund(prompt="prompts/globex.md"),
     }
     write_repo(git_repo, DEAD, scenarios)
-    junit, html = tmp_path / "out/junit.xml", tmp_path / "out/report.html"
+    junit, html = git_repo / "out/junit.xml", git_repo / "out/report.html"
     outcome, _ = record(git_repo, junit=junit, html=html)
     assert outcome.rc == 1
     root = ET.fromstring(junit.read_text(encoding="utf-8"))

@@ -129,6 +129,7 @@ def report(
 ) -> int:
     import json
 
+    from cachelint.confine import check_output
     from cachelint.fsutil import atomic_write
     from cachelint.runner import baselines
     from cachelint.runner.publishing import check_extras, html_page, verdict_notes
@@ -137,6 +138,8 @@ def report(
     config = load(repo_root(start), config_path)
     extras = extras or Extras()
     check_extras(config.repo, extras)
+    if output is not None:
+        output = check_output(config, "--output", output)
     root = config.repo / config.results
     model, prices = config.target.model, config.prices
     if merge:

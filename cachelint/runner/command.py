@@ -7,7 +7,9 @@ reads it: `OPENAI_BASE_URL` (ending in /v1, where the SDK appends /chat/completi
 `CACHELINT_SCENARIO_FILE` say which scenario to play. Its stdout is the output the assertions see.
 
 The target's real key variable is removed from the program's environment: a program that ignored
-OPENAI_BASE_URL must fail, not quietly call the provider around the cache.
+OPENAI_BASE_URL must fail, not quietly call the provider around the cache. In replay its Python
+children are guarded and its proxy is a refusing one (`cachelint.runner.childguard`), so one that
+reaches for the network fails its scenario naming the host.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import os
 import shlex
 import subprocess
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from cachelint.errors import CachelintError
+from cachelint.runner.childguard import offline_children
 from cachelint.runner.client import CacheMiss, CachingClient
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.output import Output, output_from_value
@@ -28,10 +32,16 @@ _STDERR_LINES = 5
 
 
 def command_target(
-    repo: Path, argv: Sequence[str], *, hidden_env: Sequence[str] = (), timeout: float = 600.0
+    repo: Path,
+    argv: Sequence[str],
+    *,
+    hidden_env: Sequence[str] = (),
+    timeout: float = 600.0,
+    offline: bool = False,
 ) -> Target:
     """A target running `argv` once per scenario trial; `hidden_env` names variables (the real
-    API key's) the program must not see."""
+    API key's) the program must not see; `offline` (replay) keeps its children off the network
+    as far as `cachelint.runner.childguard` can."""
     command = list(argv)
     shown = shlex.join(command)
 
@@ -44,16 +54,20 @@ def command_target(
             CACHELINT_TRIAL=str(client.trial),
             CACHELINT_SCENARIO_FILE=scenario.path,
         )
+        guard: AbstractContextManager[dict[str, str]] = (
+            offline_children(client, env) if offline else nullcontext({})
+        )
         try:
-            done = subprocess.run(
-                command,
-                cwd=repo,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-            )
+            with guard as extra:
+                done = subprocess.run(
+                    command,
+                    cwd=repo,
+                    env={**env, **extra},
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=timeout,
+                    check=False,
+                )
         except FileNotFoundError:
             raise CachelintError(
                 f"target command `{shown}`: {command[0]!r} not found; install it or fix "

@@ -36,6 +36,7 @@ from urllib.parse import quote, unquote
 
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
+from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
     from cachelint.runner.client import CachingClient
@@ -197,7 +198,11 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         endpoint = self.server.endpoint
-        if self.headers.get("Authorization") != f"Bearer {endpoint.token}":
+        if is_proxy_request(self.command, self.path):
+            # A replayed command's children have this endpoint as their proxy, which refuses.
+            status, headers, data = refuse_proxied(self.command, self.path, self.headers)
+            self.close_connection = True
+        elif self.headers.get("Authorization") != f"Bearer {endpoint.token}":
             status, headers, data = _error(
                 401,
                 "the cachelint cache endpoint needs the API key cachelint gave this run "
@@ -211,6 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = _serve
     do_POST = _serve
+    do_CONNECT = do_PUT = do_PATCH = do_DELETE = _serve
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # results and miss messages report what happened; stderr stays quiet

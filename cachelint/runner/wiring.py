@@ -135,7 +135,7 @@ def wire(
             from cachelint.runner.command import command_target
 
             wiring._targets[name] = command_target(
-                repo, target.command, hidden_env=(target.api_key_env,)
+                repo, target.command, hidden_env=(target.api_key_env,), offline=not mode.calls_live
             )
         else:
             wiring._targets[name] = chat_target

@@ -1,0 +1,118 @@
+"""Replay fails closed for a command target's children too, as far as the platform allows.
+
+`cachelint.netguard` guards the cachelint process; a `command` target runs another program per
+scenario, which it cannot reach. Without root and without compiled code, two layers do:
+
+- Every Python interpreter the program starts imports `cachelint/offline_site/sitecustomize.py`
+  (first on PYTHONPATH): the same audit hook as netguard, loopback to the cache endpoint only. The
+  hosts it refused are appended to a per-trial log, read back here when the program exits.
+- Every program that honours the proxy variables (curl, wget, the Python, Node and .NET HTTP
+  stacks that read them) is sent to the cache endpoint acting as a proxy that refuses everything:
+  `CONNECT host:port` or `GET http://host/...` gets a 403 naming the host, and the attempt is
+  recorded. The proxy URL's user name is the scenario, so concurrent scenarios are told apart.
+  NO_PROXY keeps the endpoint's own address direct.
+
+Either way the refusal is reported to netguard (`report_refused`) and fails the scenario with its
+name and the host. A program that ignores the proxy variables and is not Python can still connect:
+`unshare -n` (a network namespace with loopback only) is the complete answer where it is allowed.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from cachelint import netguard
+
+SITE_DIR = str(Path(__file__).resolve().parent.parent / "offline_site")
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+_MAX_LOG_BYTES = 64 * 1024
+
+Response = tuple[int, dict[str, str], bytes]
+
+
+def child_env(
+    scenario: str, trial: int, port: int, log: str, inherited: Mapping[str, str]
+) -> dict[str, str]:
+    """The variables that keep a replayed command's children offline (added to its env)."""
+    from cachelint.runner.endpoint import LOOPBACK  # imports this module: not at the top
+
+    proxy = f"http://{quote(scenario, safe='')}:{trial}@{LOOPBACK}:{port}"
+    path = inherited.get("PYTHONPATH", "")
+    env = {
+        "PYTHONPATH": SITE_DIR + (os.pathsep + path if path else ""),
+        "CACHELINT_ALLOW_PORT": str(port),
+        "CACHELINT_REFUSED_LOG": log,
+        "NO_PROXY": LOOPBACK,
+        "no_proxy": LOOPBACK,
+    }
+    for name in PROXY_VARIABLES:
+        env[name] = env[name.lower()] = proxy
+    return env
+
+
+@contextmanager
+def offline_children(client: Any, inherited: Mapping[str, str]) -> Iterator[dict[str, str]]:
+    """While inside, the command runs with `child_env`; on the way out, what its Python children
+    refused is reported to netguard against the scenario."""
+    port = client.endpoint.port
+    fd, log = tempfile.mkstemp(prefix="cachelint-refused-", suffix=".log")
+    os.close(fd)
+    try:
+        yield child_env(client.scenario, client.trial, port, log, inherited)
+    finally:
+        try:
+            with open(log, "rb") as fh:
+                lines = fh.read(_MAX_LOG_BYTES).decode("utf-8", "replace").splitlines()
+        finally:
+            os.unlink(log)
+        for host in dict.fromkeys(line for line in lines if line):
+            netguard.report_refused(client.scenario, host)
+
+
+def is_proxy_request(method: str, path: str) -> bool:
+    """A request meant for a proxy: a tunnel, or an absolute URI instead of a path."""
+    return method == "CONNECT" or not path.startswith("/")
+
+
+def refuse_proxied(method: str, path: str, headers: Any) -> Response:
+    """The cache endpoint's answer to a proxy request: 403 naming the host, recorded against the
+    scenario in the proxy credentials (every running scenario when there are none)."""
+    host = _host(method, path)
+    netguard.report_refused(_scenario(headers.get("Proxy-Authorization")), host)
+    body = (
+        f"cachelint replay refuses network access to {host}: the answer must come from the "
+        "cache, call the cache endpoint (OPENAI_BASE_URL) instead\n"
+    )
+    return 403, {"Content-Type": "text/plain; charset=utf-8", "Connection": "close"}, body.encode()
+
+
+def _host(method: str, path: str) -> str:
+    if method == "CONNECT":
+        return path
+    try:
+        parts = urlsplit(path)
+        port = parts.port or {"http": 80, "https": 443, "ftp": 21}.get(parts.scheme)
+        name = parts.hostname or path
+    except ValueError:
+        return path
+    return f"{name}:{port}" if port else name
+
+
+def _scenario(credentials: str | None) -> str | None:
+    scheme, _, value = (credentials or "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+    except ValueError:
+        return None
+    # Clients percent-decode a proxy URL's user name before sending it, most but not all: one
+    # that did not is decoded here. A name that matches no running scenario blames them all.
+    return unquote(user.partition(":")[0])

@@ -1,0 +1,233 @@
+"""Replay keeps a command target's children offline (issue 14, replay fails closed).
+
+A Python child is refused by the guard its interpreter imports at startup (before any packet: a
+DNS name under .invalid is never looked up, 10.255.255.1 never dialled), a program honouring the
+proxy variables by the cache endpoint acting as a refusing proxy. Either way the scenario fails
+naming itself and the host, even when the program swallows the error. A command that calls only
+the cache endpoint replays green.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachelint.runner.childguard import SITE_DIR, child_env
+from tests.conftest import run_cachelint
+from tests.fakes import fake_server
+from tests.helpers import DEAD, RUN_NOW, do_run, result
+from tests.helpers import write_targets_repo as write_repo
+
+ANSWER = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
+SCRIPT: dict[str, Any] = {"rules": [], "default": {"content": "Refunds take 30 days."}}
+
+# Talks to the cache endpoint with the standard library only, so it runs under any python.
+POLITE = """
+import json, os, urllib.request
+body = {"model": "child-model", "messages": [{"role": "user", "content": "refunds?"}]}
+request = urllib.request.Request(
+    os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps(body).encode(),
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+             "Content-Type": "application/json"},
+)
+with urllib.request.urlopen(request, timeout=30) as reply:
+    print(json.load(reply)["choices"][0]["message"]["content"])
+"""
+
+# Reaches for a private address, swallows the error, and answers as if nothing happened.
+SWALLOWER = """
+import socket
+try:
+    socket.create_connection(("10.255.255.1", 443), timeout=3)
+except OSError as exc:
+    print("ignored:", exc)
+print("Refunds take 30 days.")
+"""
+
+RESOLVER = """
+import socket
+socket.getaddrinfo("api.example.invalid", 443)
+print("Refunds take 30 days.")
+"""
+
+# No site, so no guard in the interpreter: only the proxy variables stop it.
+NO_SITE_PROXIED = """
+import urllib.request
+urllib.request.urlopen("http://api.example.invalid/v1/models", timeout=10)
+print("Refunds take 30 days.")
+"""
+
+CURL = """#!/bin/sh
+curl -sS --max-time 10 https://api.example.invalid/v1/models
+echo "Refunds take 30 days."
+"""
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
+    monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
+    monkeypatch.setenv("CACHELINT_NOW", RUN_NOW)
+
+
+def command_repo(repo: Path, command: list[str], files: dict[str, str], jobs: int = 1) -> None:
+    targets = f"""
+        [tool.cachelint.target]
+        type = "command"
+        command = {json.dumps(command)}
+        url = "{DEAD}"
+        provider = "cachelint-fake"
+        model = "configured-model"
+        api-key-env = "CACHELINT_TEST_KEY"
+    """
+    scenarios = {"support/acme/refund": ANSWER, "support/globex/refund": ANSWER}
+    write_repo(repo, targets=targets, scenarios=scenarios, files=files)
+
+
+def record(repo: Path) -> Any:
+    pyproject = repo / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    with fake_server(SCRIPT) as fake:
+        pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
+        try:
+            return do_run(repo, refresh=True)
+        finally:
+            pyproject.write_text(text, encoding="utf-8")
+
+
+def error_of(repo: Path, identity: str) -> str:
+    return str(result(repo, identity)["trials"][0]["error"])
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_python_child_that_swallows_a_refused_connect_fails_its_scenario(
+    git_repo: Path, jobs: int
+) -> None:
+    command_repo(git_repo, [sys.executable, "agent.py"], {"agent.py": SWALLOWER})
+    outcome = do_run(git_repo, jobs=jobs)
+    assert outcome.rc == 1
+    for identity in ("support/acme/refund", "support/globex/refund"):
+        error = error_of(git_repo, identity)
+        assert error.startswith(f"scenario {identity}: tried to reach 10.255.255.1:443 in replay")
+        assert "the answer did not come from the cache" in error
+    assert not (git_repo / ".eval-green.json").exists()
+
+
+def test_a_python_child_is_refused_before_any_dns_lookup(git_repo: Path) -> None:
+    command_repo(git_repo, [sys.executable, "agent.py"], {"agent.py": RESOLVER})
+    outcome = do_run(git_repo, scenarios=["support/acme/*"])
+    assert outcome.rc == 1
+    error = error_of(git_repo, "support/acme/refund")
+    assert error.startswith(
+        "scenario support/acme/refund: tried to reach api.example.invalid:443 in replay mode"
+    )
+
+
+def test_the_childs_own_error_names_scenario_and_host_and_is_logged(tmp_path: Path) -> None:
+    log = tmp_path / "refused.log"
+    log.write_text("")
+    env = {**os.environ, "CACHELINT_SCENARIO": "a/t/s"}
+    env.update(child_env("a/t/s", 1, 9, str(log), env))
+    done = subprocess.run(
+        [sys.executable, "-c", RESOLVER], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "sitecustomize.NetworkRefused: cachelint: scenario a/t/s: replay mode refuses network "
+        "access to api.example.invalid:443; the answer must come from the cache (call "
+        "OPENAI_BASE_URL)"
+    )
+    assert log.read_text() == "api.example.invalid:443\n"
+
+
+def test_a_python_child_without_site_is_refused_by_the_proxy(git_repo: Path) -> None:
+    command_repo(git_repo, [sys.executable, "-S", "agent.py"], {"agent.py": NO_SITE_PROXIED})
+    outcome = do_run(git_repo)
+    assert outcome.rc == 1
+    for identity in ("support/acme/refund", "support/globex/refund"):
+        error = error_of(git_repo, identity)
+        assert error.startswith(f"scenario {identity}: tried to reach api.example.invalid:80")
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_curl_in_a_shell_child_is_refused_by_the_proxy(git_repo: Path) -> None:
+    command_repo(git_repo, ["sh", "agent.sh"], {"agent.sh": CURL})
+    outcome = do_run(git_repo, jobs=2)
+    assert outcome.rc == 1
+    for identity in ("support/acme/refund", "support/globex/refund"):
+        error = error_of(git_repo, identity)
+        assert error.startswith(f"scenario {identity}: tried to reach api.example.invalid:443")
+
+
+def test_a_child_that_calls_only_the_cache_endpoint_replays_green(git_repo: Path) -> None:
+    command_repo(git_repo, [sys.executable, "agent.py"], {"agent.py": POLITE})
+    recorded = record(git_repo)
+    assert recorded.rc == 0, recorded.out
+    replay = do_run(git_repo, jobs=2)
+    assert replay.rc == 0, replay.out
+    assert result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"] == (
+        "Refunds take 30 days."
+    )
+    assert (git_repo / ".eval-green.json").is_file()
+
+
+def test_the_sitecustomize_it_shadows_still_runs(git_repo: Path, tmp_path: Path) -> None:
+    own = tmp_path / "own-site"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import builtins\nbuiltins.OWN_SITE = 'ran'\n")
+    seen = tmp_path / "seen.txt"
+    probe = (
+        "import builtins, sys\n"
+        f"open({str(seen)!r}, 'w').write("
+        f"getattr(builtins, 'OWN_SITE', 'missing') + ' ' + str({SITE_DIR!r} in sys.path))\n"
+    )
+    command_repo(git_repo, [sys.executable, "agent.py"], {"agent.py": probe + SWALLOWER})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", str(own))
+        outcome = do_run(git_repo, scenarios=["support/acme/*"])
+    assert outcome.rc == 1
+    assert "tried to reach 10.255.255.1:443" in error_of(git_repo, "support/acme/refund")
+    # The project's own sitecustomize ran after the guard; the guard's directory left sys.path.
+    assert seen.read_text() == "ran False"
+
+
+ONE_ROGUE = """#!/bin/sh
+if [ "$CACHELINT_SCENARIO" = support/acme/refund ]; then
+  sleep 0.3
+  curl -sS --max-time 10 https://api.example.invalid/v1/models
+else
+  sleep 1
+fi
+echo "Refunds take 30 days."
+"""
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_the_proxy_blames_only_the_scenario_whose_child_reached_out(git_repo: Path) -> None:
+    command_repo(git_repo, ["sh", "agent.sh"], {"agent.sh": ONE_ROGUE})
+    outcome = do_run(git_repo, jobs=2)
+    assert outcome.rc == 1
+    error = error_of(git_repo, "support/acme/refund")
+    assert error.startswith("scenario support/acme/refund: tried to reach api.example.invalid:443")
+    # Running at the same time, the other scenario is not blamed: the proxy credentials say
+    # which scenario's child asked.
+    assert result(git_repo, "support/globex/refund")["passed"] is True
+
+
+def test_through_the_cli_a_refused_child_fails_the_run_and_writes_no_green_record(
+    git_repo: Path,
+) -> None:
+    command_repo(git_repo, [sys.executable, "agent.py"], {"agent.py": SWALLOWER})
+    proc = run_cachelint(git_repo, "run", "--scenario", "support/acme/*")
+    assert proc.returncode == 1, proc.stderr
+    assert "scenario support/acme/refund: tried to reach 10.255.255.1:443 in replay" in proc.stdout
+    assert not (git_repo / ".eval-green.json").exists()
