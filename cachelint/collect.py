@@ -10,7 +10,6 @@ which walk the whole tree again inside git, run only when the walk found a path 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -18,12 +17,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import cast
 
-from cachelint import entrycache, listing
+from cachelint import listing
 from cachelint.config import Config
 from cachelint.entries import CachedSource, DiskSource, EntrySource
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
-from cachelint.pooled import Item, Outcome, Readers
+from cachelint.pooled import read_all
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
 from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
 
@@ -72,62 +71,34 @@ def collect(
 ) -> TreeFacts:
     """Gather every fact the rules need. `entry_cache` reuses entries an earlier check verified
     whose files git holds unchanged (see `cachelint.entrycache`); False reads every entry.
-    `jobs` is how many processes may work at once (see `cachelint.pooled`)."""
+    `jobs` is how many processes may read entries at once (see `cachelint.pooled`)."""
     repo = config.repo
     roots = [r for r in config.cache if os.path.isdir(repo / r) and not os.path.islink(repo / r)]
     # `:(literal)` so a root named like a glob is never expanded by git.
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
-    prefixes = _cache_prefixes(roots)
     git = _Git(repo)
-    readers = Readers(jobs)
     try:
         # Queued first: none of these needs the walk, so they run while Python walks.
-        git_dir_job = git.submit(["rev-parse", "--absolute-git-dir"])
+        git_dir = git.submit(["rev-parse", "--absolute-git-dir"]) if entry_cache else None
         stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec])
         # Without preloadIndex: its threads would lstat the same files as the walk, on the
         # same two cores, for a diff-files that finishes long before the walk anyway.
         unthreaded = ["-c", "core.preloadIndex=false"]
         changed = git.submit([*unthreaded, "diff-files", "-z", "--name-only", *spec])
         base = _opening_base(repo)
-        git_dir = listing.git_dir(git_dir_job.result())
-        cached = entrycache.count(git_dir, config.layout) if entry_cache and git_dir else 0
-        # A large tree is walked by a worker, its attributes looked up there too, while this
-        # process loads the entry cache and parses the index.
-        expected = cached or _index_estimate(git_dir)
-        walking = (
-            readers.submit(1, _walk_in_worker, config, base, roots)
-            if readers.walker_pays(expected)
-            else None
-        )
-        attributes = _Attributes(git)  # check-attr, queued as soon as the walk ends
-        if walking is not None:
-            walking.add_done_callback(attributes.walked)
+        walk = _walk_roots(config, base, roots)
+        plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
+        attrs = git.submit(["check-attr", "-z", "--stdin", "text"], listing.nul_joined(plain))
+        found = _listings(git, spec, walk, stage, changed, with_objects=entry_cache)
         source: EntrySource = DiskSource()
-        if entry_cache and git_dir is not None:
-            source = CachedSource(git_dir, config.layout)
-        stage_out = stage.result().out
-        parsed = listing.parse_stage(stage_out, entry_objects=entry_cache)
-        early: dict[str, Outcome] = {}
-        if walking is not None and not cached:
-            # No entry cache to take entries from (a fresh clone): read what the index names
-            # while the walk runs; the walk then says which of them are there.
-            early = readers.read_all(
-                base, _indexed_entries(parsed[0], prefixes), config.layout, config.max_entry_bytes
-            )
-        walk = _walked(walking) if walking is not None else None
-        if walk is None:
-            walk = _walk_roots(config, base, roots)
-        else:
-            walk.drop = _exclusions(config)
-        attributes.queue(walk)
-        found = _listings(git, spec, walk, stage_out, parsed, changed)
-        if isinstance(source, CachedSource):
-            source.attach(found.objects, found.candidates | found.untracked)
-        read = _read_entries(base, walk.holders, prefixes, config, source, readers, early)
+        directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
+        if directory is not None:
+            changes = found.candidates | found.untracked
+            source = CachedSource(directory, config.layout, found.objects, changes)
+        read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, jobs)
         source.finish(read.entries)
-        text_attr = attributes.result()
+        text_attr = listing.parse_text_attr(attrs.result().out, plain) if plain else {}
     finally:
-        readers.close()
         git.close()
     return TreeFacts(
         repo=repo,
@@ -177,77 +148,6 @@ def _walk_roots(config: Config, base: str, roots: list[str]) -> _Walk:
     return walk
 
 
-def _plain(walk: _Walk) -> list[str]:
-    """The walked files that are neither links nor special files: those git has attributes for."""
-    return [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
-
-
-def _walk_in_worker(config: Config, base: str, roots: list[str]) -> _Walk:
-    """The walk, in a worker process: what it hands back must pickle, so without its matcher."""
-    walk = _walk_roots(config, base, roots)
-    walk.drop = None
-    return walk
-
-
-def _walked(walking: Future[_Walk]) -> _Walk | None:
-    try:
-        return walking.result()
-    except Exception:  # the worker failed or could not start: walk here
-        return None
-
-
-class _Attributes:
-    """The `text` attribute of every plain file the walk found: one check-attr, queued by
-    whichever comes first, the end of a worker's walk or the linter taking its result."""
-
-    def __init__(self, git: _Git) -> None:
-        self._git = git
-        self._lock = threading.Lock()
-        self._plain: list[str] = []
-        self._job: Future[GitResult] | None = None
-
-    def walked(self, walking: Future[_Walk]) -> None:
-        if not walking.cancelled() and walking.exception() is None:
-            self.queue(walking.result())
-
-    def queue(self, walk: _Walk) -> None:
-        with self._lock:
-            if self._job is None:
-                self._plain = _plain(walk)
-                stdin = listing.nul_joined(self._plain)
-                self._job = self._git.submit(["check-attr", "-z", "--stdin", "text"], stdin)
-
-    def result(self) -> dict[str, str]:
-        assert self._job is not None, "queue() first"
-        out = self._job.result().out
-        return listing.parse_text_attr(out, self._plain) if self._plain else {}
-
-
-def _index_estimate(git_dir: Path | None) -> int:
-    """About how many entries the index holds, from its size (an index record takes well over
-    100 bytes): a guess made before git has listed anything."""
-    try:
-        return os.stat(git_dir / "index").st_size // 300 if git_dir is not None else 0
-    except OSError:
-        return 0
-
-
-def _indexed_entries(index: dict[str, IndexEntry], prefixes: tuple[str, ...]) -> list[Item]:
-    """(directory, prefix) of every entry directory both of whose files the index holds."""
-    ends = len(_ENTRY_SUFFIX)
-    directories = [p[:-ends] for p in index if p.endswith(_ENTRY_SUFFIX)]
-    items = []
-    for prefix in prefixes:
-        for directory in directories:
-            if directory.startswith(prefix) and directory + _CONTENTS_SUFFIX in index:
-                items.append((directory, prefix))
-    return items
-
-
-_CONTENTS_SUFFIX = "/" + CONTENTS_FILE
-_ENTRY_SUFFIX = "/" + ENTRY_FILE
-
-
 @dataclass
 class _Listings:
     """What git said about the paths under the roots."""
@@ -268,11 +168,13 @@ def _listings(
     git: _Git,
     spec: list[str],
     walk: _Walk,
-    stage: bytes,
-    parsed: tuple[dict[str, IndexEntry], dict[str, str], dict[str, str]],
+    stage_job: Future[GitResult],
     changed_job: Future[GitResult],
+    *,
+    with_objects: bool,
 ) -> _Listings:
-    index, objects, flagged = parsed
+    stage = stage_job.result().out
+    index, objects, flagged = listing.parse_stage(stage, entry_objects=with_objects)
     # Everything the --others listings can name is on disk and not in the index, so when every
     # walked path is in the index (checked before `exclude` dropped any) neither needs to run.
     strays = not all(map(index.__contains__, walk.walked))
@@ -341,8 +243,7 @@ def _read_entries(
     prefixes: tuple[str, ...],
     config: Config,
     source: EntrySource,
-    readers: Readers,
-    early: dict[str, Outcome],
+    jobs: int | None,
 ) -> _Read:
     """Read (or take from `source`) and verify every entry once; anything invalid becomes a
     (path, reason) in `corrupt`. `holders` are the walk's directories with their entry and temp
@@ -350,7 +251,6 @@ def _read_entries(
     read = _Read()
     slots: list[Entry | str] = []  # each entry in directory order, or its directory to read
     unread: list[tuple[str, str]] = []
-    reasons: dict[str, str] = {}
     shared: dict[frozenset[str], frozenset[str]] = {_PAIR: _PAIR}  # one set for most directories
     for directory, found in sorted(holders):
         key = frozenset(found)
@@ -372,20 +272,16 @@ def _read_entries(
         if CONTENTS_FILE not in names:
             read.corrupt.append((directory, f"{CONTENTS_FILE} is missing"))
             continue
-        outcome = early.get(directory) or source.known(directory)
-        if outcome is None:
+        entry = source.known(directory)
+        if entry is None:
             unread.append((directory, prefix))
             slots.append(directory)
-        elif type(outcome) is str:  # read early, and corrupt
-            reasons[directory] = outcome
-            slots.append(directory)
         else:
-            slots.append(outcome)
-    if not unread and not reasons:
+            slots.append(entry)
+    if not unread:
         read.entries = cast(list[Entry], slots)
         return read
-    outcomes = readers.read_all(base, unread, config.layout, config.max_entry_bytes)
-    outcomes.update(reasons)
+    outcomes = read_all(base, unread, config.layout, config.max_entry_bytes, jobs)
     for slot in slots:
         outcome = outcomes[slot] if type(slot) is str else slot
         if type(outcome) is str:

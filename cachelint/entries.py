@@ -199,23 +199,17 @@ class DiskSource:
 class CachedSource:
     """Entries verified by an earlier check, keyed by the git object ids of both of their files
     (content hashes), taken only while git's index holds exactly those ids and git reports
-    neither file changed in the working tree (see `cachelint.entrycache`). It loads the cache
-    file when built; `attach` gives it what git says about the tree before the first `known`."""
+    neither file changed in the working tree (see `cachelint.entrycache`)."""
 
-    def __init__(self, git_dir: Path, layout: Layout) -> None:
+    def __init__(
+        self, git_dir: Path, layout: Layout, objects: Mapping[str, str], changed: set[str]
+    ) -> None:
         self._git_dir = git_dir
         self._layout = layout
+        self._objects = objects  # index object id by repo-relative file path
+        self._changed = changed  # paths whose working tree may differ from the index
         self._cached = entrycache.load(git_dir, layout)
-        self._objects: Mapping[str, str] = {}  # index object id by repo-relative file path
-        self._changed: set[str] = set()  # paths whose working tree may differ from the index
         self._used = 0
-
-    def __len__(self) -> int:
-        return len(self._cached.entries)
-
-    def attach(self, objects: Mapping[str, str], changed: set[str]) -> None:
-        self._objects = objects
-        self._changed = changed
 
     def _ids(self, directory: str) -> str | None:
         entry_path = f"{directory}/{ENTRY_FILE}"

@@ -159,15 +159,6 @@ def _decoded(decode: Any, raw: list[Any]) -> Iterator[Any]:
     return (None if value is None else decode(value) for value in raw)
 
 
-def count(git_dir: Path, layout: Layout) -> int:
-    """How many entries the cache file says it holds (0 when there is none for this layout)."""
-    try:
-        with open(cache_file(git_dir), "rb") as fh:
-            return _parse_header(fh.readline(), layout) or 0
-    except OSError:
-        return 0
-
-
 def load(git_dir: Path, layout: Layout) -> Cached:
     """The cache file's entries for this layout setting; none when it is missing, foreign or
     damaged anywhere, or holds another number of entries than its header says."""

@@ -18,17 +18,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, TypeVar
 
 from cachelint import entrycache
 from cachelint.config import Layout
 from cachelint.entries import read_entry
 from cachelint.errors import CorruptEntry
 from cachelint.store import Entry
-
-_T = TypeVar("_T")
 
 # An entry, or why it is corrupt.
 Outcome = Entry | str
@@ -44,81 +41,48 @@ SLICE = 500
 MAX_WORKERS = 8
 
 
-# A tree this large takes long enough to walk that walking it in a worker, while the linter loads
-# the entry cache or reads what the index names, saves more than the worker's start-up costs.
-MIN_WALKER = 20_000
-
-
 def default_jobs() -> int:
     """The processes that may read at once: the cores this process may run on."""
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
-class Readers:
-    """Worker processes for one check, started when first needed; `jobs` is how many processes
-    may work at once, the linter's own included (None: every core, on large trees only)."""
-
-    def __init__(self, jobs: int | None) -> None:
-        self._jobs = jobs
-        self._pool: ProcessPoolExecutor | None = None
-        self._failed = False
-
-    def workers(self, count: int) -> int:
-        """How many workers `count` entries to read are worth."""
-        if count == 0:
-            return 0
-        if self._jobs is None:
-            return 0 if count < MIN_PARALLEL else min(default_jobs() - 1, MAX_WORKERS)
-        return max(0, min(self._jobs - 1, MAX_WORKERS, count - 1))
-
-    def walker_pays(self, expected: int) -> bool:
-        """Whether a tree of about `expected` entries is worth walking in a worker."""
-        return self.workers(expected) > 0 and (self._jobs is not None or expected >= MIN_WALKER)
-
-    def _executor(self, workers: int) -> ProcessPoolExecutor | None:
-        if self._pool is None and not self._failed and workers > 0:
-            try:
-                self._pool = ProcessPoolExecutor(
-                    workers,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_ignore_sigint,
-                )
-            except (OSError, ValueError, ImportError):  # no processes here: work alone
-                self._failed = True
-        return self._pool
-
-    def submit(self, workers: int, fn: Callable[..., _T], *args: Any) -> Future[_T] | None:
-        """`fn(*args)` in a worker; None when there is none (the caller runs it itself)."""
-        pool = self._executor(workers)
-        if pool is None:
-            return None
-        try:
-            return pool.submit(fn, *args)
-        except RuntimeError:  # a broken pool
-            self._failed = True
-            return None
-
-    def read_all(
-        self, base: str, items: Sequence[Item], layout: Layout, limit: int
-    ) -> dict[str, Outcome]:
-        """What `read_entry` makes of each item, by directory."""
-        workers = self.workers(len(items))
-        size = max(1, min(SLICE, -(-len(items) // (4 * (workers + 1)))))
-        slices = [items[i : i + size] for i in range(0, len(items), size)]
-        futures = [self.submit(workers, _read_packed, base, part, layout, limit) for part in slices]
-        found: dict[str, Outcome] = {}
+def read_all(
+    base: str, items: Sequence[Item], layout: Layout, limit: int, jobs: int | None = None
+) -> dict[str, Outcome]:
+    """What `read_entry` makes of each item, by directory. `jobs` is how many processes may read
+    at once (None: every core, and only when there are enough entries to be worth it)."""
+    workers = _workers(len(items), jobs)
+    if workers == 0:
+        return read_slice(base, items, layout, limit)
+    size = max(1, min(SLICE, -(-len(items) // (4 * (workers + 1)))))
+    slices = [items[i : i + size] for i in range(0, len(items), size)]
+    try:
+        pool = ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint
+        )
+    except (OSError, ValueError, ImportError):  # no processes here: read alone
+        return read_slice(base, items, layout, limit)
+    found: dict[str, Outcome] = {}
+    try:
+        futures = [pool.submit(_read_packed, base, part, layout, limit) for part in slices]
         for part, future in zip(reversed(slices), reversed(futures), strict=True):
-            if future is None or future.cancel():
+            if future.cancel():
                 found.update(read_slice(base, part, layout, limit))
         for part, future in zip(slices, futures, strict=True):
-            if future is not None and not future.cancelled():
+            if not future.cancelled():
                 found.update(_answer(future) or read_slice(base, part, layout, limit))
-        return found
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return found
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+
+def _workers(count: int, jobs: int | None) -> int:
+    if count == 0:
+        return 0
+    if jobs is None:
+        return 0 if count < MIN_PARALLEL else min(default_jobs() - 1, MAX_WORKERS)
+    return max(0, min(jobs - 1, MAX_WORKERS, count - 1))
 
 
 def read_slice(base: str, items: Sequence[Item], layout: Layout, limit: int) -> dict[str, Outcome]:

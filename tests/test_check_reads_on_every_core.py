@@ -45,14 +45,10 @@ def broken(git_repo: Path) -> Path:
 
 def test_workers_read_what_the_linter_reads(broken: Path) -> None:
     alone = collect(load(broken), now=NOW, entry_cache=False, jobs=1)
+    shared = collect(load(broken), now=NOW, entry_cache=False, jobs=3)
     assert len(alone.corrupt) >= 3
-    # Read by workers (a worker walking the tree meanwhile); then the same with the entry cache,
-    # first written, then taken from while a worker walks.
-    for entry_cache in (False, True, True):
-        shared = collect(load(broken), now=NOW, entry_cache=entry_cache, jobs=3)
-        assert shared.corrupt == alone.corrupt
-        assert shared.entries == alone.entries
-        assert shared.files == alone.files and shared.text_attr == alone.text_attr
+    assert shared.corrupt == alone.corrupt
+    assert shared.entries == alone.entries
     if sys.platform == "linux":
         assert any("\udcff" in entry.directory for entry in shared.entries)
 
