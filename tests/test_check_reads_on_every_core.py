@@ -45,10 +45,13 @@ def broken(git_repo: Path) -> Path:
 
 def test_workers_read_what_the_linter_reads(broken: Path) -> None:
     alone = collect(load(broken), now=NOW, entry_cache=False, jobs=1)
-    shared = collect(load(broken), now=NOW, entry_cache=False, jobs=3)
     assert len(alone.corrupt) >= 3
-    assert shared.corrupt == alone.corrupt
-    assert shared.entries == alone.entries
+    # Without the entry cache, then with it: first written from what workers read, then taken
+    # from (the corrupt entries, never cached, read by workers again).
+    for entry_cache in (False, True, True):
+        shared = collect(load(broken), now=NOW, entry_cache=entry_cache, jobs=3)
+        assert shared.corrupt == alone.corrupt
+        assert shared.entries == alone.entries
     if sys.platform == "linux":
         assert any("\udcff" in entry.directory for entry in shared.entries)
 
