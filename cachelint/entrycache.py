@@ -181,14 +181,27 @@ def load(git_dir: Path, layout: Layout) -> Cached:
 
 def save(git_dir: Path, layout: Layout, pairs: Sequence[tuple[Entry, str]]) -> None:
     """Replace the cache file with these (entry, object ids) pairs, atomically and without an
-    fsync (a torn file reads as damaged and is rebuilt). Failing to write is not an error."""
-    encoded = [
-        _encode_line(pairs[i : i + LINE_ENTRIES]) for i in range(0, len(pairs), LINE_ENTRIES)
-    ]
-    first = header(layout, sum(count for _, count in encoded))
+    fsync (a torn file reads as damaged and is rebuilt), one line encoded at a time so the file
+    is never whole in memory. Failing to write is not an error."""
+    keep = [pair for pair in pairs if _plainly_encodable(pair[0]) or _encodable(pair)]
+    lines = (_encode_line(keep[i : i + LINE_ENTRIES])[0] for i in range(0, len(keep), LINE_ENTRIES))
     try:
         atomic_write_chunks(
-            cache_file(git_dir), chain((first,), (line for line, _ in encoded)), durable=False
+            cache_file(git_dir), chain((header(layout, len(keep)),), lines), durable=False
         )
     except OSError:
         pass
+
+
+def _plainly_encodable(entry: Entry) -> bool:
+    """True for the usual entry, whose text is ASCII: JSON holds it (the general test, which
+    encodes the entry, is left for the rest)."""
+    text = (
+        entry.directory,
+        entry.scenario,
+        entry.key,
+        entry.provider,
+        entry.model,
+        entry.iteration,
+    )
+    return "".join(filter(None, text)).isascii()
