@@ -17,6 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import cast
 
+import blake3
+
 from cachelint import listing
 from cachelint.config import Config
 from cachelint.entries import CachedSource, DiskSource, EntrySource
@@ -94,7 +96,8 @@ def collect(
         directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
         if directory is not None:
             changes = found.candidates | found.untracked
-            source = CachedSource(directory, config.layout, found.objects, changes)
+            index = blake3.blake3(stage.result().out).hexdigest()
+            source = CachedSource(directory, config.layout, found.objects, changes, index)
         read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, jobs)
         source.finish(read.entries)
         text_attr = listing.parse_text_attr(attrs.result().out, plain) if plain else {}

@@ -199,16 +199,25 @@ class DiskSource:
 class CachedSource:
     """Entries verified by an earlier check, keyed by the git object ids of both of their files
     (content hashes), taken only while git's index holds exactly those ids and git reports
-    neither file changed in the working tree (see `cachelint.entrycache`)."""
+    neither file changed in the working tree (see `cachelint.entrycache`). `index` is the
+    digest of this check's index listing: when it is the one the cache was written from and git
+    reports nothing changed, every cached entry's ids are still the index's, unlooked-up."""
 
     def __init__(
-        self, git_dir: Path, layout: Layout, objects: Mapping[str, str], changed: set[str]
+        self,
+        git_dir: Path,
+        layout: Layout,
+        objects: Mapping[str, str],
+        changed: set[str],
+        index: str,
     ) -> None:
         self._git_dir = git_dir
         self._layout = layout
         self._objects = objects  # index object id by repo-relative file path
         self._changed = changed  # paths whose working tree may differ from the index
+        self._index = index
         self._cached = entrycache.load(git_dir, layout)
+        self._same_index = bool(index) and index == self._cached.index_digest and not changed
         self._used = 0
 
     def _ids(self, directory: str) -> str | None:
@@ -223,17 +232,25 @@ class CachedSource:
         return f"{entry_id} {contents_id}"
 
     def known(self, directory: str) -> Entry | None:
-        ids = self._cached.objects.get(directory)
-        if ids is None or ids != self._ids(directory):
-            return None
-        self._used += 1
-        return self._cached.entries[directory]
+        if self._same_index:
+            entry = self._cached.entries.get(directory)
+        else:
+            ids = self._cached.objects.get(directory)
+            entry = (
+                None
+                if ids is None or ids != self._ids(directory)
+                else self._cached.entries[directory]
+            )
+        if entry is not None:
+            self._used += 1
+        return entry
 
     def finish(self, entries: Iterable[Entry]) -> None:
         entries = list(entries)
-        if self._used == len(entries) == len(self._cached.entries):
+        if self._used == len(entries) == len(self._cached.entries) and self._same_index:
             return  # every entry came from the cache and none went unused: nothing to rewrite
         keep = [(e, ids) for e in entries if (ids := self._ids(e.directory)) is not None]
-        if self._used == len(keep) == len(self._cached.entries):
+        unchanged = self._used == len(keep) == len(self._cached.entries)
+        if unchanged and self._index == self._cached.index_digest:
             return  # every entry came from the cache and none went unused: nothing to rewrite
-        entrycache.save(self._git_dir, self._layout, keep)
+        entrycache.save(self._git_dir, self._layout, keep, self._index)

@@ -34,12 +34,12 @@ import orjson
 from cachelint import __version__
 from cachelint.config import Layout
 from cachelint.fsutil import atomic_write_chunks
-from cachelint.store import COLUMNS, UNREAD_REQUEST, Entry
+from cachelint.store import COLUMNS, UNREAD_REQUEST, Entry, unchanged
 
 # Bump when the meaning of a column changes, or what the linter verifies before it caches an
 # entry, so older files are dropped. 2 verified entry.json alone; 3 read MEAI dates more loosely
-# than MEAI does; 4 had no secret prefilter column.
-FORMAT = 5
+# than MEAI does; 4 had no secret prefilter column; 5 no digest of the index listing.
+FORMAT = 6
 CACHE_FILE = "cachelint/entries.jsonl"
 
 # Entries per line: decoding a line holds all of its columns at once.
@@ -52,28 +52,34 @@ class Cached(NamedTuple):
 
     entries: dict[str, Entry]
     objects: dict[str, str]
+    # blake3 of the `git ls-files -v --stage` listing the object ids were taken from: while the
+    # listing is byte for byte the same and git reports no file changed, every id still holds.
+    index_digest: str = ""
 
 
 def cache_file(git_dir: Path) -> Path:
     return git_dir / CACHE_FILE
 
 
-def header(layout: Layout, count: int) -> bytes:
-    """The first line: what the columns depend on besides the bytes of the entries."""
-    fields = {"format": FORMAT, "cachelint": __version__, "layout": layout.value, "entries": count}
+def header(layout: Layout, count: int, index: str = "") -> bytes:
+    """The first line: what the columns depend on besides the bytes of the entries, how many
+    entries follow, and the digest of the index listing their object ids come from."""
+    fields = {"format": FORMAT, "cachelint": __version__, "layout": layout.value}
+    fields.update(entries=count, index=index)
     return orjson.dumps(fields, option=orjson.OPT_APPEND_NEWLINE)
 
 
-def _parse_header(line: bytes, layout: Layout) -> int | None:
-    """The entry count of a header written for this layout by this cachelint, else None."""
+def _parse_header(line: bytes, layout: Layout) -> tuple[int, str] | None:
+    """The entry count and index digest of a header written for this layout by this cachelint,
+    else None."""
     try:
         fields = orjson.loads(line)
-        count = fields.pop("entries")
-    except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError):
+        count, index = fields["entries"], fields["index"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
-    if type(count) is not int or line != header(layout, count):
+    if type(count) is not int or type(index) is not str or line != header(layout, count, index):
         return None
-    return count
+    return count, index
 
 
 def _encode_line(pairs: Sequence[tuple[Entry, str]]) -> tuple[bytes, int]:
@@ -154,9 +160,12 @@ def _valid(column: object, kind: type | tuple[type, ...], *, needed: bool) -> bo
 
 
 def _decoded(decode: Any, raw: list[Any]) -> Iterator[Any]:
-    if None not in raw:
-        return map(decode, raw)
-    return (None if value is None else decode(value) for value in raw)
+    """`decode` of each value, once per distinct value: a tree's entries share a few dates,
+    models and scenarios, and decoding each only once also shares one object between them."""
+    if decode is unchanged:
+        return iter(raw)
+    decoded = {value: None if value is None else decode(value) for value in set(raw)}
+    return map(decoded.__getitem__, raw)
 
 
 def load(git_dir: Path, layout: Layout) -> Cached:
@@ -165,9 +174,11 @@ def load(git_dir: Path, layout: Layout) -> Cached:
     found = Cached({}, {})
     try:
         with open(cache_file(git_dir), "rb") as fh:
-            count = _parse_header(fh.readline(), layout)
-            if count is None:
+            parsed = _parse_header(fh.readline(), layout)
+            if parsed is None:
                 return found
+            count, index = parsed
+            found = Cached({}, {}, index)
             for line in fh:
                 part = _decode_line(line)
                 if part is None:
@@ -179,7 +190,9 @@ def load(git_dir: Path, layout: Layout) -> Cached:
     return found if len(found.entries) == count else Cached({}, {})
 
 
-def save(git_dir: Path, layout: Layout, pairs: Sequence[tuple[Entry, str]]) -> None:
+def save(
+    git_dir: Path, layout: Layout, pairs: Sequence[tuple[Entry, str]], index: str = ""
+) -> None:
     """Replace the cache file with these (entry, object ids) pairs, atomically and without an
     fsync (a torn file reads as damaged and is rebuilt), one line encoded at a time so the file
     is never whole in memory. Failing to write is not an error."""
@@ -187,7 +200,7 @@ def save(git_dir: Path, layout: Layout, pairs: Sequence[tuple[Entry, str]]) -> N
     lines = (_encode_line(keep[i : i + LINE_ENTRIES])[0] for i in range(0, len(keep), LINE_ENTRIES))
     try:
         atomic_write_chunks(
-            cache_file(git_dir), chain((header(layout, len(keep)),), lines), durable=False
+            cache_file(git_dir), chain((header(layout, len(keep), index),), lines), durable=False
         )
     except OSError:
         pass

@@ -105,7 +105,7 @@ def entry_digest(entry_json: bytes, contents: bytes) -> str:
     return blake3.blake3(both).hexdigest()
 
 
-def _same(value: Any) -> Any:
+def unchanged(value: Any) -> Any:
     return value
 
 
@@ -128,8 +128,8 @@ class Column:
 
     name: str
     kind: type | tuple[type, ...]  # what `decode` accepts, and None unless `needed`
-    encode: Callable[[Any], Any] = _same
-    decode: Callable[[Any], Any] = _same
+    encode: Callable[[Any], Any] = unchanged
+    decode: Callable[[Any], Any] = unchanged
     needed: bool = False  # None is not a valid value
 
 

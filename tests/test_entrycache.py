@@ -131,6 +131,20 @@ def test_rows_are_used_while_git_reports_entry_json_unchanged(repo: Path) -> Non
     assert {e.scenario for e in facts_of(repo, entry_cache=False).entries} != {"from-the-cache"}
 
 
+def test_while_the_index_listing_is_unchanged_rows_are_taken_without_their_ids(
+    repo: Path,
+) -> None:
+    """The fast path: the cache file records the digest of the index listing it was written
+    from; while that listing is the same and git reports nothing changed, no row's ids are
+    looked up. Any change to the index (here a staged new entry) ends that."""
+    facts_of(repo)
+    rewrite_rows(repo, lambda row: {**row, "ids": "not ids", "scenario": "from-the-cache"})
+    assert {e.scenario for e in facts_of(repo).entries} == {"from-the-cache"}
+    put(repo, scenario="support/acme/c", text="three")
+    git(repo, "add", "-A")
+    assert "from-the-cache" not in {e.scenario for e in facts_of(repo).entries}
+
+
 def test_an_entry_changed_on_disk_is_read_again(repo: Path) -> None:
     facts_of(repo)
     entry_json = entry_file(repo, "a")
