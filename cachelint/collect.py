@@ -178,7 +178,6 @@ def _listings(
 ) -> _Listings:
     stage = stage_job.result().out
     index, objects, flagged = listing.parse_stage(stage, entry_objects=with_objects)
-    index, objects = _shared_paths(walk.walked, index, objects)
     # Everything the --others listings can name is on disk and not in the index, so when every
     # walked path is in the index (checked before `exclude` dropped any) neither needs to run.
     strays = not all(map(index.__contains__, walk.walked))
@@ -211,20 +210,6 @@ def _listings(
         found.untracked = {p for p in found.untracked if not drop(p)}
         found.ignored = {p for p in found.ignored if not drop(p)}
     return found
-
-
-def _shared_paths(
-    walked: list[str], index: dict[str, IndexEntry], objects: dict[str, str]
-) -> tuple[dict[str, IndexEntry], dict[str, str]]:
-    """The index and the object ids keyed by the walk's own path strings where they are the same
-    path, so the facts do not hold each path of a large tree twice (once from the disk, once
-    from git)."""
-    own = dict(zip(walked, walked, strict=True))
-    if not own:
-        return index, objects
-    index = {own.get(path, path): entry for path, entry in index.items()}
-    objects = {own.get(path, path): oid for path, oid in objects.items()}
-    return index, objects
 
 
 def _modified(repo: Path, walk: _Walk, found: _Listings) -> set[str]:
