@@ -20,7 +20,7 @@ the git processes it runs at the same time (`git check-attr` alone holds ~90 MB 
 entries, as it does in the floor).
 
     python benchmarks/bench_check.py [--entries 10000 100000] [--repeat 5] [--keep DIR [--reuse]]
-                                     [--baseline DIR]
+                                     [--baseline DIR [--baseline-args ARGS]]
 
 Goals (issue 12): first and cold <= 1.5x (plumbing + b3sum), warm <= 1.5x plumbing (the median of
 the per-round ratios), peak memory < 300 MB.
@@ -240,11 +240,13 @@ def hash_floor(repo: Path) -> None:
 
 # The checkout whose cachelint a run times: this one, or --baseline's.
 _CHECKOUT: dict[str, Path | None] = {"baseline": None}
+# Arguments every baseline check gets besides the run's own (--baseline-args).
+_BASELINE_ARGS: list[str] = []
 
 
 def _check_command(*extra: str, baseline: bool = False) -> list[str]:
     if baseline:
-        return [sys.executable, "-m", "cachelint", "check", *extra]
+        return [sys.executable, "-m", "cachelint", "check", *extra, *_BASELINE_ARGS]
     script = Path(sys.executable).parent / "cachelint"
     if script.is_file():
         return [str(script), "check", *extra]
@@ -517,7 +519,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="also time the cachelint of this checkout (e.g. a git worktree of an older commit)",
     )
+    parser.add_argument(
+        "--baseline-args",
+        default="",
+        metavar="ARGS",
+        help="extra check arguments for the baseline runs, e.g. --baseline . --baseline-args "
+        "'--jobs 1' times one reading process against the default",
+    )
     args = parser.parse_args(argv)
+    _BASELINE_ARGS.extend(args.baseline_args.split())
     if args.baseline is not None:
         if not (args.baseline / "cachelint" / "__init__.py").is_file():
             parser.error(f"--baseline {args.baseline}: no cachelint package there")
