@@ -87,8 +87,11 @@ def _encode_line(pairs: Sequence[tuple[Entry, str]]) -> tuple[bytes, int]:
     directory git named with undecodable bytes holds a lone surrogate) is left out: it is read
     from disk each time."""
     columns: list[list[Any]] = [[ids for _, ids in pairs]]
-    for column in COLUMNS:
-        columns.append([column.encode(getattr(entry, column.name)) for entry, _ in pairs])
+    # One tuple per field, in Entry's own order (the assertion under COLUMNS); `request`, the
+    # last field, is no column.
+    fields = list(zip(*(entry for entry, _ in pairs), strict=True)) or [()] * len(Entry._fields)
+    for column, values in zip(COLUMNS, fields[: len(COLUMNS)], strict=True):
+        columns.append(list(_encoded(column.encode, values)))
     try:
         return orjson.dumps(columns, option=orjson.OPT_APPEND_NEWLINE), len(pairs)
     except TypeError:  # orjson.JSONEncodeError
@@ -157,6 +160,14 @@ def _valid(column: object, kind: type | tuple[type, ...], *, needed: bool) -> bo
     kinds = set(map(type, cast(list[object], column)))
     allowed = set(kind) if isinstance(kind, tuple) else {kind}
     return kinds <= (allowed if needed else allowed | {type(None)})
+
+
+def _encoded(encode: Any, values: Sequence[Any]) -> Iterator[Any]:
+    """`encode` of each value, once per distinct value (a tree's entries share a few dates)."""
+    if encode is unchanged:
+        return iter(values)
+    encoded = {value: encode(value) for value in set(values)}
+    return map(encoded.__getitem__, values)
 
 
 def _decoded(decode: Any, raw: list[Any]) -> Iterator[Any]:
