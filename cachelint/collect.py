@@ -338,6 +338,8 @@ def _walk(base: str, root: str, walk: _Walk) -> None:
     noted and never opened."""
     held_alike: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple for the usual pair
     stack = [root]
+    # Bound once: the loop body runs for every file of a large tree.
+    add_file, add_name, add_holder = walk.files.append, walk.names.add, walk.holders.append
     while stack:
         rel = stack.pop()
         try:
@@ -349,33 +351,36 @@ def _walk(base: str, root: str, walk: _Walk) -> None:
             held: list[str] = []
             for de in it:
                 name = de.name
-                path = prefix + name
                 # DirEntry answers from d_type without a stat, and nothing follows a link.
                 if de.is_file(follow_symlinks=False):
-                    walk.files.append(path)
-                    if name in ENTRY_FILES or name.startswith(TEMP_PREFIX):
-                        held.append(name)
-                        continue  # into `names` with its directory's names, below
-                    walk.names.add(name)
+                    add_file(prefix + name)
+                    if name in _HELD or name.startswith(TEMP_PREFIX):
+                        held.append(name)  # into `names` with its directory's names, below
+                    else:
+                        add_name(name)
                     continue
-                walk.names.add(name)
+                path = prefix + name
+                add_name(name)
                 if de.is_dir(follow_symlinks=False):
                     stack.append(path)
                     if name == ".git":
                         walk.git_dirs.append(path)
                     continue
-                walk.files.append(path)
+                add_file(path)
                 if de.is_symlink():
                     walk.symlinks.add(path)
                     continue
                 walk.special.add(path)
-                if name in ENTRY_FILES:  # read_entry opens it without blocking and reports it
+                if name in _HELD:  # read_entry opens it without blocking and reports it
                     held.append(name)
             if held:
                 names = tuple(held)
-                walk.holders.append((rel, held_alike.setdefault(names, names)))
+                add_holder((rel, held_alike.setdefault(names, names)))
     for names in held_alike:
         walk.names.update(names)
+
+
+_HELD = frozenset(ENTRY_FILES)
 
 
 def _exclusions(config: Config) -> _Matcher | None:
