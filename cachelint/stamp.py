@@ -90,10 +90,8 @@ def seal(root: str, entries: Iterable[Entry]) -> str:
 
 def seal_of(pairs: Iterable[tuple[str, str]]) -> str:
     """The seal of (entry directory relative to its root, entry digest) pairs."""
-    hasher = blake3.blake3()
-    for line in sorted(f"{directory}\0{digest}\n" for directory, digest in pairs):
-        hasher.update(line.encode("utf-8", "surrogateescape"))
-    return hasher.hexdigest()
+    lines = sorted(f"{directory}\0{digest}\n" for directory, digest in pairs)
+    return blake3.blake3("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _str_map(data: Mapping[str, Any], name: str) -> dict[str, str]:
