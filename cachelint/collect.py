@@ -19,12 +19,12 @@ from typing import cast
 
 import blake3
 
-from cachelint import entrycache, listing
+from cachelint import listing
 from cachelint.config import Config
 from cachelint.entries import CachedSource, DiskSource, EntrySource
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
-from cachelint.pooled import Workers
+from cachelint.pooled import read_all
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
 from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
 
@@ -79,33 +79,29 @@ def collect(
     # `:(literal)` so a root named like a glob is never expanded by git.
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
     git = _Git(repo)
-    workers = Workers(jobs)
     try:
         # Queued first: none of these needs the walk, so they run while Python walks.
-        git_dir = listing.git_dir(git.submit(["rev-parse", "--absolute-git-dir"]).result())
+        git_dir = git.submit(["rev-parse", "--absolute-git-dir"]) if entry_cache else None
         stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec])
         # Without preloadIndex: its threads would lstat the same files as the walk, on the
         # same two cores, for a diff-files that finishes long before the walk anyway.
         unthreaded = ["-c", "core.preloadIndex=false"]
         changed = git.submit([*unthreaded, "diff-files", "-z", "--name-only", *spec])
         base = _opening_base(repo)
-        cache_dir = git_dir if entry_cache else None
-        if cache_dir is None or not entrycache.count(cache_dir, config.layout):
-            workers.start(_index_estimate(git_dir))  # every entry will be read
         walk = _walk_roots(config, base, roots)
         plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
         attrs = git.submit(["check-attr", "-z", "--stdin", "text"], listing.nul_joined(plain))
         found = _listings(git, spec, walk, stage, changed, with_objects=entry_cache)
         source: EntrySource = DiskSource()
-        if cache_dir is not None:
+        directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
+        if directory is not None:
             changes = found.candidates | found.untracked
             index = blake3.blake3(stage.result().out).hexdigest()
-            source = CachedSource(cache_dir, config.layout, found.objects, changes, index)
-        read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, workers)
+            source = CachedSource(directory, config.layout, found.objects, changes, index)
+        read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, jobs)
         source.finish(read.entries)
         text_attr = listing.parse_text_attr(attrs.result().out, plain) if plain else {}
     finally:
-        workers.close()
         git.close()
     return TreeFacts(
         repo=repo,
@@ -153,15 +149,6 @@ def _walk_roots(config: Config, base: str, roots: list[str]) -> _Walk:
         walk.special = {p for p in walk.special if not drop(p)}
         walk.holders = [(d, tuple(n for n in ns if not drop(f"{d}/{n}"))) for d, ns in walk.holders]
     return walk
-
-
-def _index_estimate(git_dir: Path | None) -> int:
-    """About how many entries the index holds, from its size (a record takes well over 100
-    bytes, and an entry two records): a guess made before git has listed anything."""
-    try:
-        return os.stat(git_dir / "index").st_size // 300 if git_dir is not None else 0
-    except OSError:
-        return 0
 
 
 @dataclass
@@ -259,7 +246,7 @@ def _read_entries(
     prefixes: tuple[str, ...],
     config: Config,
     source: EntrySource,
-    workers: Workers,
+    jobs: int | None,
 ) -> _Read:
     """Read (or take from `source`) and verify every entry once; anything invalid becomes a
     (path, reason) in `corrupt`. `holders` are the walk's directories with their entry and temp
@@ -297,7 +284,7 @@ def _read_entries(
     if not unread:
         read.entries = cast(list[Entry], slots)
         return read
-    outcomes = workers.read_all(base, unread, config.layout, config.max_entry_bytes)
+    outcomes = read_all(base, unread, config.layout, config.max_entry_bytes, jobs)
     for slot in slots:
         outcome = outcomes[slot] if type(slot) is str else slot
         if type(outcome) is str:

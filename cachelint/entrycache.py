@@ -179,16 +179,6 @@ def _decoded(decode: Any, raw: list[Any]) -> Iterator[Any]:
     return map(decoded.__getitem__, raw)
 
 
-def count(git_dir: Path, layout: Layout) -> int:
-    """How many entries the cache file says it holds (0 when there is none for this layout)."""
-    try:
-        with open(cache_file(git_dir), "rb") as fh:
-            parsed = _parse_header(fh.readline(), layout)
-    except OSError:
-        return 0
-    return parsed[0] if parsed is not None else 0
-
-
 def load(git_dir: Path, layout: Layout) -> Cached:
     """The cache file's entries for this layout setting; none when it is missing, foreign or
     damaged anywhere, or holds another number of entries than its header says."""

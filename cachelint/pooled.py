@@ -18,17 +18,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, TypeVar
 
 from cachelint import entrycache
 from cachelint.config import Layout
 from cachelint.entries import read_entry
 from cachelint.errors import CorruptEntry
 from cachelint.store import Entry
-
-_T = TypeVar("_T")
 
 # An entry, or why it is corrupt.
 Outcome = Entry | str
@@ -50,73 +47,42 @@ def default_jobs() -> int:
     return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
-class Workers:
-    """The worker processes of one check, started at most once: `jobs` is how many processes may
-    read at once, the check's own included (None: every core, on large trees only)."""
-
-    def __init__(self, jobs: int | None) -> None:
-        self._jobs = jobs
-        self._pool: ProcessPoolExecutor | None = None
-        self._broken = False
-
-    def count(self, entries: int) -> int:
-        """How many workers reading `entries` entries is worth."""
-        if entries == 0:
-            return 0
-        if self._jobs is None:
-            return 0 if entries < MIN_PARALLEL else min(default_jobs() - 1, MAX_WORKERS)
-        return max(0, min(self._jobs - 1, MAX_WORKERS, entries - 1))
-
-    def start(self, expected: int) -> None:
-        """Start the workers reading about `expected` entries is worth now, so their start-up (a
-        fresh interpreter and its imports) overlaps what the check does before it reads."""
-        workers = self.count(expected)
-        for _ in range(workers):
-            if self._submit(workers, _started) is None:
-                return
-
-    def read_all(
-        self, base: str, items: Sequence[Item], layout: Layout, limit: int
-    ) -> dict[str, Outcome]:
-        """What `read_entry` makes of each item, by directory, read here and by the workers."""
-        workers = self.count(len(items))
-        size = max(1, min(SLICE, -(-len(items) // (4 * (workers + 1)))))
-        slices = [items[i : i + size] for i in range(0, len(items), size)]
-        futures = [
-            self._submit(workers, _read_packed, base, part, layout, limit) for part in slices
-        ]
-        found: dict[str, Outcome] = {}
+def read_all(
+    base: str, items: Sequence[Item], layout: Layout, limit: int, jobs: int | None = None
+) -> dict[str, Outcome]:
+    """What `read_entry` makes of each item, by directory. `jobs` is how many processes may read
+    at once (None: every core, and only when there are enough entries to be worth it)."""
+    workers = _workers(len(items), jobs)
+    if workers == 0:
+        return read_slice(base, items, layout, limit)
+    size = max(1, min(SLICE, -(-len(items) // (4 * (workers + 1)))))
+    slices = [items[i : i + size] for i in range(0, len(items), size)]
+    try:
+        pool = ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint
+        )
+    except (OSError, ValueError, ImportError):  # no processes here: read alone
+        return read_slice(base, items, layout, limit)
+    found: dict[str, Outcome] = {}
+    try:
+        futures = [pool.submit(_read_packed, base, part, layout, limit) for part in slices]
         for part, future in zip(reversed(slices), reversed(futures), strict=True):
-            if future is None or future.cancel():
+            if future.cancel():
                 found.update(read_slice(base, part, layout, limit))
         for part, future in zip(slices, futures, strict=True):
-            if future is not None and not future.cancelled():
+            if not future.cancelled():
                 found.update(_answer(future) or read_slice(base, part, layout, limit))
-        return found
-
-    def _submit(self, workers: int, fn: Callable[..., _T], *args: Any) -> Future[_T] | None:
-        """`fn(*args)` queued for a worker; None when there is none (the caller does it)."""
-        if workers == 0 or self._broken:
-            return None
-        try:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(
-                    workers,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_ignore_sigint,
-                )
-            return self._pool.submit(fn, *args)
-        except (OSError, ValueError, ImportError, RuntimeError):  # no processes here
-            self._broken = True
-            return None
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return found
 
 
-def _started() -> None:
-    """A worker's first task: its start-up is the point."""
+def _workers(count: int, jobs: int | None) -> int:
+    if count == 0:
+        return 0
+    if jobs is None:
+        return 0 if count < MIN_PARALLEL else min(default_jobs() - 1, MAX_WORKERS)
+    return max(0, min(jobs - 1, MAX_WORKERS, count - 1))
 
 
 def read_slice(base: str, items: Sequence[Item], layout: Layout, limit: int) -> dict[str, Outcome]:
