@@ -19,9 +19,9 @@ from typing import cast
 
 import blake3
 
-from cachelint import listing
+from cachelint import entrycache, listing
 from cachelint.config import Config
-from cachelint.entries import CachedSource, DiskSource, EntrySource
+from cachelint.entries import CachedSource, DiskSource, EntrySource, same_index
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
 from cachelint.pooled import read_all
@@ -91,13 +91,16 @@ def collect(
         walk = _walk_roots(config, base, roots)
         plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
         attrs = git.submit(["check-attr", "-z", "--stdin", "text"], listing.nul_joined(plain))
-        found = _listings(git, spec, walk, stage, changed, with_objects=entry_cache)
-        source: EntrySource = DiskSource()
         directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
-        if directory is not None:
+        cached = entrycache.load(directory, config.layout) if directory is not None else None
+        index = blake3.blake3(stage.result().out).hexdigest()
+        # The index's object ids are needed only to check cached entries one by one.
+        by_id = cached is not None and not same_index(cached, index)
+        found = _listings(git, spec, walk, stage, changed, with_objects=by_id)
+        source: EntrySource = DiskSource()
+        if directory is not None and cached is not None:
             changes = found.candidates | found.untracked
-            index = blake3.blake3(stage.result().out).hexdigest()
-            source = CachedSource(directory, config.layout, found.objects, changes, index)
+            source = CachedSource(directory, config.layout, cached, found.objects, changes, index)
         read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, jobs)
         source.finish(read.entries)
         text_attr = listing.parse_text_attr(attrs.result().out, plain) if plain else {}

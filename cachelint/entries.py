@@ -202,43 +202,52 @@ class DiskSource:
 
 
 class CachedSource:
-    """Entries verified by an earlier check, keyed by the git object ids of both of their files
-    (content hashes), taken only while git's index holds exactly those ids and git reports
-    neither file changed in the working tree (see `cachelint.entrycache`). `index` is the
-    digest of this check's index listing: when it is the one the cache was written from and git
-    reports nothing changed, every cached entry's ids are still the index's, unlooked-up."""
+    """Entries verified by an earlier check (`cached`), keyed by the git object ids of both of
+    their files (content hashes), taken only while git's index holds exactly those ids and git
+    reports neither file changed in the working tree (see `cachelint.entrycache`).
+
+    `index` is the digest of this check's index listing. When it is the one the cache was
+    written from, every cached entry's ids are by construction still the index's: nothing is
+    looked up, and `objects` (the index's ids by path) is not needed and may be empty."""
 
     def __init__(
         self,
         git_dir: Path,
         layout: Layout,
+        cached: entrycache.Cached,
         objects: Mapping[str, str],
         changed: set[str],
         index: str,
     ) -> None:
         self._git_dir = git_dir
         self._layout = layout
+        self._cached = cached
         self._objects = objects  # index object id by repo-relative file path
         self._changed = changed  # paths whose working tree may differ from the index
         self._index = index
-        self._cached = entrycache.load(git_dir, layout)
-        self._same_index = bool(index) and index == self._cached.index_digest and not changed
+        self._same_index = same_index(cached, index)
         self._used = 0
 
+    def _touched(self, directory: str) -> bool:
+        changed = self._changed
+        return bool(changed) and (
+            f"{directory}/{ENTRY_FILE}" in changed or f"{directory}/{CONTENTS_FILE}" in changed
+        )
+
     def _ids(self, directory: str) -> str | None:
-        entry_path = f"{directory}/{ENTRY_FILE}"
-        contents_path = f"{directory}/{CONTENTS_FILE}"
-        if entry_path in self._changed or contents_path in self._changed:
+        if self._touched(directory):
             return None
-        entry_id = self._objects.get(entry_path)
-        contents_id = self._objects.get(contents_path)
+        if self._same_index:
+            return self._cached.objects.get(directory)
+        entry_id = self._objects.get(f"{directory}/{ENTRY_FILE}")
+        contents_id = self._objects.get(f"{directory}/{CONTENTS_FILE}")
         if entry_id is None or contents_id is None:
             return None
         return f"{entry_id} {contents_id}"
 
     def known(self, directory: str) -> Entry | None:
         if self._same_index:
-            entry = self._cached.entries.get(directory)
+            entry = None if self._touched(directory) else self._cached.entries.get(directory)
         else:
             ids = self._cached.objects.get(directory)
             entry = (
@@ -255,7 +264,11 @@ class CachedSource:
         if self._used == len(entries) == len(self._cached.entries) and self._same_index:
             return  # every entry came from the cache and none went unused: nothing to rewrite
         keep = [(e, ids) for e in entries if (ids := self._ids(e.directory)) is not None]
-        unchanged = self._used == len(keep) == len(self._cached.entries)
-        if unchanged and self._index == self._cached.index_digest:
-            return  # every entry came from the cache and none went unused: nothing to rewrite
+        if self._used == len(keep) == len(self._cached.entries) and self._same_index:
+            return
         entrycache.save(self._git_dir, self._layout, keep, self._index)
+
+
+def same_index(cached: entrycache.Cached, index: str) -> bool:
+    """Whether `cached` was written from the index listing whose digest is `index`."""
+    return bool(index) and index == cached.index_digest
