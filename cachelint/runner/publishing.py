@@ -17,10 +17,11 @@ from cachelint.config import Config
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.views import RUN_FILE, ExecutionView, list_executions, scenario_view
+from cachelint.runner.views import RUN_FILE, ExecutionView, scenario_view
 
 PR_FORMATS = ("markdown", "github")
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+TREND_FILE = "trend.json"  # beside run.json: what the next runs' trend lines read
 
 
 @dataclass(frozen=True)
@@ -104,16 +105,62 @@ def json_text(report_dict: Mapping[str, Any], cost: Mapping[str, Any]) -> str:
     return json_dumps(data) + "\n"
 
 
-def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Mapping[str, Any]]:
-    """The run summaries of the last `count` executions, oldest first, ending with `current`."""
-    runs: list[Mapping[str, Any]] = []
-    for name in list_executions(root):
-        if name == current.get("execution"):
-            continue
+def trend_point(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a run summary the trend lines read: the next runs' pages read this small
+    document instead of parsing every earlier run.json whole."""
+    return {
+        "started": summary.get("started"),
+        "execution": summary.get("execution"),
+        "scenarios": [
+            {
+                "scenario": s.get("scenario"),
+                "passed": s.get("passed"),
+                "pass_rate": s.get("pass_rate"),
+                "trials": [
+                    {
+                        "judges": [
+                            {"metric": j.get("metric"), "score": j.get("score")}
+                            for j in t.get("judges") or []
+                        ]
+                    }
+                    for t in s.get("trials") or []
+                ],
+            }
+            for s in summary.get("scenarios") or []
+        ],
+    }
+
+
+def _earlier_run(directory: Path) -> Mapping[str, Any] | None:
+    """An earlier execution's trend point (its run.json when it has none, e.g. merged shards);
+    None when the execution has no readable run summary."""
+    run_file = directory / RUN_FILE
+    if not run_file.is_file():
+        return None
+    for path in (directory / TREND_FILE, run_file):
         try:
-            runs.append(json.loads((root / name / RUN_FILE).read_text(encoding="utf-8")))
+            doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):
-            continue  # a damaged old run drops out of the trend; it does not stop this report
+            continue
+        if isinstance(doc, dict):
+            return doc
+    return None
+
+
+def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Mapping[str, Any]]:
+    """The run summaries of the last `count` executions, oldest first (by recorded start, name),
+    ending with `current`. A damaged old run drops out of the trend; it does not stop this
+    report."""
+    found: list[tuple[str, str, Mapping[str, Any]]] = []
+    if count > 1 and root.is_dir():
+        for child in root.iterdir():
+            if child.name == current.get("execution"):
+                continue
+            doc = _earlier_run(child)
+            if doc is not None:
+                found.append((str(doc.get("started") or ""), child.name, doc))
+    found.sort(key=lambda item: item[:2])
+    runs = [doc for _, _, doc in found]
     return [*runs[-(count - 1) :], current] if count > 1 else [current]
 
 
@@ -202,6 +249,8 @@ def write_run_summary(
     # Compact: the indenting encoder is pure Python, the compact one runs in C.
     data = json_dumps(summary, compact=True)
     atomic_write(results_dir / RUN_FILE, (data + "\n").encode("utf-8"))
+    point = json_dumps(trend_point(summary), compact=True)
+    atomic_write(results_dir / TREND_FILE, (point + "\n").encode("utf-8"))
     return summary
 
 
