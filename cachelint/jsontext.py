@@ -8,8 +8,19 @@ dataset) and reported there.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
+
+# A lone surrogate can only enter decoded JSON through a `\uD800`-`\uDFFF` escape: UTF-8 text
+# cannot hold one raw. A text without such an escape needs no walk over its decoded value.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def may_hold_surrogate(text: str) -> bool:
+    """False when the JSON `text` (decoded from UTF-8) cannot decode to a lone surrogate; True
+    when `lone_surrogate` must look (an escaped backslash before `ud8..` also says True)."""
+    return _SURROGATE_ESCAPE.search(text) is not None
 
 
 def lone_surrogate(value: Any) -> str | None:
