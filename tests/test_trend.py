@@ -47,3 +47,24 @@ def test_trend_reads_trend_json_or_run_json(
     assert [r["execution"] for r in trend_runs(results, current, 10)] == ["run1", "run3"]
     assert [r["execution"] for r in trend_runs(results, current, 2)] == ["run1", "run3"]
     assert trend_runs(results, current, 1) == [current]
+
+
+def test_trend_orders_by_recorded_start_and_parses_only_what_it_shows(tmp_path: Path) -> None:
+    results = tmp_path / "eval-results"
+    starts = {"b-newest": "2026-03-01T00:00:00Z", "a-middle": "2026-02-01T00:00:00Z"}
+    starts |= {"z-oldest": "2026-01-01T00:00:00Z", "c-none": None}
+    for name, started in starts.items():
+        summary = {"execution": name, "scenarios": [], "started": started}
+        (results / name).mkdir(parents=True)
+        (results / name / "run.json").write_text(json.dumps(summary), encoding="utf-8")
+        point = json.dumps(trend_point(summary), sort_keys=True, separators=(",", ":"))
+        (results / name / TREND_FILE).write_text(point + "\n", encoding="utf-8")
+    # The order comes from the start time at each trend.json's end, even where the rest is damaged.
+    oldest = results / "z-oldest" / TREND_FILE
+    oldest.write_text("{damaged" + oldest.read_text(encoding="utf-8"), encoding="utf-8")
+    current = {"execution": "now", "scenarios": [], "started": "2026-04-01T00:00:00Z"}
+    shown = [r["execution"] for r in trend_runs(results, current, 3)]
+    assert shown == ["a-middle", "b-newest", "now"]
+    # A damaged trend.json that the trend shows is read from run.json instead.
+    shown = [r["execution"] for r in trend_runs(results, current, 10)]
+    assert shown == ["c-none", "z-oldest", "a-middle", "b-newest", "now"]

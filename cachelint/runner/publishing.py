@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,21 +148,56 @@ def _earlier_run(directory: Path) -> Mapping[str, Any] | None:
     return None
 
 
+# trend.json is written with sorted keys, so its top-level object ends with "started": the start
+# time is read from the file's last bytes, and only the executions the trend shows are parsed.
+_STARTED_AT_END = re.compile(rb'"started":("(?:[^"\\]|\\.)*"|null)\}\s*\Z')
+
+
+def _started_at_end(path: Path) -> str | None:
+    """The "started" of a trend.json from its last bytes; None when there is no such file or its
+    end is not the one this module writes (the caller then parses the whole document)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 128))
+            tail = fh.read()
+    except OSError:
+        return None
+    found = _STARTED_AT_END.search(tail)
+    if found is None:
+        return None
+    try:
+        return str(json.loads(found.group(1)) or "")
+    except ValueError:
+        return None
+
+
 def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Mapping[str, Any]]:
     """The run summaries of the last `count` executions, oldest first (by recorded start, name),
     ending with `current`. A damaged old run drops out of the trend; it does not stop this
     report."""
-    found: list[tuple[str, str, Mapping[str, Any]]] = []
-    if count > 1 and root.is_dir():
-        for child in root.iterdir():
-            if child.name == current.get("execution"):
-                continue
-            doc = _earlier_run(child)
-            if doc is not None:
-                found.append((str(doc.get("started") or ""), child.name, doc))
-    found.sort(key=lambda item: item[:2])
-    runs = [doc for _, _, doc in found]
-    return [*runs[-(count - 1) :], current] if count > 1 else [current]
+    if count <= 1 or not root.is_dir():
+        return [current]
+    listed: list[tuple[str, str, Mapping[str, Any] | None]] = []
+    for child in root.iterdir():
+        if child.name == current.get("execution") or not (child / RUN_FILE).is_file():
+            continue
+        started = _started_at_end(child / TREND_FILE)
+        if started is not None:
+            listed.append((started, child.name, None))
+            continue
+        doc = _earlier_run(child)
+        if doc is not None:
+            listed.append((str(doc.get("started") or ""), child.name, doc))
+    listed.sort(key=lambda item: item[:2])
+    runs: list[Mapping[str, Any]] = []
+    for _, name, known in reversed(listed):
+        doc = known if known is not None else _earlier_run(root / name)
+        if doc is not None:
+            runs.append(doc)
+            if len(runs) == count - 1:
+                break
+    return [*reversed(runs), current]
 
 
 def html_page(
