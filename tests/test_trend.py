@@ -51,8 +51,9 @@ def test_trend_reads_trend_json_or_run_json(
 
 def test_trend_orders_by_recorded_start_and_parses_only_what_it_shows(tmp_path: Path) -> None:
     results = tmp_path / "eval-results"
-    starts = {"b-newest": "2026-03-01T00:00:00Z", "a-middle": "2026-02-01T00:00:00Z"}
-    starts |= {"z-oldest": "2026-01-01T00:00:00Z", "c-none": None}
+    starts: dict[str, str | None] = {"b-newest": "2026-03-01T00:00:00Z"}
+    starts |= {"a-middle": "2026-02-01T00:00:00Z", "z-oldest": "2026-01-01T00:00:00Z"}
+    starts["c-none"] = None
     for name, started in starts.items():
         summary = {"execution": name, "scenarios": [], "started": started}
         (results / name).mkdir(parents=True)
