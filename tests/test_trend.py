@@ -7,6 +7,7 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_trend_orders_by_recorded_start_and_parses_only_what_it_shows(tmp_path: 
     starts |= {"a-middle": "2026-02-01T00:00:00Z", "z-oldest": "2026-01-01T00:00:00Z"}
     starts["c-none"] = None
     for name, started in starts.items():
-        summary = {"execution": name, "scenarios": [], "started": started}
+        summary: dict[str, Any] = {"execution": name, "scenarios": [], "started": started}
         (results / name).mkdir(parents=True)
         (results / name / "run.json").write_text(json.dumps(summary), encoding="utf-8")
         point = json.dumps(trend_point(summary), sort_keys=True, separators=(",", ":"))
