@@ -68,12 +68,21 @@ def check_extras(repo: Path, extras: Extras | None) -> None:
         baselines.load(repo, baselines.check_label(extras.baseline, "--baseline"))
 
 
-def view_of(report: Any, config: Config, started: str | None) -> ExecutionView:
-    """The run's results as the reports read them (the same documents the results files hold)."""
+def view_of(
+    report: Any,
+    config: Config,
+    started: str | None,
+    written: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ExecutionView:
+    """The run's results as the reports read them (the same documents the results files hold:
+    `written`, the ResultWriter's, where it has the scenario's)."""
     from cachelint.runner.engine import scenario_record
 
+    known = written or {}
     records = [
-        scenario_record(r, execution=report.execution, mode=report.mode) for r in report.results
+        known.get(r.scenario.identity)
+        or scenario_record(r, execution=report.execution, mode=report.mode)
+        for r in report.results
     ]
     prices = config.prices
     return ExecutionView(
