@@ -49,6 +49,9 @@ from cachelint.config import TargetConfig  # noqa: E402
 from cachelint.devtools.fake_provider import FakeProvider, parse_script  # noqa: E402
 
 SCRIPT = {"rules": [{"match": {}, "reply": {"echo": True}}]}
+# cachelint's subprocesses keep their compiled bytecode, as an installed package does (pip writes
+# it at install time); with PYTHONDONTWRITEBYTECODE set, every run would compile its modules anew.
+CACHELINT_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,7 @@ def replay_subprocess(repo: Path) -> tuple[float, int]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "cachelint", "run", "--execution", f"sub{i}"],
             cwd=repo,
+            env=CACHELINT_ENV,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -177,7 +181,10 @@ def startup() -> float:
     for _ in range(3):
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "cachelint", "--version"], capture_output=True, check=True
+            [sys.executable, "-m", "cachelint", "--version"],
+            capture_output=True,
+            check=True,
+            env=CACHELINT_ENV,
         )
         times.append(time.perf_counter() - started)
     return statistics.median(times)
@@ -361,7 +368,8 @@ def paired(repo: Path, pf: Promptfoo, prefix: list[str], pairs: int) -> list[tup
         for who in ("cachelint", "promptfoo") if i % 2 == 0 else ("promptfoo", "cachelint"):
             log = repo.parent / f"{who}-pair{i}.log"
             if who == "cachelint":
-                took, rc, _ = _timed([*ours_cmd, "--execution", f"pair{i}"], repo, os.environ, log)
+                ours = [*ours_cmd, "--execution", f"pair{i}"]
+                took, rc, _ = _timed(ours, repo, CACHELINT_ENV, log)
             else:
                 took, rc, _ = _timed([*prefix, *pf.cmd], pf.suite, pf.env, log)
             if rc != 0:
