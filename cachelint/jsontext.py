@@ -8,6 +8,7 @@ dataset) and reported there.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +27,16 @@ def may_hold_surrogate(text: str) -> bool:
 def lone_surrogate(value: Any) -> str | None:
     """A description of the first lone surrogate in a decoded JSON value (`'\\ud83d' in
     messages[0].content`), or None. Iterative, so deep nesting is no RecursionError."""
+    try:
+        # The C encoder leaves a lone surrogate raw, and UTF-8 refuses it: a value that encodes
+        # holds none, found without walking it in Python (a cached answer is checked per call).
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return None
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return _walk(value)
+
+
+def _walk(value: Any) -> str | None:
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         item, where = stack.pop()

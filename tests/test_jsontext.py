@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cachelint.jsontext import lone_surrogate, may_hold_surrogate
+from cachelint.jsontext import _walk, lone_surrogate, may_hold_surrogate
 
 texts = st.text(alphabet=st.characters(codec=None), max_size=20) | st.sampled_from(
     ["\ud83d", "a\udc00b", "\U0001f600", "\\ud800", "\u00e9"]
@@ -40,3 +40,16 @@ def test_plain_text_and_paired_surrogates_are_screened() -> None:
     assert may_hold_surrogate('{"input": "\\ud83d"}')
     assert may_hold_surrogate('{"input": "\\uDC00"}')
     assert may_hold_surrogate('{"input": "\\uD83D\\uDE00"}')  # a pair: screened in, then passes
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=values)
+def test_the_encoder_screen_says_what_the_walk_says(value: Any) -> None:
+    assert lone_surrogate(value) == _walk(value)
+
+
+def test_deep_nesting_falls_back_to_the_walk() -> None:
+    value: Any = "\udc00"
+    for _ in range(5000):
+        value = [value]
+    assert lone_surrogate(value) == _walk(value) is not None
