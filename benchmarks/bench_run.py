@@ -289,14 +289,26 @@ def offline_prefix() -> list[str]:
     return ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"] if ok else []
 
 
-def _timed(cmd: list[str], cwd: Path, env: Mapping[str, str], log: Path) -> tuple[float, int, int]:
-    """Wall seconds, exit code and peak RSS (KiB) of one command; its output goes to `log`."""
+@dataclass(frozen=True)
+class Timed:
+    """One command: wall seconds, exit code, peak RSS (KiB) and CPU seconds (user + system)."""
+
+    wall: float
+    rc: int
+    rss: int
+    cpu: float
+
+
+def _timed(cmd: list[str], cwd: Path, env: Mapping[str, str], log: Path) -> Timed:
+    """Run one command, its output going to `log`. CPU time is reported beside wall time: on a
+    shared machine another process can stall or pause a run, which shows in wall time only."""
     started = time.perf_counter()
     with log.open("wb") as sink:
         proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env), stdout=sink, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
     took = time.perf_counter() - started
-    return took, os.waitstatus_to_exitcode(status), usage.ru_maxrss
+    cpu = usage.ru_utime + usage.ru_stime
+    return Timed(took, os.waitstatus_to_exitcode(status), usage.ru_maxrss, cpu)
 
 
 def _tail(log: Path, lines: int = 6) -> str:
@@ -341,10 +353,10 @@ def promptfoo_record(work: Path, size: int, tool: Path) -> Promptfoo:
     try:
         _promptfoo_suite(suite, size, base_url)
         log = work / "promptfoo-record.log"
-        took, rc, _ = _timed(cmd, suite, env, log)
-        if rc != 0:
-            raise Unavailable(f"recording through promptfoo exited {rc}: {_tail(log)} ({log})")
-        print(f"        promptfoo: recorded {size} cases against the fake in {took:.1f} s")
+        done = _timed(cmd, suite, env, log)
+        if done.rc != 0:
+            raise Unavailable(f"recording through promptfoo exited {done.rc}: {_tail(log)} ({log})")
+        print(f"        promptfoo: recorded {size} cases against the fake in {done.wall:.1f} s")
     finally:
         fake.terminate()
         fake.wait()
@@ -356,7 +368,7 @@ def promptfoo_verify(pf: Promptfoo, prefix: list[str]) -> None:
     every response came from its cache (the timed runs do not pay for writing this file)."""
     out = pf.suite / "verify.json"
     log = pf.suite / "verify.log"
-    _, rc, _ = _timed([*prefix, *pf.cmd, "-o", str(out)], pf.suite, pf.env, log)
+    rc = _timed([*prefix, *pf.cmd, "-o", str(out)], pf.suite, pf.env, log).rc
     if rc != 0:
         raise Unavailable(f"cached replay exited {rc}: {_tail(log)} ({log})")
     results = json.loads(out.read_text(encoding="utf-8"))["results"]
@@ -369,25 +381,24 @@ def promptfoo_verify(pf: Promptfoo, prefix: list[str]) -> None:
         )
 
 
-def paired(repo: Path, pf: Promptfoo, prefix: list[str], pairs: int) -> list[tuple[float, float]]:
+def paired(repo: Path, pf: Promptfoo, prefix: list[str], pairs: int) -> list[tuple[Timed, Timed]]:
     """`pairs` rounds of (cachelint, promptfoo) replays as subprocesses, start-up included; the
     order inside a round alternates so neither tool always runs on a warmer machine."""
     ours_cmd = [*prefix, sys.executable, "-m", "cachelint", "run"]
-    rounds: list[tuple[float, float]] = []
+    rounds: list[tuple[Timed, Timed]] = []
     for i in range(pairs):
-        times: dict[str, float] = {}
+        times: dict[str, Timed] = {}
         for who in ("cachelint", "promptfoo") if i % 2 == 0 else ("promptfoo", "cachelint"):
             log = repo.parent / f"{who}-pair{i}.log"
             if who == "cachelint":
                 ours = [*ours_cmd, "--execution", f"pair{i}"]
-                took, rc, _ = _timed(ours, repo, CACHELINT_ENV, log)
+                done = _timed(ours, repo, CACHELINT_ENV, log)
             else:
-                took, rc, _ = _timed([*prefix, *pf.cmd], pf.suite, pf.env, log)
-            if rc != 0:
-                raise Unavailable(
-                    f"{who}'s replay (round {i + 1}) exited {rc}: {_tail(log)} ({log})"
-                )
-            times[who] = took
+                done = _timed([*prefix, *pf.cmd], pf.suite, pf.env, log)
+            if done.rc != 0:
+                why = f"{_tail(log)} ({log})"
+                raise Unavailable(f"{who}'s replay (round {i + 1}) exited {done.rc}: {why}")
+            times[who] = done
         rounds.append((times["cachelint"], times["promptfoo"]))
     return rounds
 
@@ -415,20 +426,26 @@ def compare_promptfoo(work: Path, size: int, tool: Path, pairs: int) -> None:
             f"ratio promptfoo/cachelint = {ref / ours:.1f}x"
         )
         return
-    ours = statistics.median(c for c, _ in rounds)
-    theirs = statistics.median(p for _, p in rounds)
-    ratio = statistics.median(p / c for c, p in rounds)
+    ours = statistics.median(c.wall for c, _ in rounds)
+    theirs = statistics.median(p.wall for _, p in rounds)
+    ratio = statistics.median(p.wall / c.wall for c, p in rounds)
+    cpu_ratio = statistics.median(p.cpu / c.cpu for c, p in rounds)
     print(
         f"  {size:,} cases replayed {where}, {pairs} paired rounds, both as subprocesses "
         f"including start-up; promptfoo {PROMPTFOO_VERSION} verified: every case passed and "
         "came from its cache"
     )
     print(
-        f"  cachelint {ours:.2f} s ({ours / size * 1000:.3f} ms/case), promptfoo {theirs:.2f} s "
-        f"({theirs / size * 1000:.3f} ms/case): promptfoo/cachelint = {ratio:.1f}x "
-        f"(median of the rounds' ratios; rounds: "
-        + ", ".join(f"{p / c:.1f}x" for c, p in rounds)
+        f"  wall: cachelint {ours:.2f} s ({ours / size * 1000:.3f} ms/case), promptfoo "
+        f"{theirs:.2f} s ({theirs / size * 1000:.3f} ms/case): promptfoo/cachelint = {ratio:.1f}x "
+        "(median of the rounds' ratios; rounds: "
+        + ", ".join(f"{p.wall / c.wall:.1f}x" for c, p in rounds)
         + ")"
+    )
+    print(
+        f"  cpu (user+system): cachelint {statistics.median(c.cpu for c, _ in rounds):.2f} s, "
+        f"promptfoo {statistics.median(p.cpu for _, p in rounds):.2f} s: {cpu_ratio:.1f}x "
+        "(median of the rounds' ratios)"
     )
 
 
