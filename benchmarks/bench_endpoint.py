@@ -15,20 +15,25 @@ client, a distinct user message per call) and reports ms/call:
   with record_mode "none" (the cassettes are recorded once against the fake provider over HTTP).
 
 The cache is recorded once per size through the caching client against the in-process fake
-provider (no HTTP), in a temp directory. Goal: in-process <= 1.5x the floor, flat from 200 to
+provider (no HTTP), in a temp directory. Each size then runs `--repeat` rounds of one pass per
+variant (floor, in-process, loopback); it prints each variant's median ms/call and the median of
+the rounds' ratios to the floor, and a flatness line comparing the smallest and largest sizes
+(`--sizes 200 2000` for a quick check). Goal: in-process <= 1.5x the floor, flat from 200 to
 20,000 calls, and faster than vcrpy.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,7 +100,7 @@ def _best(run: Callable[[], float], repeat: int) -> float:
     return statistics.median(run() for _ in range(repeat))
 
 
-def floor(n: int, repeat: int) -> float:
+def _floor_sdk() -> openai.OpenAI:
     library = importlib.import_module(default_library())
     canned = _InProcessFake().complete({"model": MODEL, "messages": _messages(0)}).response
     body = json.dumps(canned).encode("utf-8")
@@ -103,29 +108,69 @@ def floor(n: int, repeat: int) -> float:
     def handle(request: Any) -> Any:
         return library.Response(200, headers={"Content-Type": "application/json"}, content=body)
 
-    sdk = openai.OpenAI(
+    return openai.OpenAI(
         base_url="http://127.0.0.1:9/v1",
         api_key="x",
         http_client=library.Client(transport=library.MockTransport(handle)),
     )
+
+
+def floor(n: int, repeat: int) -> float:
+    sdk = _floor_sdk()
     return _best(lambda: _calls(sdk, n), repeat)
 
 
-def cachelint_variants(n: int, repeat: int) -> tuple[float, float]:
+@contextlib.contextmanager
+def _no_fsync() -> Iterator[None]:
+    """Recording 20,000 entries with an fsync each takes minutes here; replay reads the same
+    bytes without it, and a benchmark's temp cache needs no crash safety."""
+    real = os.fsync
+    os.fsync = lambda fd: None
+    try:
+        yield
+    finally:
+        os.fsync = real
+
+
+@dataclass(frozen=True)
+class Size:
+    """One size's ms/call: the medians of paired passes, and the median of the passes' ratios."""
+
+    n: int
+    floor: float
+    inside: float
+    loopback: float
+    inside_ratio: float
+    loopback_ratio: float
+
+
+def paired_size(n: int, repeat: int) -> Size:
+    """Record `n` calls, then `repeat` rounds of one pass each of the floor, in-process and
+    loopback, in that order: each round's ratios compare passes taken on the same machine state."""
     with tempfile.TemporaryDirectory(prefix="cachelint-bench-") as tmp, Endpoint() as endpoint:
         root = Path(tmp) / "eval-cache"
         recorder = _client(root, Mode.LIVE, _InProcessFake(), endpoint)
-        for i in range(n):
-            recorder.complete_body({"model": MODEL, "messages": _messages(i)})
+        with _no_fsync():
+            for i in range(n):
+                recorder.complete_body({"model": MODEL, "messages": _messages(i)})
         client = _client(root, Mode.REPLAY, OfflineRefuser(), endpoint)
         in_process = openai.OpenAI(
             base_url=client.base_url, api_key=client.api_key, http_client=client.http_client()
         )
         loopback = openai.OpenAI(base_url=client.base_url, api_key=client.api_key)
-        inside = _best(lambda: _calls(in_process, n), repeat)
-        over_socket = _best(lambda: _calls(loopback, n), repeat)
+        base_sdk = _floor_sdk()
+        rounds = [
+            (_calls(base_sdk, n), _calls(in_process, n), _calls(loopback, n)) for _ in range(repeat)
+        ]
         assert not client.misses, client.misses[:1]
-        return inside, over_socket
+    return Size(
+        n=n,
+        floor=statistics.median(r[0] for r in rounds),
+        inside=statistics.median(r[1] for r in rounds),
+        loopback=statistics.median(r[2] for r in rounds),
+        inside_ratio=statistics.median(r[1] / r[0] for r in rounds),
+        loopback_ratio=statistics.median(r[2] / r[0] for r in rounds),
+    )
 
 
 def vcr_per_test(n: int, repeat: int) -> float | None:
@@ -154,18 +199,33 @@ def vcr_per_test(n: int, repeat: int) -> float | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[200, 2000, 20000])
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[200, 2000, 20000], help="ascending call counts"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="the median of this many passes")
     parser.add_argument("--vcr-calls", type=int, default=2000, help="calls replayed by vcrpy")
     args = parser.parse_args()
     library = default_library()
-    print(f"openai {openai.__version__} on {library}; ms/call, median of {args.repeat} passes")
+    print(
+        f"openai {openai.__version__} on {library}; ms/call, medians of {args.repeat} paired "
+        "passes (floor, in-process, loopback), ratios to the floor of the same pass"
+    )
+    measured: list[Size] = []
     for n in args.sizes:
-        base = floor(n, args.repeat)
-        inside, over_socket = cachelint_variants(n, args.repeat)
+        m = paired_size(n, args.repeat)
+        measured.append(m)
         print(
-            f"{n:>6} calls: floor {base:.3f}  in-process {inside:.3f} ({inside / base:.2f}x)  "
-            f"loopback {over_socket:.3f} ({over_socket / base:.2f}x)"
+            f"{n:>6} calls: floor {m.floor:.3f}  in-process {m.inside:.3f} "
+            f"({m.inside_ratio:.2f}x)  loopback {m.loopback:.3f} ({m.loopback_ratio:.2f}x)"
+        )
+    if len(measured) > 1:
+        small, large = measured[0], measured[-1]
+        print(
+            f"flatness {small.n:,} -> {large.n:,} calls: in-process {small.inside:.3f} -> "
+            f"{large.inside:.3f} ms/call ({large.inside / small.inside:.2f}x), against the floor "
+            f"{small.inside_ratio:.2f}x -> {large.inside_ratio:.2f}x; loopback "
+            f"{small.loopback:.3f} -> {large.loopback:.3f} ms/call "
+            f"({large.loopback / small.loopback:.2f}x)"
         )
     n = min(args.vcr_calls, max(args.sizes))
     vcr_ms = vcr_per_test(n, args.repeat)

@@ -11,12 +11,18 @@ then times `cachelint run` replaying it offline as a subprocess (what CI runs, i
 included; the median of 3, peak RSS from wait4) and in process (the per-case cost alone).
 
 `--promptfoo` installs promptfoo with npm into a cache directory under /tmp (never the repo),
-records the same 2,000-case suite (same system prompt, questions and `contains`/`not-contains`
-assertions) through promptfoo's openai provider against `cachelint fake-provider` on 127.0.0.1,
-stops the fake, and times `promptfoo eval` replaying from its cache (PROMPTFOO_CACHE_PATH): with
-the provider gone, exit 0 proves every case was a cache hit. When promptfoo cannot be installed or
-run, it says why and compares against the issue's reference figure (6.6 ms/case, promptfoo 0.121
-on this kind of machine), labelled as such. Goal: >= 10x faster, ms/case flat from 200 to 20,000.
+records the same suite (same system prompt, questions and `contains`/`not-contains` assertions;
+2,000 cases by default) through promptfoo's openai provider against `cachelint fake-provider` on
+127.0.0.1 and stops the fake. One untimed promptfoo replay then writes its JSON results, which
+must show every case passed and answered from its cache (PROMPTFOO_CACHE_PATH). Then paired rounds
+time both tools replaying the same suite as subprocesses, start-up included, inside `unshare -n`
+with only loopback up where the machine allows it; each tool's output is kept in a log beside the
+suite. It prints the median of each and the median of the rounds' ratios. promptfoo runs
+without its debug and error log files: with them, 0.121.20 now and then crashes at exit (exit 1,
+"write after end" from its file logger, after the eval completed). When promptfoo cannot
+be installed or run, it says why (with the end of its log) and compares against the issue's
+reference figure (6.6 ms/case, promptfoo 0.121), labelled as such. Goal: >= 10x faster, ms/case
+flat from 200 to 20,000.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -45,6 +52,9 @@ from cachelint.config import TargetConfig  # noqa: E402
 from cachelint.devtools.fake_provider import FakeProvider, parse_script  # noqa: E402
 
 SCRIPT = {"rules": [{"match": {}, "reply": {"echo": True}}]}
+# cachelint's subprocesses keep their compiled bytecode, as an installed package does (pip writes
+# it at install time); with PYTHONDONTWRITEBYTECODE set, every run would compile its modules anew.
+CACHELINT_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 @dataclass(frozen=True)
@@ -146,6 +156,7 @@ def replay_subprocess(repo: Path) -> tuple[float, int]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "cachelint", "run", "--execution", f"sub{i}"],
             cwd=repo,
+            env=CACHELINT_ENV,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -173,7 +184,10 @@ def startup() -> float:
     for _ in range(3):
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "cachelint", "--version"], capture_output=True, check=True
+            [sys.executable, "-m", "cachelint", "--version"],
+            capture_output=True,
+            check=True,
+            env=CACHELINT_ENV,
         )
         times.append(time.perf_counter() - started)
     return statistics.median(times)
@@ -264,23 +278,61 @@ def _promptfoo_suite(suite: Path, size: int, base_url: str) -> None:
     (suite / "promptfooconfig.json").write_text(json.dumps(config), encoding="utf-8")
 
 
-def _timed(cmd: list[str], cwd: Path, env: Mapping[str, str]) -> tuple[float, int, int, str]:
-    """Wall seconds, exit code, peak RSS (KiB) and the last stderr line of one command."""
+def offline_prefix() -> list[str]:
+    """`unshare -n` with only loopback up, when this machine allows it (root or user namespaces):
+    both tools then replay with no network at all, not merely with the provider stopped."""
+    probe = ["unshare", "-n", "sh", "-c", "ip link set lo up"]
+    try:
+        ok = subprocess.run(probe, capture_output=True).returncode == 0
+    except OSError:
+        ok = False
+    return ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"] if ok else []
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One command: wall seconds, exit code, peak RSS (KiB) and CPU seconds (user + system)."""
+
+    wall: float
+    rc: int
+    rss: int
+    cpu: float
+
+
+def _timed(cmd: list[str], cwd: Path, env: Mapping[str, str], log: Path) -> Timed:
+    """Run one command, its output going to `log`. CPU time is reported beside wall time: on a
+    shared machine another process can stall or pause a run, which shows in wall time only."""
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, cwd=cwd, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stderr is not None
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env), stdout=sink, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
     took = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    last = (err.strip().splitlines() or [""])[-1]
-    return took, proc.returncode, usage.ru_maxrss, last
+    cpu = usage.ru_utime + usage.ru_stime
+    return Timed(took, os.waitstatus_to_exitcode(status), usage.ru_maxrss, cpu)
 
 
-def promptfoo(work: Path, size: int, tool: Path, runs: int) -> tuple[float, int]:
-    """Best wall seconds and peak RSS (KiB) of promptfoo replaying `size` cached cases."""
+def _tail(log: Path, lines: int = 6) -> str:
+    """The last lines of a log that say something (Node's experimental-API warnings do not)."""
+    text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    said = [t for t in text if t.strip() and "ExperimentalWarning" not in t and "--trace-" not in t]
+    # A Node crash prints its error's name above a stack trace: show it, then the end.
+    named = [t.strip() for t in said if re.match(r"\s*\w*Error\b", t)][:1]
+    return " | ".join(named + said[-lines:]) or "no output"
+
+
+@dataclass
+class Promptfoo:
+    """A promptfoo suite recorded into its own cache: how to replay it and where it lives."""
+
+    suite: Path
+    env: dict[str, str]
+    cmd: list[str]
+    size: int
+
+
+def promptfoo_record(work: Path, size: int, tool: Path) -> Promptfoo:
+    """Install promptfoo, write the suite and record it through the fake provider, then stop the
+    fake: from here on a case can only be answered from promptfoo's cache."""
     binary = _promptfoo_binary(tool)
     suite = work / f"promptfoo-{size}"
     env = dict(
@@ -289,28 +341,112 @@ def promptfoo(work: Path, size: int, tool: Path, runs: int) -> tuple[float, int]
         PROMPTFOO_CONFIG_DIR=str(suite / "home"),  # keep ~/.promptfoo untouched
         PROMPTFOO_DISABLE_TELEMETRY="1",
         PROMPTFOO_DISABLE_UPDATE="1",
+        # No debug/error log files: promptfoo 0.121.20 ends its file logger at exit while a
+        # write is still draining, and the unhandled "write after end" crashes the process with
+        # exit 1 after "Eval complete" (now and then: one replay in three here), or waits out
+        # a 1 s shutdown timeout. Neither is replay work; cachelint writes no debug log either.
+        PROMPTFOO_DISABLE_DEBUG_LOG="1",
+        PROMPTFOO_DISABLE_ERROR_LOG="1",
     )
     cmd = [str(binary), "eval", "-c", "promptfooconfig.json", "--no-table", "--no-progress-bar"]
     fake, base_url = _start_fake(work)
     try:
         _promptfoo_suite(suite, size, base_url)
-        took, rc, _, last = _timed(cmd, suite, env)
-        if rc != 0:
-            raise Unavailable(f"recording through promptfoo exited {rc}: {last}")
-        print(f"        promptfoo: recorded {size} cases against the fake in {took:.1f} s")
+        log = work / "promptfoo-record.log"
+        done = _timed(cmd, suite, env, log)
+        if done.rc != 0:
+            raise Unavailable(f"recording through promptfoo exited {done.rc}: {_tail(log)} ({log})")
+        print(f"        promptfoo: recorded {size} cases against the fake in {done.wall:.1f} s")
     finally:
         fake.terminate()
         fake.wait()
-    # The provider is gone now: a case that misses promptfoo's cache errors and the eval exits 100.
-    times: list[float] = []
-    peak = 0
-    for _ in range(runs):
-        took, rc, rss, last = _timed(cmd, suite, env)
-        if rc != 0:
-            raise Unavailable(f"cached replay exited {rc} (not every case hit the cache?): {last}")
-        times.append(took)
-        peak = max(peak, rss)
-    return statistics.median(times), peak
+    return Promptfoo(suite, env, cmd, size)
+
+
+def promptfoo_verify(pf: Promptfoo, prefix: list[str]) -> None:
+    """One untimed replay writing promptfoo's JSON results: every case passed, none errored, and
+    every response came from its cache (the timed runs do not pay for writing this file)."""
+    out = pf.suite / "verify.json"
+    log = pf.suite / "verify.log"
+    rc = _timed([*prefix, *pf.cmd, "-o", str(out)], pf.suite, pf.env, log).rc
+    if rc != 0:
+        raise Unavailable(f"cached replay exited {rc}: {_tail(log)} ({log})")
+    results = json.loads(out.read_text(encoding="utf-8"))["results"]
+    stats, cases = results["stats"], results["results"]
+    cached = sum(1 for c in cases if (c.get("response") or {}).get("cached"))
+    if (stats["successes"], stats["failures"], stats["errors"], cached) != (pf.size, 0, 0, pf.size):
+        raise Unavailable(
+            f"cached replay: {stats['successes']} passed, {stats['failures']} failed, "
+            f"{stats['errors']} errors, {cached} of {pf.size} from the cache ({out})"
+        )
+
+
+def paired(repo: Path, pf: Promptfoo, prefix: list[str], pairs: int) -> list[tuple[Timed, Timed]]:
+    """`pairs` rounds of (cachelint, promptfoo) replays as subprocesses, start-up included; the
+    order inside a round alternates so neither tool always runs on a warmer machine."""
+    ours_cmd = [*prefix, sys.executable, "-m", "cachelint", "run"]
+    rounds: list[tuple[Timed, Timed]] = []
+    for i in range(pairs):
+        times: dict[str, Timed] = {}
+        for who in ("cachelint", "promptfoo") if i % 2 == 0 else ("promptfoo", "cachelint"):
+            log = repo.parent / f"{who}-pair{i}.log"
+            if who == "cachelint":
+                ours = [*ours_cmd, "--execution", f"pair{i}"]
+                done = _timed(ours, repo, CACHELINT_ENV, log)
+            else:
+                done = _timed([*prefix, *pf.cmd], pf.suite, pf.env, log)
+            if done.rc != 0:
+                why = f"{_tail(log)} ({log})"
+                raise Unavailable(f"{who}'s replay (round {i + 1}) exited {done.rc}: {why}")
+            times[who] = done
+        rounds.append((times["cachelint"], times["promptfoo"]))
+    return rounds
+
+
+def compare_promptfoo(work: Path, size: int, tool: Path, pairs: int) -> None:
+    """Build, record and replay the same suite with both tools; print the paired figures, or the
+    issue's reference figure (labelled as such) when promptfoo cannot run here."""
+    repo = work / f"repo-{size}"
+    if not repo.exists():
+        build(repo, size)
+        record(repo)
+    prefix = offline_prefix()
+    where = "offline (unshare -n, loopback only)" if prefix else "with the fake provider stopped"
+    try:
+        pf = promptfoo_record(work, size, tool)
+        promptfoo_verify(pf, prefix)
+        rounds = paired(repo, pf, prefix, pairs)
+    except Unavailable as exc:
+        ours = replay_subprocess(repo)[0]
+        ref = PROMPTFOO_REFERENCE_MS * size / 1000
+        print(f"  promptfoo: not measured: {exc}")
+        print(
+            f"  promptfoo (issue's reference figure, NOT measured here): "
+            f"{PROMPTFOO_REFERENCE_MS} ms/case -> {ref:.1f} s for {size:,}; "
+            f"ratio promptfoo/cachelint = {ref / ours:.1f}x"
+        )
+        return
+    ours = statistics.median(c.wall for c, _ in rounds)
+    theirs = statistics.median(p.wall for _, p in rounds)
+    ratio = statistics.median(p.wall / c.wall for c, p in rounds)
+    cpu_ratio = statistics.median(p.cpu / c.cpu for c, p in rounds)
+    print(
+        f"  {size:,} cases replayed {where}, {pairs} paired rounds, both as subprocesses "
+        f"including start-up; promptfoo {PROMPTFOO_VERSION} verified: every case passed and "
+        "came from its cache"
+    )
+    print(
+        f"  wall: cachelint {ours:.2f} s ({ours / size * 1000:.3f} ms/case), promptfoo "
+        f"{theirs:.2f} s ({theirs / size * 1000:.3f} ms/case): promptfoo/cachelint = {ratio:.1f}x "
+        "(median of the rounds' ratios; rounds: "
+        + ", ".join(f"{p.wall / c.wall:.1f}x" for c, p in rounds)
+        + ")"
+    )
+    print(
+        f"  cpu (user+system): cachelint {statistics.median(c.cpu for c, _ in rounds):.2f} s, "
+        f"promptfoo {statistics.median(p.cpu for _, p in rounds):.2f} s: {cpu_ratio:.1f}x "
+        "(median of the rounds' ratios)"
+    )
 
 
 def main() -> int:
@@ -318,7 +454,9 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 2000, 20000])
     parser.add_argument("--promptfoo", action="store_true", help="also time promptfoo")
     parser.add_argument("--promptfoo-size", type=int, default=2000)
-    parser.add_argument("--promptfoo-runs", type=int, default=3, help="the median of N (default 3)")
+    parser.add_argument(
+        "--promptfoo-runs", type=int, default=3, help="paired rounds, the median (default 3)"
+    )
     parser.add_argument(
         "--promptfoo-dir",
         type=Path,
@@ -353,33 +491,7 @@ def main() -> int:
                 f"{large:,} (startup subtracted)"
             )
         if ns.promptfoo:
-            size = ns.promptfoo_size
-            if size not in walls:
-                repo = work / f"repo-{size}"
-                build(repo, size)
-                record(repo)
-                walls[size] = replay_subprocess(repo)[0]
-            ours = walls[size]
-            try:
-                pf, pf_peak = promptfoo(work, size, ns.promptfoo_dir, ns.promptfoo_runs)
-            except Unavailable as exc:
-                ref = PROMPTFOO_REFERENCE_MS * size / 1000
-                print(f"  promptfoo: not measured: {exc}")
-                print(
-                    f"  promptfoo (issue's reference figure, NOT measured here): "
-                    f"{PROMPTFOO_REFERENCE_MS} ms/case -> {ref:.1f} s for {size:,}; "
-                    f"ratio promptfoo/cachelint = {ref / ours:.1f}x"
-                )
-            else:
-                print(
-                    f"  promptfoo {PROMPTFOO_VERSION} cached replay of {size:,} cases (measured): "
-                    f"{pf:.2f} s = {size / pf:,.0f} cases/s, {pf / size * 1000:.3f} ms/case, "
-                    f"peak RSS {pf_peak / 1024:.0f} MiB"
-                )
-                print(
-                    f"  ratio promptfoo/cachelint = {pf / ours:.1f}x "
-                    f"(cachelint {ours:.2f} s for the same {size:,} cases, both incl. startup)"
-                )
+            compare_promptfoo(work, ns.promptfoo_size, ns.promptfoo_dir, ns.promptfoo_runs)
     finally:
         if ns.keep:
             print(f"kept {work}")

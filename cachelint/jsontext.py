@@ -8,13 +8,35 @@ dataset) and reported there.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
+
+# A lone surrogate can only enter decoded JSON through a `\uD800`-`\uDFFF` escape: UTF-8 text
+# cannot hold one raw. A text without such an escape needs no walk over its decoded value.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def may_hold_surrogate(text: str) -> bool:
+    """False when the JSON `text` (decoded from UTF-8) cannot decode to a lone surrogate; True
+    when `lone_surrogate` must look (an escaped backslash before `ud8..` also says True)."""
+    return _SURROGATE_ESCAPE.search(text) is not None
 
 
 def lone_surrogate(value: Any) -> str | None:
     """A description of the first lone surrogate in a decoded JSON value (`'\\ud83d' in
     messages[0].content`), or None. Iterative, so deep nesting is no RecursionError."""
+    try:
+        # The C encoder leaves a lone surrogate raw, and UTF-8 refuses it: a value that encodes
+        # holds none, found without walking it in Python (a cached answer is checked per call).
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return None
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return _walk(value)
+
+
+def _walk(value: Any) -> str | None:
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         item, where = stack.pop()

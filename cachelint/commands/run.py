@@ -224,6 +224,7 @@ class Outcome:
     # entry again (it pins one digest per cache root).
     after_by_root: dict[str, Any] | None
     streamed: bool = False  # the text report's scenario blocks were already printed live
+    records: dict[str, Any] | None = None  # the results documents written, by identity
 
 
 def run(
@@ -435,7 +436,11 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
             diff(before, after), during=f"`cachelint run` (mode {plan.mode.value})"
         )
     return Outcome(
-        results=results, mutations=mutations, after_by_root=after_by_root, streamed=streamed
+        results=results,
+        mutations=mutations,
+        after_by_root=after_by_root,
+        streamed=streamed,
+        records=writer.records,
     )
 
 
@@ -466,7 +471,7 @@ def publish(
         results_dir=results_rel,
     )
     started = format_time(plan.moment)
-    view = view_of(report, config, started)
+    view = view_of(report, config, started, outcome.records)
     notes, failed, pr_text = publish_more(
         view,
         config,

@@ -16,8 +16,11 @@ canonical request (`build_request`), one key (`cache_key`) and one entry directo
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -180,7 +183,7 @@ class CachingClient:
         key = cache_key(request)
         inside = self.store.entry_relpath(self.scenario, key)
         entry = f"{self.repo_prefix}/{inside}" if self.repo_prefix else inside
-        check_entry_dir(self.store.root, inside, entry)
+        _check_entry_dir(self.store, inside, entry)
         if self.mode in (Mode.REPLAY, Mode.AUTO):
             started = time.perf_counter()
             hit = self.store.get(self.scenario, key)
@@ -329,6 +332,29 @@ def _body(
     if tools:
         body["tools"] = [dict(t) for t in tools]
     return body
+
+
+# Per store (one per run): tenant directories `cache/<agent>/<tenant>` found to be real
+# directories, with no link on the way, earlier in this run. The links refused are committed
+# ones, present before the run starts; the scenario and entry directories below are still looked
+# at on every call.
+_LINK_FREE: weakref.WeakKeyDictionary[Store, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _check_entry_dir(store: Store, inside: str, entry: str) -> None:
+    """`confine.check_entry_dir` for `cache/<agent>/<tenant>/<name>/<prefix>`, walking the
+    components above the scenario directory once per tenant instead of once per call."""
+    tenant_dir = inside.rsplit("/", 2)[0]
+    verified = _LINK_FREE.setdefault(store, set())
+    if tenant_dir in verified:
+        check_entry_dir(store.root / tenant_dir, inside[len(tenant_dir) + 1 :], entry)
+        return
+    check_entry_dir(store.root, inside, entry)
+    try:
+        if stat.S_ISDIR(os.lstat(store.root / tenant_dir).st_mode):
+            verified.add(tenant_dir)
+    except OSError:
+        pass  # not there yet (a miss, or recording creates it): looked at again next call
 
 
 def _refuse_lone_surrogate(response: Any, where: str, command: str) -> None:

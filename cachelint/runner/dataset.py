@@ -22,7 +22,7 @@ from cachelint.canonical import canonical_bytes
 from cachelint.confine import read_inside
 from cachelint.errors import CachelintError
 from cachelint.fsutil import DEFAULT_MAX_BYTES, read_regular
-from cachelint.jsontext import lone_surrogate
+from cachelint.jsontext import lone_surrogate, may_hold_surrogate
 from cachelint.runner.assertions import json_kind
 from cachelint.runner.checks import validate as validate_assertion
 from cachelint.runner.judges import METRICS
@@ -465,7 +465,7 @@ def load_scenarios(
             raise CachelintError(f"{path}: invalid JSON: nested too deeply") from None
         except OSError as exc:
             raise CachelintError(f"{path}: cannot read: {exc.strerror}") from None
-        bad = lone_surrogate(data)
+        bad = lone_surrogate(data) if may_hold_surrogate(text) else None
         if bad is not None:
             raise CachelintError(f"{path}: holds a lone surrogate {bad}, which is not text")
         try:

@@ -368,6 +368,9 @@ class ResultWriter:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._failure: tuple[str, OSError] | None = None
+        # Each written document by scenario identity: the reports read the same documents, and
+        # building them again cost as much as writing them.
+        self.records: dict[str, dict[str, Any]] = {}
 
     def __enter__(self) -> ResultWriter:
         return self
@@ -380,6 +383,7 @@ class ResultWriter:
         # The identity is validated as a relative agent/tenant/name path when datasets load.
         path = f"{self._base}/{result.scenario.identity}.json"
         record = scenario_record(result, execution=self.execution, mode=self.mode)
+        self.records[result.scenario.identity] = record
         data = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         if self._thread is None:
             with self._start_lock:

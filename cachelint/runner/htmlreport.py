@@ -13,6 +13,7 @@ import html
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from cachelint.display import sanitize_block
@@ -75,14 +76,24 @@ class Trend:
             rates.append(ok / len(scenarios) if scenarios else None)
         return rates
 
+    @cached_property
+    def _by_identity(self) -> list[dict[Any, Mapping[str, Any]]]:
+        """Each run's scenarios by identity (the first one wins), so that drawing every
+        scenario's line reads each run once instead of searching it once per scenario."""
+        indexes: list[dict[Any, Mapping[str, Any]]] = []
+        for r in self.runs:
+            index: dict[Any, Mapping[str, Any]] = {}
+            for s in r.get("scenarios") or []:
+                index.setdefault(s.get("scenario"), s)
+            indexes.append(index)
+        return indexes
+
     def scenario(self, identity: str) -> tuple[list[float | None], dict[str, list[float | None]]]:
         """Pass rate per execution and mean judge score per metric per execution."""
         rates: list[float | None] = []
         judges: dict[str, list[float | None]] = {}
-        for i, r in enumerate(self.runs):
-            found = next(
-                (s for s in r.get("scenarios") or [] if s.get("scenario") == identity), None
-            )
+        for i, index in enumerate(self._by_identity):
+            found = index.get(identity)
             rates.append(float(found.get("pass_rate", 0.0)) if found else None)
             scores: dict[str, list[int]] = {}
             for t in (found or {}).get("trials") or []:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +18,11 @@ from cachelint.config import Config
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.views import RUN_FILE, ExecutionView, list_executions, scenario_view
+from cachelint.runner.views import RUN_FILE, ExecutionView, scenario_view
 
 PR_FORMATS = ("markdown", "github")
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+TREND_FILE = "trend.json"  # beside run.json: what the next runs' trend lines read
 
 
 @dataclass(frozen=True)
@@ -66,12 +68,21 @@ def check_extras(repo: Path, extras: Extras | None) -> None:
         baselines.load(repo, baselines.check_label(extras.baseline, "--baseline"))
 
 
-def view_of(report: Any, config: Config, started: str | None) -> ExecutionView:
-    """The run's results as the reports read them (the same documents the results files hold)."""
+def view_of(
+    report: Any,
+    config: Config,
+    started: str | None,
+    written: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ExecutionView:
+    """The run's results as the reports read them (the same documents the results files hold:
+    `written`, the ResultWriter's, where it has the scenario's)."""
     from cachelint.runner.engine import scenario_record
 
+    known = written or {}
     records = [
-        scenario_record(r, execution=report.execution, mode=report.mode) for r in report.results
+        known.get(r.scenario.identity)
+        or scenario_record(r, execution=report.execution, mode=report.mode)
+        for r in report.results
     ]
     prices = config.prices
     return ExecutionView(
@@ -104,17 +115,98 @@ def json_text(report_dict: Mapping[str, Any], cost: Mapping[str, Any]) -> str:
     return json_dumps(data) + "\n"
 
 
-def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Mapping[str, Any]]:
-    """The run summaries of the last `count` executions, oldest first, ending with `current`."""
-    runs: list[Mapping[str, Any]] = []
-    for name in list_executions(root):
-        if name == current.get("execution"):
-            continue
+def trend_point(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a run summary the trend lines read: the next runs' pages read this small
+    document instead of parsing every earlier run.json whole."""
+    return {
+        "started": summary.get("started"),
+        "execution": summary.get("execution"),
+        "scenarios": [
+            {
+                "scenario": s.get("scenario"),
+                "passed": s.get("passed"),
+                "pass_rate": s.get("pass_rate"),
+                "trials": [
+                    {
+                        "judges": [
+                            {"metric": j.get("metric"), "score": j.get("score")}
+                            for j in t.get("judges") or []
+                        ]
+                    }
+                    for t in s.get("trials") or []
+                ],
+            }
+            for s in summary.get("scenarios") or []
+        ],
+    }
+
+
+def _earlier_run(directory: Path) -> Mapping[str, Any] | None:
+    """An earlier execution's trend point (its run.json when it has none, e.g. merged shards);
+    None when the execution has no readable run summary."""
+    run_file = directory / RUN_FILE
+    if not run_file.is_file():
+        return None
+    for path in (directory / TREND_FILE, run_file):
         try:
-            runs.append(json.loads((root / name / RUN_FILE).read_text(encoding="utf-8")))
+            doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):
-            continue  # a damaged old run drops out of the trend; it does not stop this report
-    return [*runs[-(count - 1) :], current] if count > 1 else [current]
+            continue
+        if isinstance(doc, dict):
+            return doc
+    return None
+
+
+# trend.json is written with sorted keys, so its top-level object ends with "started": the start
+# time is read from the file's last bytes, and only the executions the trend shows are parsed.
+_STARTED_AT_END = re.compile(rb'"started":("(?:[^"\\]|\\.)*"|null)\}\s*\Z')
+
+
+def _started_at_end(path: Path) -> str | None:
+    """The "started" of a trend.json from its last bytes; None when there is no such file or its
+    end is not the one this module writes (the caller then parses the whole document)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 128))
+            tail = fh.read()
+    except OSError:
+        return None
+    found = _STARTED_AT_END.search(tail)
+    if found is None:
+        return None
+    try:
+        return str(json.loads(found.group(1)) or "")
+    except ValueError:
+        return None
+
+
+def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Mapping[str, Any]]:
+    """The run summaries of the last `count` executions, oldest first (by recorded start, name),
+    ending with `current`. A damaged old run drops out of the trend; it does not stop this
+    report."""
+    if count <= 1 or not root.is_dir():
+        return [current]
+    listed: list[tuple[str, str, Mapping[str, Any] | None]] = []
+    for child in root.iterdir():
+        if child.name == current.get("execution") or not (child / RUN_FILE).is_file():
+            continue
+        started = _started_at_end(child / TREND_FILE)
+        if started is not None:
+            listed.append((started, child.name, None))
+            continue
+        doc = _earlier_run(child)
+        if doc is not None:
+            listed.append((str(doc.get("started") or ""), child.name, doc))
+    listed.sort(key=lambda item: item[:2])
+    runs: list[Mapping[str, Any]] = []
+    for _, name, known in reversed(listed):
+        doc = known if known is not None else _earlier_run(root / name)
+        if doc is not None:
+            runs.append(doc)
+            if len(runs) == count - 1:
+                break
+    return [*reversed(runs), current]
 
 
 def html_page(
@@ -202,6 +294,8 @@ def write_run_summary(
     # Compact: the indenting encoder is pure Python, the compact one runs in C.
     data = json_dumps(summary, compact=True)
     atomic_write(results_dir / RUN_FILE, (data + "\n").encode("utf-8"))
+    point = json_dumps(trend_point(summary), compact=True)
+    atomic_write(results_dir / TREND_FILE, (point + "\n").encode("utf-8"))
     return summary
 
 

@@ -9,7 +9,6 @@ function may be `async def`; its return value becomes an `Output` via `output_fr
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import os
@@ -73,6 +72,9 @@ def load_target(repo: Path, spec: str, source: str = "config") -> Target:
             value: Any = function(scenario, client)
             if inspect.isawaitable(value):
                 # An `async def` agent: each scenario runs its own event loop in its own worker.
+                # asyncio (and ssl with it) is imported here: a synchronous suite never needs it.
+                import asyncio
+
                 value = asyncio.run(_awaited(value))
         finally:
             if client.endpoint is not None:
