@@ -73,10 +73,20 @@ def git_repo(tmp_path: Path) -> Iterator[Path]:
     yield repo
 
 
+def shared_by_workers(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A path every pytest-xdist worker of this session sees (their base temp dirs' parent),
+    so a costly artefact is built once per session rather than once per worker."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
 @pytest.fixture(scope="session")
 def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One pre-commit cache for the whole session: each hook environment is built once."""
-    return tmp_path_factory.mktemp("pre-commit-home")
+    """One pre-commit cache for the whole session, shared by the workers: each hook environment
+    is built once (pre-commit's own store lock serialises concurrent installs)."""
+    home = shared_by_workers(tmp_path_factory, "pre-commit-home")
+    home.mkdir(exist_ok=True)
+    return home
 
 
 @pytest.fixture(scope="session")
@@ -84,16 +94,23 @@ def hook_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The project as the framework sees a hook repository: a git repo with a commit.
 
     A copy of the working tree, because try-repo and `rev:` only see committed (or staged)
-    files, and the lead commits this project, not us."""
-    src = tmp_path_factory.mktemp("hook-source") / "cachelint"
+    files, and the lead commits this project, not us. Built privately, then renamed into the
+    place the workers share: the first rename wins and the others use its repository, so every
+    worker names the same repo and rev and pre-commit's environment for it is built once."""
+    staging = tmp_path_factory.mktemp("hook-source") / "cachelint"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(PROJECT / "cachelint", src / "cachelint", ignore=ignore)
-    shutil.copytree(PROJECT / "hooks", src / "hooks", ignore=ignore)
+    shutil.copytree(PROJECT / "cachelint", staging / "cachelint", ignore=ignore)
+    shutil.copytree(PROJECT / "hooks", staging / "hooks", ignore=ignore)
     for name in ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md"):
         if (PROJECT / name).exists():
-            shutil.copy2(PROJECT / name, src / name)
-    if not (src / "README.md").exists():  # pyproject names it; the lead writes the real one
-        (src / "README.md").write_text("# cachelint\n")
-    git(src, "init", "-q", "-b", "main")
-    commit_all(src, "hook source")
+            shutil.copy2(PROJECT / name, staging / name)
+    if not (staging / "README.md").exists():  # pyproject names it; the lead writes the real one
+        (staging / "README.md").write_text("# cachelint\n")
+    git(staging, "init", "-q", "-b", "main")
+    commit_all(staging, "hook source")
+    src = shared_by_workers(tmp_path_factory, "hook-source")
+    try:
+        staging.rename(src)
+    except OSError:  # another worker's copy is already in place
+        pass
     return src, git(src, "rev-parse", "HEAD").strip()

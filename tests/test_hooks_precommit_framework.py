@@ -1,7 +1,7 @@
 """Both hooks through the real pre-commit framework: `pre-commit install` + real `git commit`s,
 and one `pre-commit try-repo`. Each framework run costs seconds (the first builds the hook's
-virtualenv with pip, which needs registry access), so there are few of them; select or deselect
-them with `-k precommit`."""
+virtualenv with pip, which needs registry access, and try-repo builds its own every time), so
+there are few of them; select or deselect them with `-k precommit`."""
 
 from __future__ import annotations
 
@@ -65,20 +65,23 @@ def test_hooks_precommit_install_blocks_then_lets_through(
     assert git(repo, "status", "--porcelain") == ""
 
 
-def test_hooks_precommit_try_repo_check_all_files(
+def test_hooks_precommit_try_repo_then_run_check_all_files(
     git_repo: Path, hook_source: tuple[Path, str], pre_commit_home: Path
 ) -> None:
     src, rev = hook_source
     repo = make_checked_repo(git_repo, attributes=False)
     env = framework_env(pre_commit_home)
+    # try-repo builds its hook environment in a throw-away store, so it is run once.
     failed = pre_commit(
         repo, env, "try-repo", str(src), "cachelint-check", "--ref", rev, "--all-files"
     )
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "eval-cache: eval-cache-text-attr:" in failed.stdout
     (repo / ".gitattributes").write_text("eval-cache/** -text\n")
-    git(repo, "add", "-A")
-    passed = pre_commit(
-        repo, env, "try-repo", str(src), "cachelint-check", "--ref", rev, "--all-files"
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {src}\n  rev: {rev}\n  hooks:\n  - id: cachelint-check\n"
     )
+    git(repo, "add", "-A")
+    passed = pre_commit(repo, env, "run", "cachelint-check", "--all-files")
     assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "cachelint" in passed.stdout and "Passed" in passed.stdout

@@ -206,7 +206,8 @@ def test_recording_refuses_a_prompt_that_holds_the_api_key(
 
 def test_credentials_in_the_target_url_never_reach_a_message(git_repo: Path) -> None:
     url = "http://user:hunter2pw@127.0.0.1:9/v1?key=qs-secret-value"
-    write_repo(git_repo, url, ACME)
+    # No retries: the refused connection is all the recording run needs to report.
+    write_repo(git_repo, url, ACME, target="max-retries = 0\n")
     replayed = do_run(git_repo)  # a miss: the message names the url it would record from
     assert replayed.rc == 1 and "it calls http://127.0.0.1:9/v1?key=*** as provider" in replayed.out
     recorded = do_run(git_repo, refresh=True)  # nothing listens on port 9
