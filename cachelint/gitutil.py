@@ -111,6 +111,13 @@ class GitProcess:
             raise GitError(describe_failure(self.cmd, result))
         return result
 
+    def discard(self) -> None:
+        """The result is no longer wanted: end git (if it still runs), reap it, free its files."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._close()
+
     def _close(self) -> None:
         self._out.close()
         self._err.close()

@@ -28,7 +28,7 @@ from cachelint.canonical import dump_pretty
 from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.gitutil import run_git, split_z
+from cachelint.gitutil import GitProcess, split_z, start_git
 from cachelint.hashing import Snapshot, snapshot
 from cachelint.paths import is_inside
 
@@ -45,6 +45,10 @@ class Selector:
 
     def __init__(self, config: Config) -> None:
         self.datasets = config.datasets
+        # Paths come from git, already normalised: one that does not start with the normalised
+        # root is not inside it, which settles most paths (the cache's) before `is_inside`.
+        root = os.path.normpath(config.datasets).replace(os.sep, "/")
+        self._datasets_head = "" if root == "." else root
         self.globs = config.watch
         self._spec: Any = None
         if config.watch:
@@ -56,7 +60,7 @@ class Selector:
         return self._spec is not None and bool(self._spec.match_file(path))
 
     def dataset(self, path: str) -> bool:
-        return is_inside(path, self.datasets)
+        return path.startswith(self._datasets_head) and is_inside(path, self.datasets)
 
     def relevant(self, path: str) -> bool:
         return self.dataset(path) or self.watched(path)
@@ -95,9 +99,15 @@ def cache_digests(
     }
 
 
-def worktree_files(repo: Path) -> list[str]:
-    """Tracked plus untracked-not-ignored paths, as git lists them (the truth for ignore rules)."""
-    out = run_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo).out
+def start_worktree_listing(repo: Path) -> GitProcess:
+    """`worktree_files`'s git listing, started now and read later (it runs beside Python work)."""
+    return start_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo)
+
+
+def worktree_files(repo: Path, listing: GitProcess | None = None) -> list[str]:
+    """Tracked plus untracked-not-ignored paths, as git lists them (the truth for ignore rules);
+    from `listing` when the caller started it earlier."""
+    out = (listing or start_worktree_listing(repo)).result().out
     return sorted(set(split_z(out)))
 
 
@@ -125,14 +135,19 @@ def worktree_state(
     *,
     with_cache: bool = True,
     cache_snapshots: Mapping[str, Snapshot] | None = None,
+    known: Mapping[str, str] | None = None,
+    listing: GitProcess | None = None,
 ) -> GreenState:
-    """The state of the working tree as the green record would pin it."""
+    """The state of the working tree as the green record would pin it. `known` holds content
+    hashes (`content_hash`) the caller took of files as it read them, a run's dataset files: the
+    record then pins what was run, and they are not read again."""
     selector = Selector(config)
     state = GreenState()
-    for path in worktree_files(config.repo):
+    known = known or {}
+    for path in worktree_files(config.repo, listing):
         if not selector.relevant(path):
             continue
-        digest = _hash_worktree(config.repo, path)
+        digest = known.get(path) or _hash_worktree(config.repo, path)
         if digest is None:
             continue
         if selector.dataset(path):
@@ -159,6 +174,8 @@ def record_green_run(
     scenarios: Sequence[str],
     now: datetime,
     cache_snapshots: Mapping[str, Snapshot] | None = None,
+    known: Mapping[str, str] | None = None,
+    listing: GitProcess | None = None,
 ) -> Path:
     """Write the green record after a run where every selected scenario passed; return its path.
 
@@ -167,11 +184,12 @@ def record_green_run(
     to move a timestamp.
 
     `cache_snapshots` (cache root -> snapshot) lets `cachelint run` hand over the hashes its
-    offline canary took after the run, so the cache tree is not read a third time."""
+    offline canary took after the run, so the cache tree is not read a third time; `known` and
+    `listing` are `worktree_state`'s."""
     from cachelint.confine import check_green_record
     from cachelint.store import format_time
 
-    state = worktree_state(config, cache_snapshots=cache_snapshots)
+    state = worktree_state(config, cache_snapshots=cache_snapshots, known=known, listing=listing)
     record = {
         "format": FORMAT,
         "cachelint": __version__,

@@ -15,7 +15,7 @@ from cachelint.commands.watch import watch
 from cachelint.errors import CachelintError
 from cachelint.green import content_hash
 from tests.conftest import commit_all, git
-from tests.helpers import make_gated_repo, record_green
+from tests.helpers import BASIC, DEAD, do_run, make_gated_repo, record, record_green, write_repo
 
 NOW = datetime(2026, 1, 31, 12, 0, tzinfo=timezone.utc)
 
@@ -61,6 +61,27 @@ def test_record_skips_ignored_files_and_follows_cache_content(git_repo: Path) ->
     entry.write_text('"changed"\n')
     record_green(repo)
     assert json.loads((repo / ".eval-green.json").read_text())["cache"]["eval-cache"] != digest
+
+
+def test_a_run_s_record_pins_the_datasets_as_it_loaded_them_and_watch_agrees(
+    git_repo: Path,
+) -> None:
+    # The run hashes each dataset file from the bytes it parsed (not a second read); those hashes
+    # must be the ones `watch` takes from the working tree, CRLF files included.
+    write_repo(git_repo, DEAD, BASIC)
+    crlf = sorted((git_repo / "eval-datasets").rglob("*.json"))[0]
+    crlf.write_bytes(crlf.read_bytes().replace(b"\n", b"\r\n"))
+    assert record(git_repo)[0].rc == 0
+    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n")
+    commit_all(git_repo, "recorded")
+    replay = do_run(git_repo)
+    assert replay.rc == 0, replay.out + replay.err
+    data = json.loads((git_repo / ".eval-green.json").read_text())
+    path = crlf.relative_to(git_repo).as_posix()
+    assert data["datasets"][path] == content_hash(crlf.read_bytes().replace(b"\r\n", b"\n"))
+    assert len(data["datasets"]) == len(list((git_repo / "eval-datasets").rglob("*.json")))
+    rc, said = run_watch(git_repo)
+    assert rc == 0 and "matches" in said, said
 
 
 def test_crlf_and_lf_hash_alike() -> None:

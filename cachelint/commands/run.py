@@ -463,6 +463,9 @@ def publish(
     config = plan.config
     results_dir = plan.repo / config.results / plan.execution
     results_rel = (Path(config.results) / plan.execution).as_posix()
+    # A green run ends by recording what git lists in the working tree; that listing runs while
+    # the reports are written.
+    listing = _start_green_listing(plan, outcome)
     report = RunReport(
         execution=plan.execution,
         mode=plan.mode.value,
@@ -495,6 +498,8 @@ def publish(
         out.write(text_tail(report) if outcome.streamed else render(report, plan.report_format))
     out.flush()
     if not report.passed or failed:
+        if listing is not None:
+            listing.discard()
         return int(ExitCode.FINDINGS)
     if plan.filtered:
         # The record vouches for every watched prompt; a filtered run cannot vouch for the rest
@@ -513,8 +518,18 @@ def publish(
         scenarios=[s.identity for s in plan.selected],
         now=plan.moment,
         cache_snapshots=outcome.after_by_root,
+        known={s.path: s.file_digest for s in plan.every if s.file_digest},
+        listing=listing,
     )
     return int(ExitCode.OK)
+
+
+def _start_green_listing(plan: RunPlan, outcome: Outcome) -> Any:
+    """The green record's git listing, started when the run can still end green (else None)."""
+    from cachelint.green import start_worktree_listing
+
+    green = not plan.filtered and not outcome.mutations and all(r.passed for r in outcome.results)
+    return start_worktree_listing(plan.repo) if green else None
 
 
 def _run_summary(report: Any) -> Any:

@@ -22,6 +22,7 @@ from cachelint.canonical import canonical_bytes
 from cachelint.confine import read_inside
 from cachelint.errors import CachelintError
 from cachelint.fsutil import DEFAULT_MAX_BYTES, read_regular
+from cachelint.green import content_hash
 from cachelint.jsontext import lone_surrogate, may_hold_surrogate
 from cachelint.runner.assertions import json_kind
 from cachelint.runner.checks import validate as validate_assertion
@@ -47,6 +48,9 @@ class Scenario:
     tags: tuple[str, ...]
     description: str | None
     target: str | None = None  # a named target ([tool.cachelint.targets.NAME]); None: the agent's
+    # The green record's content hash of the dataset file as it was loaded ("" when not loaded
+    # from a file): the record pins what ran, without reading the file again.
+    file_digest: str = ""
 
 
 FIELDS = frozenset(
@@ -273,6 +277,7 @@ def parse_scenario(
     *,
     prompts: dict[str, str] | None = None,
     metrics: Collection[str] = METRICS,
+    file_digest: str = "",
 ) -> Scenario:
     """Validate one parsed dataset file (`path` is repo-relative, used in messages).
 
@@ -332,6 +337,7 @@ def parse_scenario(
         tags=tuple(tags),
         description=description,
         target=target,
+        file_digest=file_digest,
     )
 
 
@@ -451,7 +457,8 @@ def load_scenarios(
             )
         seen[folded] = identity
         try:
-            text = read_regular(os.path.join(base, relative)).decode("utf-8-sig")
+            raw = read_regular(os.path.join(base, relative))
+            text = raw.decode("utf-8-sig")
             data = json.loads(text, parse_constant=_reject_constant)
         except UnicodeDecodeError as exc:
             raise CachelintError(f"{path}: not UTF-8 ({exc.reason}); save it as UTF-8") from None
@@ -470,7 +477,15 @@ def load_scenarios(
             raise CachelintError(f"{path}: holds a lone surrogate {bad}, which is not text")
         try:
             scenarios.append(
-                parse_scenario(repo, identity, path, data, prompts=prompts, metrics=metrics)
+                parse_scenario(
+                    repo,
+                    identity,
+                    path,
+                    data,
+                    prompts=prompts,
+                    metrics=metrics,
+                    file_digest=content_hash(raw),
+                )
             )
         except RecursionError:  # e.g. `options` nested a few hundred levels deep
             raise CachelintError(
