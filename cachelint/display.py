@@ -43,13 +43,13 @@ def sanitize(text: str) -> str:
 
 
 # The same class less LF, for a whole block in one pass rather than line by line.
-_UNSAFE_IN_BLOCK = re.compile(f"(?!\n){_UNSAFE.pattern}")
+UNSAFE_IN_BLOCK = re.compile(f"(?!\n){_UNSAFE.pattern}")
 
 
 def sanitize_block(text: str) -> str:
     """Multi-line `text` made safe line by line: only LF stays a line break (CR, U+2028 and
     the rest are shown, so a value cannot pretend to end a line it does not end)."""
-    return _UNSAFE_IN_BLOCK.sub(_visible, text)
+    return UNSAFE_IN_BLOCK.sub(_visible, text)
 
 
 def _json_escape(match: re.Match[str]) -> str:
