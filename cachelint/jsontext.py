@@ -16,11 +16,15 @@ from typing import Any
 # A lone surrogate can only enter decoded JSON through a `\uD800`-`\uDFFF` escape: UTF-8 text
 # cannot hold one raw. A text without such an escape needs no walk over its decoded value.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-def may_hold_surrogate(text: str) -> bool:
-    """False when the JSON `text` (decoded from UTF-8) cannot decode to a lone surrogate; True
-    when `lone_surrogate` must look (an escaped backslash before `ud8..` also says True)."""
+def may_hold_surrogate(text: str | bytes) -> bool:
+    """False when the JSON `text` (decoded from UTF-8, or its UTF-8 bytes) cannot decode to a lone
+    surrogate; True when `lone_surrogate` must look (an escaped backslash before `ud8..` also
+    says True)."""
+    if isinstance(text, bytes):
+        return _SURROGATE_ESCAPE_BYTES.search(text) is not None
     return _SURROGATE_ESCAPE.search(text) is not None
 
 

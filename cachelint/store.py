@@ -39,6 +39,7 @@ from cachelint.canonical import dump_pretty
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
 from cachelint.fsutil import DEFAULT_MAX_BYTES, atomic_write, read_regular
+from cachelint.jsontext import may_hold_surrogate
 from cachelint.meai import parse_time as parse_stj  # MEAI's dates: System.Text.Json's profile
 
 FORMAT = 1
@@ -361,6 +362,9 @@ def _read_meai(data: Mapping[str, Any], relative: str, name: str) -> Entry:
 class Hit:
     entry: Entry
     response: Any
+    # False when the recorded bytes cannot decode to a lone surrogate (no `\\uD8..` escape), so
+    # the caller need not look for one in the decoded response.
+    may_hold_surrogate: bool = True
 
 
 class Store:
@@ -420,7 +424,7 @@ class Store:
                 "hand, or a re-record was interrupted); re-record the entry"
             )
         try:
-            return Hit(entry, decode_json(raw))
+            return Hit(entry, decode_json(raw), may_hold_surrogate(raw))
         except ValueError as exc:
             raise CorruptEntry(f"{CONTENTS_FILE} is not valid JSON ({exc})") from None
 

@@ -1,5 +1,6 @@
-"""`may_hold_surrogate`, the cheap screen before `lone_surrogate` walks a decoded dataset: it must
-never say False for a text that decodes to a lone surrogate, however the text spells it."""
+"""`may_hold_surrogate`, the cheap screen before `lone_surrogate` walks a decoded dataset or a
+cached answer: it must never say False for a text (or its bytes) that decodes to a lone
+surrogate, however the text spells it."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def test_a_text_that_decodes_to_a_lone_surrogate_is_never_screened_out(
         return  # a raw lone surrogate: no UTF-8 file holds this text
     if lone_surrogate(json.loads(text)) is not None:
         assert may_hold_surrogate(text)
+        assert may_hold_surrogate(text.encode("utf-8"))  # the store screens the file's bytes
 
 
 def test_plain_text_and_paired_surrogates_are_screened() -> None:
@@ -40,6 +42,8 @@ def test_plain_text_and_paired_surrogates_are_screened() -> None:
     assert may_hold_surrogate('{"input": "\\ud83d"}')
     assert may_hold_surrogate('{"input": "\\uDC00"}')
     assert may_hold_surrogate('{"input": "\\uD83D\\uDE00"}')  # a pair: screened in, then passes
+    assert not may_hold_surrogate(b'{"input": "caf\\u00e9"}')
+    assert may_hold_surrogate(b'{"input": "\\ud83d"}')
 
 
 @settings(max_examples=300, deadline=None)

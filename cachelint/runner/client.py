@@ -194,7 +194,9 @@ class CachingClient:
                         f"{entry}/contents.data: recorded response is not a chat.completion "
                         f"object; re-record with `{self.recorder.command}`"
                     )
-                _refuse_lone_surrogate(response, f"{entry}/contents.data", self.recorder.command)
+                if hit.may_hold_surrogate:
+                    where = f"{entry}/contents.data"
+                    _refuse_lone_surrogate(response, where, self.recorder.command)
                 latency = time.perf_counter() - started
                 self._record(key, entry, True, latency, sent, response, model)
                 return response
