@@ -189,6 +189,9 @@ def _read_system_file(
     repo: Path, value: Any, f: _Fields, prompts: dict[str, str] | None = None
 ) -> tuple[str, str]:
     raw = f.string(value, "system-file").replace("\\", "/")
+    if prompts is not None and raw in prompts:
+        # Spelled exactly as a path validated and read earlier in this load: the same answer.
+        return raw, prompts[raw]
     parts = PurePosixPath(raw).parts
     if not raw or raw.startswith("/") or re.match(r"[A-Za-z]:", raw) or ".." in parts:
         raise f.error(
@@ -269,6 +272,21 @@ def _judges(value: Any, f: _Fields, metrics: Collection[str]) -> list[str]:
     return judges
 
 
+def _require_canonical(f: _Fields, **fields: Any) -> None:
+    """Each field can be part of a cache key; checked together (one encoding in the usual case),
+    then field by field to name the one that cannot."""
+    try:
+        canonical_bytes(list(fields.values()))
+        return
+    except ValueError:
+        pass
+    for field, value in fields.items():
+        try:
+            canonical_bytes(value)
+        except ValueError as exc:  # e.g. an integer beyond 2**53, which RFC 8785 cannot encode
+            raise f.error(field, f"cannot be part of a cache key: {exc}") from None
+
+
 def parse_scenario(
     repo: Path,
     identity: str,
@@ -297,11 +315,7 @@ def parse_scenario(
     for key in sorted(set(options) & set(_RESERVED_OPTIONS)):
         raise f.error(f"options.{key}", f"not allowed here: {_RESERVED_OPTIONS[key]}")
     tools = _tools(data.get("tools", []), f)
-    for field, value in (("messages", messages), ("options", options), ("tools", tools)):
-        try:
-            canonical_bytes(value)
-        except ValueError as exc:  # e.g. an integer beyond 2**53, which RFC 8785 cannot encode
-            raise f.error(field, f"cannot be part of a cache key: {exc}") from None
+    _require_canonical(f, messages=messages, options=options, tools=tools)
     assertions = [
         validate_assertion(spec, f"{path}: assert[{i}]")
         for i, spec in enumerate(f.array(data.get("assert", []), "assert"))

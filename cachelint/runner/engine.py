@@ -378,7 +378,7 @@ class ResultWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def write(self, result: ScenarioResult) -> Path:
+    def write(self, result: ScenarioResult) -> None:
         """Queue the results file of one scenario; it is on disk once `close` returns."""
         # The identity is validated as a relative agent/tenant/name path when datasets load.
         path = f"{self._base}/{result.scenario.identity}.json"
@@ -393,7 +393,6 @@ class ResultWriter:
                     )
                     self._thread.start()
         self._queue.put((path, (data + "\n").encode("utf-8")))
-        return Path(path)
 
     def close(self) -> None:
         if self._thread is not None:
