@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
 
 from cachelint.config import Config
@@ -26,11 +26,15 @@ class OutsideRepository(CachelintError):
     """A path that would leave the repository (through a link, `..`, `.git`, or a cache root)."""
 
 
-def _parts(rel: str) -> tuple[str, ...]:
-    return PurePosixPath(rel.replace("\\", "/")).parts
+def _parts(rel: str) -> Sequence[str]:
+    text = rel.replace("\\", "/")
+    parts = text.split("/")
+    if "" in parts or "." in parts:  # a leading, doubled or trailing slash, or a "." component
+        return PurePosixPath(text).parts
+    return parts
 
 
-def first_link(repo: Path, rel: str) -> str | None:
+def first_link(repo: str | os.PathLike[str], rel: str) -> str | None:
     """The first component of `repo/rel`, below `repo`, that is a symbolic link (its repo-relative
     path), or None. Components that do not exist end the walk: nothing below them can be a link
     yet, and whatever cachelint creates there is a plain directory or file."""
@@ -194,7 +198,7 @@ def check_green_record(config: Config) -> None:
         )
 
 
-def check_entry_dir(root: Path, inside: str, shown: str) -> None:
+def check_entry_dir(root: str | os.PathLike[str], inside: str, shown: str) -> None:
     """An entry directory `root/inside` (`cache/<scenario>/<prefix>`) before it is read or
     recorded into: a scenario directory committed as a link to a directory outside would
     otherwise be replayed from, or written into."""

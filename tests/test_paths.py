@@ -1,11 +1,14 @@
-"""`is_inside`: the one "is this path inside that root" test, strict by whole components."""
+"""`is_inside`: the one "is this path inside that root" test, strict by whole components; and the
+components confine's link walk looks at."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path, PurePosixPath
 
 import pytest
 
+from cachelint.confine import _parts
 from cachelint.paths import is_inside
 
 
@@ -53,3 +56,13 @@ def test_config_refuses_results_equal_to_a_cache_root(git_repo: Path) -> None:
     )
     with pytest.raises(ConfigError, match="lies inside cache root"):
         load(git_repo, None)
+
+
+def test_the_link_walk_splits_a_path_into_the_components_pathlib_gives() -> None:
+    # confine splits clean paths with str.split (it runs per model call); every spelling of up
+    # to five pieces must give PurePosixPath's components, backslashes read as slashes.
+    pieces = ["a", "/", ".", "..", "\\", "b"]
+    for size in range(1, 6):
+        for combo in itertools.product(pieces, repeat=size):
+            text = "".join(combo)
+            assert tuple(_parts(text)) == PurePosixPath(text.replace("\\", "/")).parts, text

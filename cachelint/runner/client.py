@@ -348,12 +348,13 @@ def _check_entry_dir(store: Store, inside: str, entry: str) -> None:
     components above the scenario directory once per tenant instead of once per call."""
     tenant_dir = inside.rsplit("/", 2)[0]
     verified = _LINK_FREE.setdefault(store, set())
+    below = f"{os.fspath(store.root)}/{tenant_dir}"
     if tenant_dir in verified:
-        check_entry_dir(store.root / tenant_dir, inside[len(tenant_dir) + 1 :], entry)
+        check_entry_dir(below, inside[len(tenant_dir) + 1 :], entry)
         return
     check_entry_dir(store.root, inside, entry)
     try:
-        if stat.S_ISDIR(os.lstat(store.root / tenant_dir).st_mode):
+        if stat.S_ISDIR(os.lstat(below).st_mode):
             verified.add(tenant_dir)
     except OSError:
         pass  # not there yet (a miss, or recording creates it): looked at again next call
