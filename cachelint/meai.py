@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -159,19 +159,25 @@ def skip_matcher(config: Config, *, present_only: bool = True) -> Matcher | None
 
     A check sees the disk as it is, so only results directories that exist count
     (`present_only`); a guard must also leave out the ones the command is about to create."""
-    tops = results_in_roots(config, present_only=present_only)
+    return make_skip(results_in_roots(config, present_only=present_only), config.exclude)
+
+
+def make_skip(tops: Sequence[str], exclude: Sequence[str]) -> Matcher | None:
+    """`skip_matcher` from its parts: directories left out whole, and the `exclude` globs (the
+    parts travel to the process that takes `run`'s first canary snapshot)."""
     glob: Matcher | None = None
-    if config.exclude:
+    if exclude:
         import pathspec
 
-        spec = pathspec.GitIgnoreSpec.from_lines(config.exclude)
+        spec = pathspec.GitIgnoreSpec.from_lines(exclude)
         glob = spec.match_file
     if not tops:
         return glob
     below = tuple(t + "/" for t in tops)
+    whole = set(tops)
 
     def skip(path: str) -> bool:
-        if path in tops or path.startswith(below):
+        if path in whole or path.startswith(below):
             return True
         return glob is not None and bool(glob(path))
 

@@ -410,7 +410,12 @@ def answer(scenario, client):
 """
 
 
-def test_run_canary_skips_meai_results_and_exclude(git_repo: Path) -> None:
+@pytest.mark.parametrize("child", [False, True], ids=["snapshot-here", "snapshot-by-child"])
+def test_run_canary_skips_meai_results_and_exclude(
+    git_repo: Path, child: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first snapshot is taken here for a small suite, by a child for a large one: both.
+    monkeypatch.setattr("cachelint.canary.CHILD_MIN_SCENARIOS", 1 if child else 10**9)
     from tests.helpers import BASIC, DEAD, do_run, record, write_repo
 
     write_repo(

@@ -363,7 +363,12 @@ def answer(scenario, client):
 """
 
 
-def test_canary_names_each_written_deleted_and_added_file(git_repo: Path) -> None:
+@pytest.mark.parametrize("child", [False, True], ids=["snapshot-here", "snapshot-by-child"])
+def test_canary_names_each_written_deleted_and_added_file(
+    git_repo: Path, child: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first snapshot is taken here for a small suite, by a child for a large one: both.
+    monkeypatch.setattr("cachelint.canary.CHILD_MIN_SCENARIOS", 1 if child else 10**9)
     write_repo(
         git_repo,
         DEAD,

@@ -212,6 +212,9 @@ class RunPlan:
     jobs: int
     filtered: bool
     shard: tuple[int, int] | None = None
+    # The offline canary's first snapshot (None when the mode records): maybe being taken by a
+    # child process while the plan was made (cachelint.canary).
+    canary: Any = None
 
 
 @dataclass(frozen=True)
@@ -271,6 +274,8 @@ def run(
         wiring = wire(plan, transport_factory=transport_factory)
         outcome = execute(plan, wiring, out=out, err=err)
     except BaseException:
+        if plan.canary is not None:
+            plan.canary.discard()
         release_execution(plan.repo / plan.config.results, plan.execution)
         raise
     return publish(plan, outcome, out=out, err=err, junit=junit, html=html, extras=extras)
@@ -316,7 +321,18 @@ def plan_run(
     moment = now if now is not None else clock.now()
     execution_name = _execution_name(execution, moment)
     junit, html = confine_run_outputs(config, execution_name, junit, html)
-    every = load_scenarios(repo, config.datasets, metrics=METRICS | set(config.judge.metrics))
+    canary = None if chosen_mode.records else _first_snapshot(repo, config)
+    try:
+        every = load_scenarios(
+            repo,
+            config.datasets,
+            metrics=METRICS | set(config.judge.metrics),
+            listed=canary.start if canary is not None else None,
+        )
+    except BaseException:
+        if canary is not None:
+            canary.discard()
+        raise
     selected = _select(
         every,
         agents=agents,
@@ -343,7 +359,18 @@ def plan_run(
         jobs=jobs,
         filtered=bool(agents or tenants or scenarios or chosen_shard),
         shard=chosen_shard,
+        canary=canary,
     )
+
+
+def _first_snapshot(repo: Path, config: Config) -> Any:
+    """The canary's first snapshot, started once the datasets are listed (see cachelint.canary)."""
+    from cachelint import meai
+    from cachelint.canary import FirstSnapshot
+
+    roots = [c for c in config.cache if (repo / c).is_dir()]
+    tops = meai.results_in_roots(config, present_only=False)  # `exclude`, MEAI's results
+    return FirstSnapshot(repo, roots, tops, config.exclude)
 
 
 def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Any:
@@ -383,9 +410,8 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
 
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution
-    canary_roots = [c for c in config.cache if (repo / c).is_dir()]
     skip = meai.skip_matcher(config, present_only=False)  # `exclude`, MEAI's results
-    before = snapshot(repo, canary_roots, skip) if not plan.mode.records else None
+    before = plan.canary.result() if plan.canary is not None else None
 
     progress = (
         _progress(err, len(selected)) if err.isatty() and len(selected) >= _PROGRESS_MIN else None

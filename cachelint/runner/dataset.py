@@ -13,7 +13,7 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -443,9 +443,14 @@ def _reject_constant(name: str) -> Any:
 
 
 def load_scenarios(
-    repo: Path, datasets_root: str, *, metrics: Collection[str] = METRICS
+    repo: Path,
+    datasets_root: str,
+    *,
+    metrics: Collection[str] = METRICS,
+    listed: Callable[[int], None] | None = None,
 ) -> list[Scenario]:
-    """Every scenario under `<repo>/<datasets_root>`, sorted by identity."""
+    """Every scenario under `<repo>/<datasets_root>`, sorted by identity. `listed(n)` is told how
+    many dataset files there are before any is read."""
     base = repo / datasets_root
     if not base.is_dir():
         raise CachelintError(
@@ -457,7 +462,10 @@ def load_scenarios(
     scenarios: list[Scenario] = []
     seen: dict[str, str] = {}
     prompts: dict[str, str] = {}
-    for relative in _dataset_files(base, root):
+    files = _dataset_files(base, root)
+    if listed is not None:
+        listed(len(files))
+    for relative in files:
         path = f"{root}/{relative}"
         # macOS (HFS+) hands out NFD names; the key must not depend on where the tree was listed.
         identity = unicodedata.normalize("NFC", relative[: -len(".json")])
