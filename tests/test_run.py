@@ -391,6 +391,34 @@ def test_canary_names_each_written_deleted_and_added_file(
     assert all(m["code"] == "eval-cache-mutated" for m in report["mutations"])
 
 
+GC_PROBE = """
+import gc
+
+
+def answer(scenario, client):
+    client.chat(scenario.messages)
+    return f"young collections every {gc.get_threshold()[0]} allocations"
+"""
+
+
+def test_a_run_collects_cyclic_garbage_less_often_and_then_as_before(git_repo: Path) -> None:
+    import gc
+
+    every = {"assert": [{"type": "contains", "value": "young collections every 100000 "}]}
+    write_repo(
+        git_repo,
+        DEAD,
+        {"support/acme/refund": refund(every, prompt="prompts/acme.md")},
+        target='type = "python"\nfunction = "gc_probe:answer"\n',
+        files={"gc_probe.py": GC_PROBE},
+    )
+    before = gc.get_threshold()
+    assert record(git_repo)[0].rc == 0
+    replay = do_run(git_repo)
+    assert replay.rc == 0, replay.out + replay.err
+    assert gc.isenabled() and gc.get_threshold() == before
+
+
 # ---- python target ------------------------------------------------------------------------------
 
 AGENT = """

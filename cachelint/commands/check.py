@@ -8,10 +8,8 @@ accepted and ignored: the tree is always listed by cachelint itself.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -141,24 +139,6 @@ def choose_rules(
     return [r for r in rules if r.code in wanted and (group_set is None or r.group in group_set)]
 
 
-@contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """A check builds objects per file of the tree, keeps them to the end, and none of them is in
-    a cycle: the cyclic collector would only rescan a growing heap for nothing, so it is off for
-    the check and reference counting frees what is transient. On leaving, what was built is moved
-    to the oldest generation unscanned (freeze, then unfreeze), else the first allocation after
-    the check would run a full collection over all of it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.freeze()
-            gc.unfreeze()
-            gc.enable()
-
-
 def check(
     start: Path,
     *,
@@ -190,6 +170,8 @@ def check(
     repo = repo_root(start)
     config = load(repo, config_path)
     rules = choose_rules(all_rules(), select=select, ignore=ignore, groups=groups)
+    from cachelint.gcpolicy import no_cyclic_gc
+
     with no_cyclic_gc():
         facts = collect(
             config,

@@ -252,33 +252,36 @@ def run(
     shard: str | None = None,
     extras: Extras | None = None,
 ) -> int:
-    plan = plan_run(
-        start,
-        config_path=config_path,
-        mode=mode,
-        refresh=refresh,
-        agents=agents,
-        tenants=tenants,
-        scenarios=scenarios,
-        trials=trials,
-        jobs=jobs,
-        fmt=fmt,
-        execution=execution,
-        junit=junit,
-        html=html,
-        now=now,
-        shard=shard,
-    )
-    try:
-        check_extras(plan.repo, extras)
-        wiring = wire(plan, transport_factory=transport_factory)
-        outcome = execute(plan, wiring, out=out, err=err)
-    except BaseException:
-        if plan.canary is not None:
-            plan.canary.discard()
-        release_execution(plan.repo / plan.config.results, plan.execution)
-        raise
-    return publish(plan, outcome, out=out, err=err, junit=junit, html=html, extras=extras)
+    from cachelint.gcpolicy import fewer_collections
+
+    with fewer_collections():
+        plan = plan_run(
+            start,
+            config_path=config_path,
+            mode=mode,
+            refresh=refresh,
+            agents=agents,
+            tenants=tenants,
+            scenarios=scenarios,
+            trials=trials,
+            jobs=jobs,
+            fmt=fmt,
+            execution=execution,
+            junit=junit,
+            html=html,
+            now=now,
+            shard=shard,
+        )
+        try:
+            check_extras(plan.repo, extras)
+            wiring = wire(plan, transport_factory=transport_factory)
+            outcome = execute(plan, wiring, out=out, err=err)
+        except BaseException:
+            if plan.canary is not None:
+                plan.canary.discard()
+            release_execution(plan.repo / plan.config.results, plan.execution)
+            raise
+        return publish(plan, outcome, out=out, err=err, junit=junit, html=html, extras=extras)
 
 
 def plan_run(
