@@ -342,31 +342,24 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
 
 
 class ResultWriter:
-    """Writes one results file per scenario, cheaply enough for a suite of many thousands.
+    """Writes one results file per scenario as it lands, cheaply enough for a suite of many
+    thousands.
 
     Results are not committed data, so they skip what the cache needs: no fsync (it costs more
     than the whole replay of a case) and compact JSON (the indenting encoder is pure Python; the
     compact one runs in C). A temp name plus `os.replace` still means a reader never sees half a
-    file. (Figures: benchmarks/README.md.)
-
-    Creating a file is still the largest cost left (more than replaying the case), so one
-    background thread does the open/write/replace while the caller serialises the next scenario:
-    those syscalls release the GIL. The queue is bounded so a slow disk holds back the run
-    instead of buffering every document in memory.
-    Use it as a context manager (or call `close`): that waits for the last file and turns a
-    failed write into a one-line `CachelintError`.
+    file. The files are written by the caller's thread: a background writer thread, tried, made
+    each replayed call slower than the writes it took over (figures: benchmarks/README.md).
+    A failed write stops further writes and is one `CachelintError` line at `close` (or on leaving
+    the context manager), after the scenarios have run.
     """
-
-    _BACKLOG = 256  # documents queued at most (~1 MB for typical scenarios)
 
     def __init__(self, directory: Path, *, execution: str, mode: str) -> None:
         self.directory = directory
         self.execution = execution
         self.mode = mode
         self._base = os.fspath(directory)
-        self._queue: queue.Queue[tuple[str, bytes] | None] = queue.Queue(self._BACKLOG)
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
+        self._made: set[str] = set()
         self._failure: tuple[str, OSError] | None = None
         # Each written document by scenario identity: the reports read the same documents, and
         # building them again cost as much as writing them.
@@ -379,60 +372,40 @@ class ResultWriter:
         self.close()
 
     def write(self, result: ScenarioResult) -> None:
-        """Queue the results file of one scenario; it is on disk once `close` returns."""
+        """Write the results file of one scenario."""
         # The identity is validated as a relative agent/tenant/name path when datasets load.
         path = f"{self._base}/{result.scenario.identity}.json"
         record = scenario_record(result, execution=self.execution, mode=self.mode)
         self.records[result.scenario.identity] = record
+        if self._failure is not None:
+            return
         data = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        if self._thread is None:
-            with self._start_lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(
-                        target=self._drain, name="cachelint-results", daemon=True
-                    )
-                    self._thread.start()
-        self._queue.put((path, (data + "\n").encode("utf-8")))
+        temp = f"{path}.{TEMP_PREFIX}{threading.get_ident()}"
+        try:
+            parent = os.path.dirname(path)
+            if parent not in self._made:
+                os.makedirs(parent, exist_ok=True)
+                self._made.add(parent)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            try:
+                _write_all(fd, (data + "\n").encode("utf-8"))
+            finally:
+                os.close(fd)
+            os.replace(temp, path)
+        except OSError as exc:
+            self._failure = (path, exc)
+            # A full disk or a directory where the file goes leaves the temp file behind, among
+            # the results, unless it is removed here.
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
         if self._failure is not None:
             path, exc = self._failure
             raise CachelintError(
                 f"{path}: cannot write the results file ({exc.strerror or exc}); check that the "
                 "results directory is writable or set `results` in [tool.cachelint]"
             )
-
-    def _drain(self) -> None:
-        made: set[str] = set()
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            if self._failure is not None:
-                continue  # keep consuming so producers never block on a dead writer
-            path, data = item
-            temp = f"{path}.{TEMP_PREFIX}{threading.get_ident()}"
-            try:
-                parent = os.path.dirname(path)
-                if parent not in made:
-                    os.makedirs(parent, exist_ok=True)
-                    made.add(parent)
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-                try:
-                    _write_all(fd, data)
-                finally:
-                    os.close(fd)
-                os.replace(temp, path)
-            except OSError as exc:
-                self._failure = (path, exc)
-                # A full disk or a directory where the file goes leaves the temp file behind,
-                # among the results, unless it is removed here.
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
 
 
 def _write_all(fd: int, data: bytes) -> None:
