@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from cachelint.childproc import module_command
+from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.hashing import Snapshot, snapshot
-from cachelint.meai import make_skip
+from cachelint.meai import make_skip, results_in_roots
 
 # Below this many scenarios the child's start-up (an interpreter and its imports, ~0.1 s) is not
 # hidden behind loading the datasets.
@@ -37,15 +39,6 @@ def _cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def _child_env() -> dict[str, str]:
-    # The child imports this same cachelint, wherever it was imported from (an install, a
-    # checkout on sys.path).
-    env = dict(os.environ)
-    here = os.fspath(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
-    return env
 
 
 class FirstSnapshot:
@@ -62,6 +55,13 @@ class FirstSnapshot:
         self._out: IO[bytes] | None = None
         self._err: IO[bytes] | None = None
 
+    @classmethod
+    def of(cls, repo: Path, config: Config) -> FirstSnapshot:
+        """The snapshot `cachelint run`'s canary compares with: every cache root that exists,
+        without `exclude` and MEAI's results."""
+        roots = [c for c in config.cache if (repo / c).is_dir()]
+        return cls(repo, roots, results_in_roots(config, present_only=False), config.exclude)
+
     def start(self, scenarios: int) -> None:
         """Start the child when the suite is large enough and a second core is free."""
         if scenarios < CHILD_MIN_SCENARIOS or _cores() < 2 or not self.roots:
@@ -73,12 +73,9 @@ class FirstSnapshot:
             with tempfile.TemporaryFile() as source:
                 source.write(json.dumps(request).encode("utf-8"))
                 source.seek(0)
+                command, env = module_command("cachelint.canary")
                 self._child = subprocess.Popen(
-                    [sys.executable, "-m", "cachelint.canary"],
-                    stdin=source,
-                    stdout=self._out,
-                    stderr=self._err,
-                    env=_child_env(),
+                    command, stdin=source, stdout=self._out, stderr=self._err, env=env
                 )
         except OSError:
             self._close()  # no temp space or no interpreter to start: take it here instead

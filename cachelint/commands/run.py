@@ -26,7 +26,6 @@ from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
-from cachelint.paths import is_inside
 from cachelint.runner.publishing import Extras, add_report_options, check_extras
 from cachelint.runner.results import claim_execution, release_execution
 
@@ -184,17 +183,6 @@ def _rerecord_command(identity: str, *, trials: int | None, config_path: Path | 
     return " ".join(parts)
 
 
-def _refuse_inside_cache(option: str, path: Path, repo: Path, roots: Sequence[str]) -> None:
-    """A report written into a cache root would be the very write the offline canary forbids."""
-    target = (Path.cwd() / path).resolve()
-    for root in roots:
-        if is_inside(target, (repo / root).resolve()):
-            raise CachelintError(
-                f"{option} {path}: inside cache root {root!r}; an offline run must write no byte "
-                "into the committed cache, write the report elsewhere (e.g. eval-results/)"
-            )
-
-
 @dataclass(frozen=True)
 class RunPlan:
     """What a run will do, settled before anything is wired or executed."""
@@ -304,6 +292,7 @@ def plan_run(
 ) -> RunPlan:
     """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
+    from cachelint.canary import FirstSnapshot
     from cachelint.confine import run_outputs as confine_run_outputs
     from cachelint.formats import parse_report_format
     from cachelint.runner.dataset import load_scenarios
@@ -318,13 +307,10 @@ def plan_run(
         raise CachelintError(f"--trials {trials}: expected 1 or more")
     repo = repo_root(start)
     config = load(repo, config_path)
-    for option, path in (("--junit", junit), ("--html", html)):
-        if path is not None:
-            _refuse_inside_cache(option, path, repo, config.cache)
     moment = now if now is not None else clock.now()
     execution_name = _execution_name(execution, moment)
     junit, html = confine_run_outputs(config, execution_name, junit, html)
-    canary = None if chosen_mode.records else _first_snapshot(repo, config)
+    canary = None if chosen_mode.records else FirstSnapshot.of(repo, config)
     try:
         every = load_scenarios(
             repo,
@@ -364,16 +350,6 @@ def plan_run(
         shard=chosen_shard,
         canary=canary,
     )
-
-
-def _first_snapshot(repo: Path, config: Config) -> Any:
-    """The canary's first snapshot, started once the datasets are listed (see cachelint.canary)."""
-    from cachelint import meai
-    from cachelint.canary import FirstSnapshot
-
-    roots = [c for c in config.cache if (repo / c).is_dir()]
-    tops = meai.results_in_roots(config, present_only=False)  # `exclude`, MEAI's results
-    return FirstSnapshot(repo, roots, tops, config.exclude)
 
 
 def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Any:
@@ -427,7 +403,9 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
         head=text_head(plan.execution, plan.mode.value, len(selected)),
         selected=selected,
     )
-    writer = ResultWriter(results_dir, execution=plan.execution, mode=plan.mode.value)
+    writer = ResultWriter(
+        results_dir, execution=plan.execution, mode=plan.mode.value, expected=len(selected)
+    )
 
     def on_done(result: ScenarioResult) -> None:
         writer.write(result)
@@ -485,9 +463,8 @@ def publish(
 ) -> int:
     """Write the reports, print the summary, and record a green run; return the exit code."""
     from cachelint.runner.publishing import publish_more, view_of
-    from cachelint.runner.report import RunReport, render, render_junit, text_tail
+    from cachelint.runner.report import RunReport
     from cachelint.store import format_time
-    from cachelint.usage import record_run
 
     config = plan.config
     results_dir = plan.repo / config.results / plan.execution
@@ -504,7 +481,7 @@ def publish(
     )
     started = format_time(plan.moment)
     view = view_of(report, config, started, outcome.records)
-    notes, failed, pr_text = publish_more(
+    published = publish_more(
         view,
         config,
         _run_summary(report),
@@ -515,18 +492,44 @@ def publish(
         started=started,
         shard=plan.shard,
     )
-    report = replace(report, notes=tuple(notes), costs={s.identity: s.cost for s in view.scenarios})
+    try:
+        report = replace(
+            report,
+            notes=tuple(published.notes),
+            costs={s.identity: s.cost for s in view.scenarios},
+        )
+        return _conclude(plan, outcome, report, published, listing, out=out, err=err, junit=junit)
+    finally:
+        published.pages.join()
+
+
+def _conclude(
+    plan: RunPlan,
+    outcome: Outcome,
+    report: Any,
+    published: Any,
+    listing: Any,
+    *,
+    out: TextIO,
+    err: TextIO,
+    junit: Path | None,
+) -> int:
+    """Record the entries used, write JUnit and the summary, and record a green run."""
+    from cachelint.runner.report import render, render_junit, text_tail
+    from cachelint.usage import record_run
+
+    config = plan.config
     # --trials is a filter here too: entries other trial counts reach are not proven unused.
     filtered = plan.filtered or plan.trials is not None
     record_run(config, report, filtered=filtered)
     if junit is not None:
         _write_report(junit, render_junit(report))
-    if pr_text is not None:
-        out.write(pr_text)
+    if published.text is not None:
+        out.write(published.text)
     else:
         out.write(text_tail(report) if outcome.streamed else render(report, plan.report_format))
     out.flush()
-    if not report.passed or failed:
+    if not report.passed or published.failed:
         if listing is not None:
             listing.discard()
         return int(ExitCode.FINDINGS)

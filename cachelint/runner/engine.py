@@ -8,19 +8,20 @@ concurrency, so two runs diff cleanly). Assertions gate; judges are reported onl
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
 import queue
+import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cachelint import resultsink
+from cachelint.childproc import module_command
 from cachelint.errors import CachelintError
-from cachelint.fsutil import TEMP_PREFIX
 from cachelint.runner.assertions import AssertionResult
 from cachelint.runner.checks import has_deterministic
 from cachelint.runner.client import CacheMiss, CachingClient, CallRecord
@@ -341,6 +342,11 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
     }
 
 
+# From this many scenarios a child creates the results files: below it, its start-up (~40 ms of
+# the other core, and a wait at the end) is more than the files cost here.
+SINK_MIN_SCENARIOS = 200
+
+
 class ResultWriter:
     """Writes one results file per scenario as it lands, cheaply enough for a suite of many
     thousands.
@@ -348,19 +354,25 @@ class ResultWriter:
     Results are not committed data, so they skip what the cache needs: no fsync (it costs more
     than the whole replay of a case) and compact JSON (the indenting encoder is pure Python; the
     compact one runs in C). A temp name plus `os.replace` still means a reader never sees half a
-    file. The files are written by the caller's thread: a background writer thread, tried, made
-    each replayed call slower than the writes it took over (figures: benchmarks/README.md).
+    file. When `expected` scenarios are many, the files are created by a child process on the
+    second core (`cachelint.resultsink`), otherwise by the caller's thread; a background thread,
+    tried, made each replayed call slower than the writes it took over (figures:
+    benchmarks/README.md).
     A failed write stops further writes and is one `CachelintError` line at `close` (or on leaving
-    the context manager), after the scenarios have run.
+    the context manager), after the scenarios have run. If the child fails in any other way, the
+    files are written here at `close`.
     """
 
-    def __init__(self, directory: Path, *, execution: str, mode: str) -> None:
+    def __init__(self, directory: Path, *, execution: str, mode: str, expected: int = 0) -> None:
         self.directory = directory
         self.execution = execution
         self.mode = mode
         self._base = os.fspath(directory)
         self._made: set[str] = set()
-        self._failure: tuple[str, OSError] | None = None
+        self._failure: tuple[str, str] | None = None
+        child = expected >= SINK_MIN_SCENARIOS
+        self._sink: subprocess.Popen[bytes] | None = _start_sink() if child else None
+        self._sink_broken = False
         # Each written document by scenario identity: the reports read the same documents, and
         # building them again cost as much as writing them.
         self.records: dict[str, dict[str, Any]] = {}
@@ -372,47 +384,82 @@ class ResultWriter:
         self.close()
 
     def write(self, result: ScenarioResult) -> None:
-        """Write the results file of one scenario."""
+        """Write (or hand over) the results file of one scenario."""
         # The identity is validated as a relative agent/tenant/name path when datasets load.
         path = f"{self._base}/{result.scenario.identity}.json"
         record = scenario_record(result, execution=self.execution, mode=self.mode)
         self.records[result.scenario.identity] = record
         if self._failure is not None:
             return
-        data = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        temp = f"{path}.{TEMP_PREFIX}{threading.get_ident()}"
-        try:
-            parent = os.path.dirname(path)
-            if parent not in self._made:
-                os.makedirs(parent, exist_ok=True)
-                self._made.add(parent)
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        data = (_compact(record) + "\n").encode("utf-8")
+        if self._sink is not None and not self._sink_broken:
             try:
-                _write_all(fd, (data + "\n").encode("utf-8"))
-            finally:
-                os.close(fd)
-            os.replace(temp, path)
-        except OSError as exc:
-            self._failure = (path, exc)
-            # A full disk or a directory where the file goes leaves the temp file behind, among
-            # the results, unless it is removed here.
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
+                assert self._sink.stdin is not None
+                self._sink.stdin.write(resultsink.frame(path, data))  # one call: one whole frame
+                return
+            except OSError:
+                self._sink_broken = True  # written here at close, with the rest
+        if self._sink is None:
+            self._write_here(path, data)
 
     def close(self) -> None:
+        if self._sink is not None:
+            sink, self._sink = self._sink, None
+            if not self._finish_sink(sink):
+                for identity, record in self.records.items():  # the child failed: do it here
+                    if self._failure is None:
+                        data = (_compact(record) + "\n").encode("utf-8")
+                        self._write_here(f"{self._base}/{identity}.json", data)
         if self._failure is not None:
-            path, exc = self._failure
+            path, reason = self._failure
             raise CachelintError(
-                f"{path}: cannot write the results file ({exc.strerror or exc}); check that the "
-                "results directory is writable or set `results` in [tool.cachelint]"
+                f"{path}: cannot write the results file ({reason}); check that the results "
+                "directory is writable or set `results` in [tool.cachelint]"
             )
 
+    def _write_here(self, path: str, data: bytes) -> None:
+        try:
+            resultsink.write_file(path, data, self._made)
+        except OSError as exc:
+            self._failure = (path, exc.strerror or str(exc))
 
-def _write_all(fd: int, data: bytes) -> None:
-    # os.write may write less than asked (a full disk, a signal); loop until all is written.
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    def _finish_sink(self, sink: subprocess.Popen[bytes]) -> bool:
+        """End the child's input and wait for it; False when it did not write everything."""
+        assert sink.stdin is not None and sink.stdout is not None
+        try:
+            sink.stdin.close()
+        except OSError:
+            self._sink_broken = True
+        answer = sink.stdout.read()
+        sink.stdout.close()
+        if sink.wait() != 0 or self._sink_broken:
+            return False
+        try:
+            failure = json.loads(answer)
+        except ValueError:
+            return False
+        if isinstance(failure, dict):
+            self._failure = (str(failure.get("path")), str(failure.get("reason")))
+        return failure is None or isinstance(failure, dict)
+
+
+def _compact(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _start_sink() -> subprocess.Popen[bytes] | None:
+    command, env = module_command("cachelint.resultsink")
+    try:
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            bufsize=1 << 16,
+        )
+    except OSError:
+        return None  # no interpreter to start: written here
 
 
 def summary_counts(results: Sequence[ScenarioResult]) -> Mapping[str, int]:

@@ -17,7 +17,8 @@ from typing import Any
 from cachelint.config import Config
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
-from cachelint.fsutil import atomic_write
+from cachelint.forked import Forked
+from cachelint.fsutil import atomic_write, atomic_write_chunks
 from cachelint.runner.views import RUN_FILE, ExecutionView, scenario_view
 
 PR_FORMATS = ("markdown", "github")
@@ -292,11 +293,20 @@ def write_run_summary(
     if shard is not None:
         summary["shard"] = f"{shard[0]}/{shard[1]}"
     # Compact: the indenting encoder is pure Python, the compact one runs in C.
+    # Results are not committed data: no fsync, as for the per-scenario files.
     data = json_dumps(summary, compact=True)
-    atomic_write(results_dir / RUN_FILE, (data + "\n").encode("utf-8"))
+    atomic_write_chunks(results_dir / RUN_FILE, ((data + "\n").encode("utf-8"),), durable=False)
     point = json_dumps(trend_point(summary), compact=True)
-    atomic_write(results_dir / TREND_FILE, (point + "\n").encode("utf-8"))
+    atomic_write_chunks(results_dir / TREND_FILE, ((point + "\n").encode("utf-8"),), durable=False)
     return summary
+
+
+@dataclass(frozen=True)
+class Published:
+    notes: list[str]  # budget, baseline and cost lines for every report
+    failed: bool  # a budget or baseline verdict fails the run
+    text: str | None  # the stdout text, when this module renders the chosen format
+    pages: Forked  # the HTML pages being written; join() before the run ends
 
 
 def publish_more(
@@ -310,31 +320,37 @@ def publish_more(
     extras: Extras,
     started: str,
     shard: tuple[int, int] | None,
-) -> tuple[list[str], bool, str | None]:
-    """Write run.json, the HTML pages and the baseline; return (notes, failed, the stdout text
-    when this module renders the format)."""
+) -> Published:
+    """Write run.json, the HTML pages and the baseline; `Published.pages.join()` waits for the
+    pages."""
     summary = write_run_summary(
         results_dir, report_dict, view, config, started=started, shard=shard
     )
     notes, failed = verdict_notes(view, config, extras)
-    page = html_page(view, config, summary, notes=notes)
-    atomic_write(results_dir / "report.html", page.encode("utf-8"))
-    if html is not None:
-        try:
-            atomic_write(html, page.encode("utf-8"))
-        except OSError as exc:
-            raise CachelintError(f"{html}: cannot write report: {exc.strerror}") from None
+    shown = list(notes)  # the page shows the notes as they are now
+
+    def write_pages() -> None:
+        page = html_page(view, config, summary, notes=shown).encode("utf-8")
+        atomic_write_chunks(results_dir / "report.html", (page,), durable=False)
+        if html is not None:
+            try:
+                atomic_write(html, page)
+            except OSError as exc:
+                raise CachelintError(f"{html}: cannot write report: {exc.strerror}") from None
+
+    # Nothing below reads the page: it is written on the second core while the run finishes.
+    pages = Forked(write_pages)
     if extras.save_baseline is not None:
         from cachelint.runner import baselines
 
         baselines.save(config.repo, extras.save_baseline, view)
         notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
     if fmt == "json":
-        return notes, failed, json_text(report_dict, summary["cost"])
+        return Published(notes, failed, json_text(report_dict, summary["cost"]), pages)
     if fmt not in PR_FORMATS:
-        return notes, failed, None
+        return Published(notes, failed, None, pages)
     text = pr_text(fmt, view, config, notes)
     append_step_summary(
         text if fmt == "markdown" else pr_text("markdown", view, config, notes), os.environ
     )
-    return notes, failed, text
+    return Published(notes, failed, text, pages)
