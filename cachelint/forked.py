@@ -17,7 +17,16 @@ from cachelint.errors import CachelintError
 
 
 def _can_fork() -> bool:
-    return sys.platform == "linux" and threading.active_count() == 1
+    return sys.platform == "linux" and _threads() == 1
+
+
+def _threads() -> int:
+    """Threads of this process as the kernel counts them: a library's native threads, which the
+    threading module does not see, count too (CPython warns about forking with any)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 class Forked:

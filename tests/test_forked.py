@@ -14,6 +14,9 @@ from cachelint.errors import CachelintError
 from cachelint.forked import Forked
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="forks only on Linux")
+# These tests force the fork inside a pytest worker, which runs threads of its own (CPython 3.12+
+# warns about that); cachelint itself forks only when its process runs no other thread.
+forcing = pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
 
 
 def _writes_its_pid(path: Path) -> None:
@@ -21,6 +24,7 @@ def _writes_its_pid(path: Path) -> None:
 
 
 @linux_only
+@forcing
 def test_the_work_runs_in_a_child_and_is_done_once_joined(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -32,6 +36,7 @@ def test_the_work_runs_in_a_child_and_is_done_once_joined(
 
 
 @linux_only
+@forcing
 def test_a_one_line_error_in_the_child_is_the_same_error_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -46,6 +51,7 @@ def test_a_one_line_error_in_the_child_is_the_same_error_here(
 
 
 @linux_only
+@forcing
 def test_an_internal_error_in_the_child_is_raised_here_by_doing_the_work_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
