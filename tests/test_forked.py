@@ -14,9 +14,13 @@ from cachelint.errors import CachelintError
 from cachelint.forked import Forked
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="forks only on Linux")
-# These tests force the fork inside a pytest worker, which runs threads of its own (CPython 3.12+
-# warns about that); cachelint itself forks only when its process runs no other thread.
-forcing = pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
+
+
+@pytest.fixture
+def forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fork even inside a pytest worker, which runs threads of its own (CPython 3.12+ warns about
+    that; the tests silence it). cachelint itself forks only when no other thread runs."""
+    monkeypatch.setattr("cachelint.forked._can_fork", lambda: True)
 
 
 def _writes_its_pid(path: Path) -> None:
@@ -24,11 +28,9 @@ def _writes_its_pid(path: Path) -> None:
 
 
 @linux_only
-@forcing
-def test_the_work_runs_in_a_child_and_is_done_once_joined(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("cachelint.forked._can_fork", lambda: True)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
+@pytest.mark.usefixtures("forced")
+def test_the_work_runs_in_a_child_and_is_done_once_joined(tmp_path: Path) -> None:
     done = tmp_path / "pid"
     job = Forked(lambda: _writes_its_pid(done))
     job.join()
@@ -36,12 +38,9 @@ def test_the_work_runs_in_a_child_and_is_done_once_joined(
 
 
 @linux_only
-@forcing
-def test_a_one_line_error_in_the_child_is_the_same_error_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("cachelint.forked._can_fork", lambda: True)
-
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
+@pytest.mark.usefixtures("forced")
+def test_a_one_line_error_in_the_child_is_the_same_error_here() -> None:
     def fails() -> None:
         raise CachelintError("report.html: cannot write report: No space left on device")
 
@@ -51,11 +50,9 @@ def test_a_one_line_error_in_the_child_is_the_same_error_here(
 
 
 @linux_only
-@forcing
-def test_an_internal_error_in_the_child_is_raised_here_by_doing_the_work_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("cachelint.forked._can_fork", lambda: True)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
+@pytest.mark.usefixtures("forced")
+def test_an_internal_error_in_the_child_is_raised_here_by_doing_the_work_again() -> None:
     pids: list[int] = []
 
     def breaks() -> None:

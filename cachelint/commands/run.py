@@ -318,22 +318,18 @@ def plan_run(
             metrics=METRICS | set(config.judge.metrics),
             listed=canary.start if canary is not None else None,
         )
+        selected = _select(
+            every, agents=agents, tenants=tenants, globs=scenarios, datasets=config.datasets
+        )
+        chosen_shard = parse_shard(shard) if shard is not None else None
+        if chosen_shard is not None:
+            # An empty shard is a valid slice of a small suite: it runs nothing and passes.
+            selected = in_shard(selected, chosen_shard)
+        execution_name = claim_execution(repo / config.results, execution_name)
     except BaseException:
-        if canary is not None:
+        if canary is not None:  # the plan failed: the child's snapshot will not be wanted
             canary.discard()
         raise
-    selected = _select(
-        every,
-        agents=agents,
-        tenants=tenants,
-        globs=scenarios,
-        datasets=config.datasets,
-    )
-    chosen_shard = parse_shard(shard) if shard is not None else None
-    if chosen_shard is not None:
-        # An empty shard is a valid slice of a small suite: it runs nothing and passes.
-        selected = in_shard(selected, chosen_shard)
-    execution_name = claim_execution(repo / config.results, execution_name)
     return RunPlan(
         repo=repo,
         config=config,
