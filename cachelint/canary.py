@@ -8,8 +8,9 @@ child's interpreter start-up would cost more than the overlap saves, and with on
 nothing to overlap: the snapshot is then taken in this process, as before. Either way it is the
 same snapshot (the child runs the same function on the same tree, with the same files left out).
 
-Run as `python -m cachelint.canary`: the request (repo, roots and what to leave out) as JSON on
-stdin, the snapshot as JSON on stdout; a tree it cannot read is one line on stderr and exit 2.
+Run as `python -m cachelint.canary REQUEST`: the request (repo, roots and what to leave out) as
+one JSON argument, the snapshot as JSON on stdout; a tree it cannot read is one line on stderr
+and exit 2.
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
 
-from cachelint.childproc import module_command
+from cachelint.childproc import module_command, usable_cores
 from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.hashing import Snapshot, snapshot
@@ -32,13 +31,6 @@ from cachelint.meai import make_skip, results_in_roots
 # Below this many scenarios the child's start-up (an interpreter and its imports, ~0.1 s) is not
 # hidden behind loading the datasets.
 CHILD_MIN_SCENARIOS = 500
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class FirstSnapshot:
@@ -52,8 +44,6 @@ class FirstSnapshot:
         self.tops = list(tops)
         self.exclude = list(exclude)
         self._child: subprocess.Popen[bytes] | None = None
-        self._out: IO[bytes] | None = None
-        self._err: IO[bytes] | None = None
 
     @classmethod
     def of(cls, repo: Path, config: Config) -> FirstSnapshot:
@@ -63,36 +53,32 @@ class FirstSnapshot:
         return cls(repo, roots, results_in_roots(config, present_only=False), config.exclude)
 
     def start(self, scenarios: int) -> None:
-        """Start the child when the suite is large enough and a second core is free."""
-        if scenarios < CHILD_MIN_SCENARIOS or _cores() < 2 or not self.roots:
+        """Start the child when the suite is large enough and a second core is free. Its answer
+        waits in the pipe: it writes only once it has hashed everything, so a full pipe holds
+        back nothing but its exit."""
+        if scenarios < CHILD_MIN_SCENARIOS or usable_cores() < 2 or not self.roots:
             return
         request = {"repo": os.fspath(self.repo), "roots": self.roots}
         request |= {"tops": self.tops, "exclude": self.exclude}
+        command, env = module_command("cachelint.canary")
+        command.append(json.dumps(request))
+        pipe = subprocess.PIPE
         try:
-            self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-            with tempfile.TemporaryFile() as source:
-                source.write(json.dumps(request).encode("utf-8"))
-                source.seek(0)
-                command, env = module_command("cachelint.canary")
-                self._child = subprocess.Popen(
-                    command, stdin=source, stdout=self._out, stderr=self._err, env=env
-                )
+            child = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe, env=env
+            )
         except OSError:
-            self._close()  # no temp space or no interpreter to start: take it here instead
+            return  # no interpreter to start: the snapshot is taken here instead
+        self._child = child
 
     def result(self) -> Snapshot:
         """The snapshot: the child's when it gave one, else taken now in this process."""
-        if self._child is not None and self._out is not None and self._err is not None:
-            try:
-                rc = self._child.wait()
-                self._out.seek(0)
-                self._err.seek(0)
-                answer, problem = self._out.read(), self._err.read()
-            finally:
-                self._close()
-            if rc == 2 and problem:
+        if self._child is not None:
+            child, self._child = self._child, None
+            answer, problem = child.communicate()
+            if child.returncode == 2 and problem:
                 raise CachelintError(problem.decode("utf-8", "replace").strip())
-            if rc == 0:
+            if child.returncode == 0:
                 try:
                     taken = json.loads(answer)
                 except ValueError:
@@ -102,21 +88,15 @@ class FirstSnapshot:
         return snapshot(self.repo, self.roots, make_skip(self.tops, self.exclude))
 
     def discard(self) -> None:
-        """The run stopped before it needed the snapshot: end the child and free its files."""
-        if self._child is not None and self._child.poll() is None:
-            self._child.kill()
-            self._child.wait()
-        self._close()
-
-    def _close(self) -> None:
-        for fh in (self._out, self._err):
-            if fh is not None:
-                fh.close()
-        self._child = self._out = self._err = None
+        """The run stopped before it needed the snapshot: end the child."""
+        if self._child is not None:
+            child, self._child = self._child, None
+            child.kill()
+            child.communicate()
 
 
 def main() -> int:
-    request = json.loads(sys.stdin.buffer.read())
+    request = json.loads(sys.argv[1])
     try:
         taken = snapshot(
             Path(request["repo"]), request["roots"], make_skip(request["tops"], request["exclude"])

@@ -16,12 +16,12 @@ same `read_entry`, so every finding is worded from the bytes on disk either way.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 
 from cachelint import entrycache
+from cachelint.childproc import usable_cores
 from cachelint.config import Layout
 from cachelint.entries import read_entry
 from cachelint.errors import CorruptEntry
@@ -43,8 +43,7 @@ MAX_WORKERS = 8
 
 def default_jobs() -> int:
     """The processes that may read at once: the cores this process may run on."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    return usable_cores()
 
 
 def read_all(
