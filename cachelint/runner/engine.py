@@ -425,14 +425,8 @@ class ResultWriter:
 
     def _finish_sink(self, sink: subprocess.Popen[bytes]) -> bool:
         """End the child's input and wait for it; False when it did not write everything."""
-        assert sink.stdin is not None and sink.stdout is not None
-        try:
-            sink.stdin.close()
-        except OSError:
-            self._sink_broken = True
-        answer = sink.stdout.read()
-        sink.stdout.close()
-        if sink.wait() != 0 or self._sink_broken:
+        answer, _ = sink.communicate()  # a child already gone is no error here: its code says
+        if sink.returncode != 0 or self._sink_broken:
             return False
         try:
             failure = json.loads(answer)
@@ -440,7 +434,8 @@ class ResultWriter:
             return False
         if isinstance(failure, dict):
             self._failure = (str(failure.get("path")), str(failure.get("reason")))
-        return failure is None or isinstance(failure, dict)
+            return True
+        return failure is None
 
 
 def _compact(record: Mapping[str, Any]) -> str:
