@@ -10,36 +10,92 @@ CRLF on Windows and LF on Linux yields one key.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import blake3
+import orjson
 import rfc8785
 
-# RFC 8785 only accepts integers a double represents exactly.
-_SAFE_INT = 2**53 - 1
+# orjson with sorted keys and no spaces; OPT_STRICT_INTEGER refuses integers beyond 2**53 - 1,
+# which RFC 8785 refuses too (a double does not represent them exactly).
+_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 
 
-def _plain_json(value: Any) -> bool:
-    """True when the C json encoder writes exactly RFC 8785's bytes for `value`.
+class _NotPlain(Exception):
+    """The value needs the reference implementation."""
 
-    For strings, integers, booleans, null, arrays and objects with ASCII keys both encoders agree
-    byte for byte: the same minimal string escapes (quote, backslash, the five short forms, other
-    C0 controls as lowercase \\u00xx) and, with ASCII keys, code-point order equals the UTF-16
-    order RFC 8785 sorts by. Floats (ECMAScript number formatting), non-ASCII keys and any other
-    type take the reference implementation.
+
+def _plain(value: Any) -> Any:
+    """`value` in a form orjson writes exactly RFC 8785's bytes for; _NotPlain when it has none.
+
+    For strings, integers, booleans, null, arrays and objects with ASCII keys orjson (sorted keys,
+    no spaces) and RFC 8785 agree byte for byte: the same minimal string escapes (quote,
+    backslash, the five short forms, other C0 controls as lowercase \\u00xx) and, with ASCII keys,
+    code-point order equals the UTF-16 order RFC 8785 sorts by. Floats are the exception: a copy
+    holds each as its ECMAScript form (`_number`), already serialised. Non-ASCII keys and any
+    other type take the reference implementation.
     """
+    floats = False
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            try:
+                ascii_keys = "".join(item).isascii()
+            except TypeError:  # a key that is not a string
+                raise _NotPlain from None
+            if not ascii_keys:
+                raise _NotPlain
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is float:
+            floats = True
+        else:
+            raise _NotPlain
+    return _with_numbers(value) if floats else value
+
+
+def _with_numbers(value: Any) -> Any:
+    """A copy of a plain value with each float as the fragment RFC 8785 writes for it."""
     kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return True
-    if kind is int:
-        return -_SAFE_INT <= value <= _SAFE_INT
-    if kind is list or kind is tuple:
-        return all(_plain_json(item) for item in value)
+    if kind is float:
+        return orjson.Fragment(_number(value))
     if kind is dict:
-        return all(
-            type(key) is str and key.isascii() and _plain_json(item) for key, item in value.items()
-        )
-    return False
+        return {key: _with_numbers(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_with_numbers(item) for item in value]
+    return value
+
+
+def _number(value: float) -> str:
+    """ECMAScript's Number::toString (ECMA-262 7.1.12.1), which RFC 8785 prescribes: the shortest
+    digits that read back as `value` (what repr finds), placed by the decimal exponent."""
+    if not math.isfinite(value):
+        raise _NotPlain  # RFC 8785 has no form for it; the reference implementation says so
+    if value == 0:
+        return "0"  # -0 too
+    sign = "-" if value < 0 else ""
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    # The value is 0.<digits> times 10**point.
+    point = len(whole) + int(exponent or 0) - (len(whole) + len(fraction) - len(digits))
+    digits = digits.rstrip("0")
+    count = len(digits)
+    if count <= point <= 21:
+        return sign + digits + "0" * (point - count)
+    if 0 < point <= 21:
+        return sign + digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return sign + "0." + "0" * -point + digits
+    power = point - 1
+    shown = digits if count == 1 else digits[0] + "." + digits[1:]
+    return f"{sign}{shown}e{'+' if power > 0 else '-'}{abs(power)}"
 
 
 def canonical_bytes(value: Any) -> bytes:
@@ -52,14 +108,13 @@ def canonical_bytes(value: Any) -> bytes:
 
 
 def _canonical_bytes(value: Any) -> bytes:
-    if _plain_json(value):
-        # rfc8785 is pure Python and was the largest per-case cost of a replay (a key per call,
-        # three validations per scenario); the C encoder does the common case far faster.
-        try:
-            text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-            return text.encode("utf-8")
-        except UnicodeEncodeError:
-            pass  # a lone surrogate: let rfc8785 raise its own error below
+    # rfc8785 is pure Python and was the largest per-case cost of a replay (a key per call,
+    # three validations per scenario) and of verifying a tree's keys; orjson does the usual
+    # request far faster.
+    try:
+        return orjson.dumps(_plain(value), option=_SORTED)
+    except (_NotPlain, orjson.JSONEncodeError):
+        pass  # a lone surrogate, a large integer, deep nesting: let rfc8785 decide
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:

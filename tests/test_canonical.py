@@ -3,7 +3,9 @@ random values, on the edge cases where UTF-16 and code-point order differ, and r
 
 from __future__ import annotations
 
+import math
 import random
+import struct
 from typing import Any
 
 import pytest
@@ -59,3 +61,35 @@ def test_canonical_bytes_edge_cases(value: Any) -> None:
 def test_canonical_bytes_still_refuses_what_rfc8785_refuses(value: Any) -> None:
     with pytest.raises(ValueError, match="not canonicalisable"):
         canonical_bytes(value)
+
+
+def test_floats_are_written_as_rfc8785_writes_them() -> None:
+    """ECMAScript number formatting, against the reference on random doubles (every exponent
+    range, both signs, subnormals) and on the boundaries where the notation changes."""
+    rng = random.Random(754)
+    doubles = [
+        struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(20000)
+    ]
+    doubles += [round(rng.uniform(-1e3, 1e3), rng.randint(0, 8)) for _ in range(5000)]
+    doubles += [1e21, 9.999999999999999e20, 1e-7, 1e-6, 1.5e-6, 5e-324, 2.0**53, 0.1, -0.0, 100.0]
+    for value in filter(math.isfinite, doubles):
+        assert canonical_bytes([value]) == rfc8785.dumps([value]), repr(value)
+
+
+def test_a_request_with_floats_is_not_handed_to_the_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fast path is taken for the usual request, temperature and all."""
+    request = {
+        "model": "m",
+        "temperature": 0.7,
+        "top_p": 1.0,
+        "messages": [{"role": "user", "content": "é\n"}],
+    }
+    expected = rfc8785.dumps(request)
+
+    def refuse(value: Any) -> bytes:
+        raise AssertionError("rfc8785 called")
+
+    monkeypatch.setattr(rfc8785, "dumps", refuse)
+    assert canonical_bytes(request) == expected
