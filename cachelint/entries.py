@@ -118,20 +118,24 @@ def read_entry(
     inside = directory[len(prefix) :] if directory.startswith(prefix) else directory
     if entry.layout is Layout.MEAI:
         _verify_meai(entry, contents, inside)
-        request = None
+        request, contents_hex = None, None
     else:
-        _verify_native(entry, data, contents, inside)
+        contents_hex = _verify_native(entry, data, contents, inside)
         request = UNREAD_REQUEST  # every request body of a large tree would multiply its memory
     # One search over both files (a NUL between them, which no anchor holds) costs less than two.
     if len(contents) < _JOIN_BELOW:
         suspect = may_hold_secret(b"%s\0%s" % (raw, contents))
     else:
         suspect = may_hold_secret(raw) or may_hold_secret(contents)
-    return entry._replace(request=request, digest=entry_digest(raw, contents), maybe_secret=suspect)
+    return entry._replace(
+        request=request, digest=entry_digest(raw, contents, contents_hex), maybe_secret=suspect
+    )
 
 
-def _verify_native(entry: Entry, data: Mapping[str, Any], contents: bytes, inside: str) -> None:
-    if blake3.blake3(contents).hexdigest() != data["contents"]:
+def _verify_native(entry: Entry, data: Mapping[str, Any], contents: bytes, inside: str) -> str:
+    """Raise CorruptEntry naming what does not hold; return the blake3 of `contents`."""
+    contents_hex = blake3.blake3(contents).hexdigest()
+    if contents_hex != data["contents"]:
         raise CorruptEntry(
             f"{CONTENTS_FILE} does not match the blake3 digest recorded in {ENTRY_FILE} "
             "(overwritten, merged, or torn by an interrupted or concurrent re-record)"
@@ -151,6 +155,7 @@ def _verify_native(entry: Entry, data: Mapping[str, Any], contents: bytes, insid
             f"{ENTRY_FILE}: scenario {entry.scenario!r} is not the entry's directory "
             f"{scenario!r}: replay of {scenario!r} looks elsewhere"
         )
+    return contents_hex
 
 
 def _verify_meai(entry: Entry, contents: bytes, inside: str) -> None:

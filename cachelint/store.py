@@ -96,13 +96,13 @@ class Entry(NamedTuple):
         return self.expires - self.created
 
 
-def entry_digest(entry_json: bytes, contents: bytes) -> str:
+def entry_digest(entry_json: bytes, contents: bytes, contents_hex: str | None = None) -> str:
     """The content digest of one entry: blake3 of the two files' blake3 hex digests, in the
-    order entry.json, contents.data, each followed by a newline."""
-    both = b"%s\n%s\n" % (
-        blake3.blake3(entry_json).hexdigest().encode(),
-        blake3.blake3(contents).hexdigest().encode(),
-    )
+    order entry.json, contents.data, each followed by a newline. `contents_hex` is the blake3
+    of `contents` when the caller has it already."""
+    if contents_hex is None:
+        contents_hex = blake3.blake3(contents).hexdigest()
+    both = b"%s\n%s\n" % (blake3.blake3(entry_json).hexdigest().encode(), contents_hex.encode())
     return blake3.blake3(both).hexdigest()
 
 
