@@ -257,26 +257,28 @@ def _read_entries(
     read = _Read()
     slots: list[Entry | str] = []  # each entry in directory order, or its directory to read
     unread: list[tuple[str, str]] = []
-    shared: dict[frozenset[str], frozenset[str]] = {_PAIR: _PAIR}  # one set for most directories
+    # The walk shares one tuple of names between directories holding the same files: each such
+    # tuple is sorted into entry files and temp files once, and most directories share one set.
+    kinds: dict[tuple[str, ...], tuple[frozenset[str], tuple[str, ...]]] = {}
     for directory, found in sorted(holders):
-        key = frozenset(found)
-        names = shared.get(key)
-        if names is None:
-            names = shared[key] = frozenset(n for n in key if not n.startswith(TEMP_PREFIX))
-        for temp in sorted(key - names):
+        kind = kinds.get(found)
+        if kind is None:
+            names = frozenset(n for n in found if not n.startswith(TEMP_PREFIX))
+            kind = kinds[found] = (
+                _PAIR if names == _PAIR else names,
+                tuple(sorted(set(found) - names)),
+            )
+        names, temps = kind
+        for temp in temps:
             temp_path = f"{directory}/{temp}"
             read.corrupt.append((temp_path, "leftover temp file from an interrupted write"))
-        prefix = next((p for p in prefixes if directory.startswith(p)), None)
+        prefix = _prefix_of(directory, prefixes)
         if not names or prefix is None:
             continue
         read.entry_dirs[directory] = names
-        if ENTRY_FILE not in names:
-            read.corrupt.append(
-                (directory, f"{CONTENTS_FILE} without {ENTRY_FILE} (an interrupted write)")
-            )
-            continue
-        if CONTENTS_FILE not in names:
-            read.corrupt.append((directory, f"{CONTENTS_FILE} is missing"))
+        missing = None if names is _PAIR else _missing_file(names)
+        if missing is not None:
+            read.corrupt.append((directory, missing))
             continue
         entry = source.known(directory)
         if entry is None:
@@ -298,6 +300,24 @@ def _read_entries(
 
 
 _PAIR = frozenset(ENTRY_FILES)
+
+
+def _missing_file(names: frozenset[str]) -> str | None:
+    """Why a directory holding these entry files is not a whole entry, if it is not."""
+    if ENTRY_FILE not in names:
+        return f"{CONTENTS_FILE} without {ENTRY_FILE} (an interrupted write)"
+    if CONTENTS_FILE not in names:
+        return f"{CONTENTS_FILE} is missing"
+    return None
+
+
+def _prefix_of(directory: str, prefixes: tuple[str, ...]) -> str | None:
+    """The first of `prefixes` that `directory` starts with."""
+    if not directory.startswith(prefixes):
+        return None
+    if len(prefixes) == 1:
+        return prefixes[0]
+    return next(p for p in prefixes if directory.startswith(p))
 
 
 def _read_attributes(repo: Path, config: Config, walk: _Walk) -> dict[str, list[str]]:
