@@ -23,6 +23,7 @@ Reads never delete or rewrite anything, expired or not: expiry is reported, not 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -168,10 +169,9 @@ def parse_time(value: Any) -> datetime:
     # the same parse as below minus strip and suffix rewriting. Anything it rejects takes the
     # general path, which decides and words the error.
     if len(value) == 20 and value[19] == "Z":
-        try:
-            return datetime.fromisoformat(value if _FROMISO_Z else value[:19] + "+00:00")
-        except ValueError:
-            pass
+        moment = _whole_second(value)
+        if moment is not None:
+            return moment
     text = value.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
@@ -186,6 +186,17 @@ def parse_time(value: Any) -> datetime:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_second(value: str) -> datetime | None:
+    """A "2025-06-01T00:00:00Z" time; None when it is not one. Remembered: the entries of a
+    recording share their seconds, and one datetime per distinct time is what a large tree
+    holds in memory."""
+    try:
+        return datetime.fromisoformat(value if _FROMISO_Z else value[:19] + "+00:00")
+    except ValueError:
+        return None
 
 
 def decode_json(raw: bytes) -> Any:
