@@ -29,6 +29,7 @@ from cachelint import entrycache
 from cachelint.canonical import cache_key
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
+from cachelint.forked import Forked
 from cachelint.secretscan import may_hold_secret
 from cachelint.store import (
     CONTENTS_FILE,
@@ -191,8 +192,9 @@ class EntrySource(Protocol):
     def known(self, directory: str) -> Entry | None:
         """An entry verified earlier whose two files are, by content, those on disk now."""
 
-    def finish(self, entries: Iterable[Entry]) -> None:
-        """Called once with every valid entry of this check (to refresh a cache, say)."""
+    def finish(self, entries: Iterable[Entry]) -> Forked | None:
+        """Called once with every valid entry of this check (to refresh a cache, say), with no
+        other thread running; what it started in the background, to be joined."""
 
 
 class DiskSource:
@@ -202,7 +204,7 @@ class DiskSource:
     def known(self, directory: str) -> Entry | None:
         return None
 
-    def finish(self, entries: Iterable[Entry]) -> None:
+    def finish(self, entries: Iterable[Entry]) -> Forked | None:
         return None
 
 
@@ -264,14 +266,25 @@ class CachedSource:
             self._used += 1
         return entry
 
-    def finish(self, entries: Iterable[Entry]) -> None:
+    def finish(self, entries: Iterable[Entry]) -> Forked | None:
+        """Rewrite the cache file when this check verified entries it lacked or left some
+        unused: in a forked child where that is safe, while the check goes on to its rules."""
         entries = list(entries)
-        if self._used == len(entries) == len(self._cached.entries) and self._same_index:
-            return  # every entry came from the cache and none went unused: nothing to rewrite
-        keep = [(e, ids) for e in entries if (ids := self._ids(e.directory)) is not None]
-        if self._used == len(keep) == len(self._cached.entries) and self._same_index:
-            return
-        entrycache.save(self._git_dir, self._layout, keep, self._index)
+        if self._same_index and self._used == len(self._cached.entries):
+            if self._used == len(entries):
+                return None  # every entry came from the cache, none went unused: nothing to write
+            if self._used == sum(self._ids(e.directory) is not None for e in entries):
+                return None  # the others were changed on disk: not cached either way
+        return Forked(lambda: self._save(entries))
+
+    def _save(self, entries: list[Entry]) -> None:
+        keep = [e for e in entries if self._ids(e.directory) is not None]
+        entrycache.save(self._git_dir, self._layout, keep, self._kept_ids, self._index)
+
+    def _kept_ids(self, directory: str) -> str:
+        ids = self._ids(directory)
+        assert ids is not None, directory  # only asked for the entries `_save` kept
+        return ids
 
 
 def same_index(cached: entrycache.Cached, index: str) -> bool:
