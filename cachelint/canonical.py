@@ -22,6 +22,10 @@ import rfc8785
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 
 
+# orjson's error for a value nested deeper than it recurses (255 levels).
+_TOO_DEEP = "Recursion limit reached"
+
+
 class _NotPlain(Exception):
     """The value needs the reference implementation."""
 
@@ -100,7 +104,7 @@ def _number(value: float) -> str:
 
 def canonical_bytes(value: Any) -> bytes:
     """RFC 8785 canonical UTF-8 bytes of a JSON value; ValueError when it has none (a lone
-    surrogate, an integer beyond 2**53, nesting deeper than the encoders recurse)."""
+    surrogate, an integer beyond 2**53, arrays or objects nested 255 deep or more)."""
     try:
         return _canonical_bytes(value)
     except RecursionError:
@@ -113,8 +117,12 @@ def _canonical_bytes(value: Any) -> bytes:
     # request far faster.
     try:
         return orjson.dumps(_plain(value), option=_SORTED)
-    except (_NotPlain, orjson.JSONEncodeError):
-        pass  # a lone surrogate, a large integer, deep nesting: let rfc8785 decide
+    except orjson.JSONEncodeError as exc:
+        if str(exc) == _TOO_DEEP:  # the same limit on every Python, unlike the stack's
+            raise ValueError("not canonicalisable as JSON: nested too deeply") from None
+        # a lone surrogate, a large integer: let rfc8785 decide
+    except _NotPlain:
+        pass
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:

@@ -93,3 +93,17 @@ def test_a_request_with_floats_is_not_handed_to_the_reference(
 
     monkeypatch.setattr(rfc8785, "dumps", refuse)
     assert canonical_bytes(request) == expected
+
+
+def test_nesting_too_deep_is_refused_at_one_depth_on_every_python() -> None:
+    """orjson's limit, not the interpreter's stack: the same answer on 3.10 and 3.13."""
+
+    def nested(depth: int) -> Any:
+        value: Any = 0.5
+        for _ in range(depth):
+            value = {"a": [value]}
+        return value
+
+    assert canonical_bytes(nested(100)) == rfc8785.dumps(nested(100))
+    with pytest.raises(ValueError, match="nested too deeply"):
+        canonical_bytes(nested(300))
