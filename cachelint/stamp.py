@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +86,26 @@ class Stamp:
 def seal(root: str, entries: Iterable[Entry]) -> str:
     """The digest of the entry set under `root` (see the module docs)."""
     cut = len(root.rstrip("/")) + 1
-    return seal_of((e.directory[cut:], e.digest or "") for e in entries)
+    entries = list(entries)
+    directories = [d[cut:] for d in map(attrgetter("directory"), entries)]
+    digests = [d or "" for d in map(attrgetter("digest"), entries)]
+    return _sealed(directories, digests)
 
 
 def seal_of(pairs: Iterable[tuple[str, str]]) -> str:
     """The seal of (entry directory relative to its root, entry digest) pairs."""
-    lines = sorted(f"{directory}\0{digest}\n" for directory, digest in pairs)
+    pairs = list(pairs)
+    return _sealed([p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def _sealed(directories: Iterable[str], digests: Iterable[str]) -> str:
+    # One line per entry, "<directory>\0<digest>\n", sorted; made by C-level calls, since a
+    # large tree seals 100,000 entries on every check.
+    lines = sorted(map(_LINE.format, directories, digests))
     return blake3.blake3("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+_LINE = "{}\0{}\n"
 
 
 def _str_map(data: Mapping[str, Any], name: str) -> dict[str, str]:

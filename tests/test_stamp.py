@@ -521,3 +521,14 @@ def test_stamp_prints_a_cache_root_with_escape_sequences_visibly(git_repo: Path)
     assert result.stdout.startswith("wrote cache\\x1b[2J\\u202e/.eval-cache-stamp.json: 2 entries")
     assert "\x1b" not in result.stdout + result.stderr
     assert "\u202e" not in result.stdout + result.stderr
+
+
+def test_the_seal_is_the_documented_digest() -> None:
+    """A committed stamp's seal must stay what the module docs say it is, whatever makes it:
+    blake3 of one "<directory>\\0<digest>\\n" line per entry, sorted by directory."""
+    import blake3
+
+    pairs = [("tenant/b/0002", "b" * 64), ("tenant/a/0001", "a" * 64), ("tenant/é/0003", "")]
+    lines = "".join(f"{d}\0{g}\n" for d, g in sorted(pairs))
+    assert stamp_mod.seal_of(pairs) == blake3.blake3(lines.encode()).hexdigest()
+    assert stamp_mod.seal_of(reversed(pairs)) == stamp_mod.seal_of(pairs)
