@@ -14,6 +14,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import cast
 
@@ -269,13 +271,17 @@ def _read_entries(
     """Read (or take from `source`) and verify every entry once; anything invalid becomes a
     (path, reason) in `corrupt`. `holders` are the walk's directories with their entry and temp
     file names."""
+    ordered = sorted(holders, key=itemgetter(0))  # each directory once
+    whole = _all_known(ordered, prefixes, source)
+    if whole is not None:
+        return whole
     read = _Read()
     slots: list[Entry | str] = []  # each entry in directory order, or its directory to read
     unread: list[tuple[str, str]] = []
     # The walk shares one tuple of names between directories holding the same files: each such
     # tuple is sorted into entry files and temp files once, and most directories share one set.
     kinds: dict[tuple[str, ...], tuple[frozenset[str], tuple[str, ...]]] = {}
-    for directory, found in sorted(holders):
+    for directory, found in ordered:
         kind = kinds.get(found)
         if kind is None:
             names = frozenset(n for n in found if not n.startswith(TEMP_PREFIX))
@@ -315,6 +321,23 @@ def _read_entries(
 
 
 _PAIR = frozenset(ENTRY_FILES)
+
+
+def _all_known(
+    ordered: list[tuple[str, tuple[str, ...]]], prefixes: tuple[str, ...], source: EntrySource
+) -> _Read | None:
+    """The usual warm check, taken whole without a step per directory: every directory holds
+    exactly an entry's two files under a cache root, and the source holds every one of them
+    unchanged. None when anything is otherwise."""
+    if not ordered or any(frozenset(found) != _PAIR for found in {f for _, f in ordered}):
+        return None
+    directories = [directory for directory, _ in ordered]
+    if not all(map(str.startswith, directories, repeat(prefixes))):
+        return None
+    entries = source.known_all(directories)
+    if entries is None:
+        return None
+    return _Read(entries=entries, entry_dirs=dict.fromkeys(directories, _PAIR))
 
 
 def _missing_file(names: frozenset[str]) -> str | None:

@@ -418,3 +418,32 @@ def test_a_forked_child_writes_the_same_cache_file_while_the_check_goes_on(
     assert cache_path(repo).read_bytes() == here
     assert facts.entries == facts_of(repo).entries
     assert gather(load(repo), now=NOW)[1] is None  # nothing new: nothing to write
+
+
+def test_an_unchanged_tree_is_taken_whole_and_anything_else_entry_by_entry(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm fast path: same index, nothing changed, every directory a whole entry: the
+    cached entries are taken as one list. A leftover temp file in one entry directory sends the
+    check back to asking for each entry, and its finding is there."""
+    from cachelint.entries import CachedSource
+    from cachelint.fsutil import TEMP_PREFIX
+
+    cold = facts_of(repo, entry_cache=False)
+    facts_of(repo)
+    asked: list[str] = []
+    known = CachedSource.known
+
+    def counted(self: CachedSource, directory: str) -> Entry | None:
+        asked.append(directory)
+        return known(self, directory)
+
+    monkeypatch.setattr(CachedSource, "known", counted)
+    warm = facts_of(repo)
+    assert warm.entries == cold.entries and asked == []
+    (entry_file(repo, "a").parent / f"{TEMP_PREFIX}x").write_text("torn")
+    warm = facts_of(repo)
+    assert len(asked) == 3 and warm.entries == cold.entries
+    assert [reason for _, reason in warm.corrupt] == [
+        "leftover temp file from an interrupted write"
+    ]
