@@ -24,7 +24,6 @@ import blake3
 from cachelint import entrycache, listing
 from cachelint.config import Config
 from cachelint.entries import CachedSource, DiskSource, EntrySource, same_index
-from cachelint.forked import Forked
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
 from cachelint.pooled import read_all
@@ -77,18 +76,6 @@ def collect(
     """Gather every fact the rules need. `entry_cache` reuses entries an earlier check verified
     whose files git holds unchanged (see `cachelint.entrycache`); False reads every entry.
     `jobs` is how many processes may read entries at once (see `cachelint.pooled`)."""
-    facts, saving = gather(config, now=now, entry_cache=entry_cache, jobs=jobs)
-    if saving is not None:
-        saving.join()
-    return facts
-
-
-def gather(
-    config: Config, *, now: datetime, entry_cache: bool = True, jobs: int | None = None
-) -> tuple[TreeFacts, Forked | None]:
-    """`collect`, returning as soon as the facts are complete: the entry cache may still be
-    being written by a forked child (`cachelint.forked`), which the caller joins before it ends,
-    so a large first check runs its rules meanwhile."""
     repo = config.repo
     roots = [r for r in config.cache if os.path.isdir(repo / r) and not os.path.islink(repo / r)]
     # `:(literal)` so a root named like a glob is never expanded by git.
@@ -117,12 +104,11 @@ def gather(
             changes = found.candidates | found.untracked
             source = CachedSource(directory, config.layout, cached, found.objects, changes, index)
         read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, jobs)
+        source.finish(read.entries)
         text_attr = listing.parse_text_attr(attrs.result().out, plain) if plain else {}
     finally:
         git.close()
-    # After git's thread has ended: the source may fork.
-    saving = source.finish(read.entries)
-    facts = TreeFacts(
+    return TreeFacts(
         repo=repo,
         config=config,
         now=now,
@@ -148,7 +134,6 @@ def gather(
         walked_names=walk.names,
         all_indexed=not found.strays,
     )
-    return facts, saving
 
 
 def _walk_roots(config: Config, base: str, roots: list[str]) -> _Walk:

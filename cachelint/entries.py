@@ -29,7 +29,6 @@ from cachelint import entrycache
 from cachelint.canonical import cache_key
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
-from cachelint.forked import Forked
 from cachelint.secretscan import may_hold_secret
 from cachelint.store import (
     CONTENTS_FILE,
@@ -196,9 +195,8 @@ class EntrySource(Protocol):
         """The entries of all of `directories`, in their order, when every one is known as
         `known` would give it; None otherwise (then each is asked for with `known`)."""
 
-    def finish(self, entries: Iterable[Entry]) -> Forked | None:
-        """Called once with every valid entry of this check (to refresh a cache, say), with no
-        other thread running; what it started in the background, to be joined."""
+    def finish(self, entries: Iterable[Entry]) -> None:
+        """Called once with every valid entry of this check (to refresh a cache, say)."""
 
 
 class DiskSource:
@@ -211,7 +209,7 @@ class DiskSource:
     def known_all(self, directories: list[str]) -> list[Entry] | None:
         return None
 
-    def finish(self, entries: Iterable[Entry]) -> Forked | None:
+    def finish(self, entries: Iterable[Entry]) -> None:
         return None
 
 
@@ -284,18 +282,16 @@ class CachedSource:
         self._used = len(directories)
         return list(cached.values())
 
-    def finish(self, entries: Iterable[Entry]) -> Forked | None:
+    def finish(self, entries: Iterable[Entry]) -> None:
         """Rewrite the cache file when this check verified entries it lacked or left some
-        unused: in a forked child where that is safe, while the check goes on to its rules."""
+        unused. In the check's own process: a forked child writing it touched the reference
+        count of every entry it wrote, which copied most of the heap (benchmarks/README.md)."""
         entries = list(entries)
         if self._same_index and self._used == len(self._cached.entries):
             if self._used == len(entries):
-                return None  # every entry came from the cache, none went unused: nothing to write
+                return  # every entry came from the cache, none went unused: nothing to write
             if self._used == sum(self._ids(e.directory) is not None for e in entries):
-                return None  # the others were changed on disk: not cached either way
-        return Forked(lambda: self._save(entries))
-
-    def _save(self, entries: list[Entry]) -> None:
+                return  # the others were changed on disk: not cached either way
         keep = [e for e in entries if self._ids(e.directory) is not None]
         entrycache.save(self._git_dir, self._layout, keep, self._kept_ids, self._index)
 

@@ -388,38 +388,6 @@ def test_a_file_of_the_row_format_is_ignored_and_rewritten(repo: Path) -> None:
     assert len(rows(repo)) == 3
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="forks only on Linux")
-@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
-def test_a_forked_child_writes_the_same_cache_file_while_the_check_goes_on(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The write of a first check runs in a forked child (forced here: a pytest worker runs
-    threads of its own, so cachelint itself would not fork), and gives the bytes a write in the
-    check's own process gives."""
-    from cachelint import forked
-    from cachelint.collect import gather
-
-    facts_of(repo)
-    here = cache_path(repo).read_bytes()
-    cache_path(repo).unlink()
-    writers: list[int] = []
-    save = entrycache.save
-
-    def recorded(*args: object, **kwargs: object) -> None:
-        writers.append(os.getpid())  # appended here only when it runs here
-        save(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(entrycache, "save", recorded)
-    monkeypatch.setattr(forked, "_can_fork", lambda: True)
-    facts, saving = gather(load(repo), now=NOW)
-    assert saving is not None
-    saving.join()
-    assert writers == []  # not written by this process
-    assert cache_path(repo).read_bytes() == here
-    assert facts.entries == facts_of(repo).entries
-    assert gather(load(repo), now=NOW)[1] is None  # nothing new: nothing to write
-
-
 def test_an_unchanged_tree_is_taken_whole_and_anything_else_entry_by_entry(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -159,7 +159,7 @@ def check(
     (`cachelint stamp --check` passes {"stamp"}).
     """
     from cachelint import clock
-    from cachelint.collect import gather
+    from cachelint.collect import collect
     from cachelint.config import load
     from cachelint.findings import CheckSummary, fails, sort_findings
     from cachelint.gitutil import repo_root
@@ -173,17 +173,13 @@ def check(
     from cachelint.gcpolicy import no_cyclic_gc
 
     with no_cyclic_gc():
-        facts, saving = gather(
+        facts = collect(
             config,
             now=now if now is not None else clock.now(),
             entry_cache=entry_cache,
             jobs=jobs,
         )
-        try:
-            findings = sort_findings([f for rule in rules for f in rule.check(facts)])
-        finally:
-            if saving is not None:
-                saving.join()  # the entry cache, written while the rules ran
+        findings = sort_findings([f for rule in rules for f in rule.check(facts)])
     worst, worst_length = facts.worst_path
     notes = []
     if facts.excluded:
