@@ -308,8 +308,9 @@ def tree_peak_mb(repo: Path, *extra: str) -> tuple[float, float]:
             _check_command(*extra), cwd=repo, stdout=out, stderr=subprocess.STDOUT, env=_env()
         )
         deadline = time.monotonic() + TIMEOUT_S
+        forked: set[int] = set()
         while proc.poll() is None and time.monotonic() < deadline:
-            own, git = _tree_pss_kib(proc.pid)
+            own, git = _tree_pss_kib(proc.pid, forked)
             peak = [max(peak[0], own), max(peak[1], own + git)]
             time.sleep(0.005)
         proc.kill()
@@ -317,21 +318,26 @@ def tree_peak_mb(repo: Path, *extra: str) -> tuple[float, float]:
     return peak[0] / 1024, peak[1] / 1024
 
 
-def _tree_pss_kib(root: int) -> tuple[int, int]:
+def _tree_pss_kib(root: int, forked: set[int]) -> tuple[int, int]:
     """PSS of `root` and its descendants but git, and of its git descendants (children of every
     thread: cachelint starts git and its helpers from a background thread).
 
     A child caught between vfork and exec still runs its parent's command line and shares its
-    parent's memory, which its smaps would count a second time: it is left out."""
+    parent's memory, which its smaps would count a second time: it is left out. A child with its
+    parent's command line still there one sample later was forked without exec, and its own
+    pages (copies made on write) count: `forked` carries the pids seen so from sample to sample."""
     totals = {False: 0, True: 0}
     pending: list[tuple[int, bytes]] = [(root, b"")]
+    seen: set[int] = set()
     while pending:
         pid, parent_command = pending.pop()
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 command = fh.read()
             if command == parent_command:
-                continue
+                seen.add(pid)
+                if pid not in forked:
+                    continue
             with open(f"/proc/{pid}/comm") as fh:
                 is_git = fh.read().strip() == "git"
             with open(f"/proc/{pid}/smaps_rollup") as fh:
@@ -342,6 +348,8 @@ def _tree_pss_kib(root: int) -> tuple[int, int]:
                     pending += [(int(child), command) for child in fh.read().split()]
         except (OSError, ValueError, StopIteration):
             continue  # it ended meanwhile
+    forked.clear()
+    forked.update(seen)
     return totals[False], totals[True]
 
 
