@@ -17,7 +17,7 @@ from datetime import datetime
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 import blake3
 
@@ -31,6 +31,7 @@ from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, E
 from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
 
 _Matcher = Callable[[str], bool]
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -66,6 +67,15 @@ class _Git:
     def submit(self, args: list[str], stdin: bytes | None = None) -> Future[GitResult]:
         return self._pool.submit(lambda: start_git(args, cwd=self._repo, stdin=stdin).result())
 
+    def submit_parsed(
+        self, args: list[str], stdin: bytes | None, parse: Callable[[bytes], _T]
+    ) -> Future[_T]:
+        """`parse` of the output, made on the worker thread: the raw output (tens of MB on a
+        large tree) is not kept while the check goes on."""
+        return self._pool.submit(
+            lambda: parse(start_git(args, cwd=self._repo, stdin=stdin).result().out)
+        )
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
@@ -92,20 +102,25 @@ def collect(
         base = _opening_base(repo)
         walk = _walk_roots(config, base, roots)
         plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
-        attrs = git.submit(["check-attr", "-z", "--stdin", "text"], listing.nul_joined(plain))
+        attrs = git.submit_parsed(
+            ["check-attr", "-z", "--stdin", "text"],
+            listing.nul_joined(plain),
+            lambda out: listing.parse_text_attr(out, plain) if plain else {},
+        )
         directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
         cached = entrycache.load(directory, config.layout) if directory is not None else None
         index = blake3.blake3(stage.result().out).hexdigest()
         # The index's object ids are needed only to check cached entries one by one.
         by_id = cached is not None and not same_index(cached, index)
         found = _listings(git, spec, walk, stage, changed, with_objects=by_id)
+        del stage  # its listing, parsed: not kept while entries are read
         source: EntrySource = DiskSource()
         if directory is not None and cached is not None:
             changes = found.candidates | found.untracked
             source = CachedSource(directory, config.layout, cached, found.objects, changes, index)
         read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, jobs)
         source.finish(read.entries)
-        text_attr = listing.parse_text_attr(attrs.result().out, plain) if plain else {}
+        text_attr = attrs.result()
     finally:
         git.close()
     return TreeFacts(
@@ -182,7 +197,9 @@ def _listings(
     with_objects: bool,
 ) -> _Listings:
     stage = stage_job.result().out
-    index, objects, flagged = listing.parse_stage(stage, entry_objects=with_objects)
+    index, objects, flagged = listing.parse_stage(
+        stage, entry_objects=with_objects, same_as=walk.walked
+    )
     # Everything the --others listings can name is on disk and not in the index, so when every
     # walked path is in the index (checked before `exclude` dropped any) neither needs to run.
     strays = not all(map(index.__contains__, walk.walked))

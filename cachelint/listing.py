@@ -20,13 +20,14 @@ SKIP_WORKTREE = ("S", "s")  # ls-files -v: "s" is also marked assume-unchanged
 
 
 def parse_stage(
-    out: bytes, *, entry_objects: bool = False
+    out: bytes, *, entry_objects: bool = False, same_as: Iterable[str] = ()
 ) -> tuple[dict[str, IndexEntry], dict[str, str], dict[str, str]]:
     """`ls-files -v --stage` records are "<tag> <mode> <object> <stage>\\t<path>". Returns the
     index; if `entry_objects`, the object ids of the entry files (entry.json and contents.data)
     by path, which the entry cache is keyed by; and the tag of each path whose tag is not "H":
     marked assume-unchanged ("h") or skip-worktree ("S", "s"), which git no longer compares with
-    the disk, or unmerged ("M")."""
+    the disk, or unmerged ("M"). A path equal to one of `same_as` (the walk's) is that string
+    object, not a copy: the index and the walk of a large tree then share their text."""
     index: dict[str, IndexEntry] = {}
     objects: dict[str, str] = {}
     flagged: dict[str, str] = {}
@@ -42,6 +43,10 @@ def parse_stage(
         # length, so every path starts at the same offset and slicing replaces parsing.
         start = records[0].index("\t") + 1
         paths = [r[start:] for r in records]
+        if same_as:
+            walked = {path: path for path in same_as}
+            paths = list(map(walked.get, paths, paths))
+            del walked
         index = dict.fromkeys(paths, _REGULAR)
         if entry_objects:
             wanted = list(map(str.endswith, paths, repeat(_ENTRY_SUFFIXES)))

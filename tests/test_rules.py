@@ -497,6 +497,11 @@ def test_the_usual_index_parses_like_the_general_case(repo: Path) -> None:
         assert set(fast_index.values()) == {IndexEntry("100644", 0)}
         assert fast_objects == slow_objects and fast_flagged == slow_flagged == {}
         assert len(fast_objects) == (6 if objects else 0)  # entry.json and contents.data
+    walked = [p.decode() for p in out.split(b"\0")[:-1:2]]  # three of the paths, as the walk
+    walked = [p.partition("\t")[2] for p in walked]
+    shared, _, _ = parse_stage(out, same_as=walked)
+    assert shared == parse_stage(out)[0]
+    assert {id(p) for p in shared} & {id(p) for p in walked} == {id(p) for p in walked}
 
 
 def test_clean_tree_skips_the_untracked_listings_but_finds_a_new_file(repo: Path) -> None:
