@@ -283,22 +283,15 @@ class CachedSource:
         return list(cached.values())
 
     def finish(self, entries: Iterable[Entry]) -> None:
-        """Rewrite the cache file when this check verified entries it lacked or left some
-        unused. In the check's own process: a forked child writing it touched the reference
-        count of every entry it wrote, which copied most of the heap (benchmarks/README.md)."""
+        """Rewrite the cache file when this check verified entries it lacked or left some unused,
+        in the check's own process (why not in a forked child: benchmarks/README.md)."""
         entries = list(entries)
-        if self._same_index and self._used == len(self._cached.entries):
-            if self._used == len(entries):
-                return  # every entry came from the cache, none went unused: nothing to write
-            if self._used == sum(self._ids(e.directory) is not None for e in entries):
-                return  # the others were changed on disk: not cached either way
-        keep = [e for e in entries if self._ids(e.directory) is not None]
-        entrycache.save(self._git_dir, self._layout, keep, self._kept_ids, self._index)
-
-    def _kept_ids(self, directory: str) -> str:
-        ids = self._ids(directory)
-        assert ids is not None, directory  # only asked for the entries `_save` kept
-        return ids
+        if self._used == len(entries) == len(self._cached.entries) and self._same_index:
+            return  # every entry came from the cache and none went unused: nothing to rewrite
+        keep = [(e, ids) for e in entries if (ids := self._ids(e.directory)) is not None]
+        if self._used == len(keep) == len(self._cached.entries) and self._same_index:
+            return  # the others were changed on disk: not cached either way
+        entrycache.save(self._git_dir, self._layout, keep, self._index)
 
 
 def same_index(cached: entrycache.Cached, index: str) -> bool:

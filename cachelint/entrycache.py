@@ -24,7 +24,7 @@ rewritten, and a failed write is not an error. `cachelint check --no-cache` skip
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -202,22 +202,13 @@ def load(git_dir: Path, layout: Layout) -> Cached:
 
 
 def save(
-    git_dir: Path,
-    layout: Layout,
-    entries: Sequence[Entry],
-    ids_of: Callable[[str], str],
-    index: str = "",
+    git_dir: Path, layout: Layout, pairs: Sequence[tuple[Entry, str]], index: str = ""
 ) -> None:
-    """Replace the cache file with these entries, each with the object ids `ids_of` gives for its
-    directory, atomically and without an fsync (a torn file reads as damaged and is rebuilt).
-    One line is encoded at a time, its ids made only for it, so neither the file nor every
-    entry's ids are ever whole in memory. Failing to write is not an error."""
-    keep = [e for e in entries if _plainly_encodable(e) or _encodable((e, ids_of(e.directory)))]
-
-    def line(chunk: Sequence[Entry]) -> bytes:
-        return _encode_line([(e, ids_of(e.directory)) for e in chunk])[0]
-
-    lines = (line(keep[i : i + LINE_ENTRIES]) for i in range(0, len(keep), LINE_ENTRIES))
+    """Replace the cache file with these (entry, object ids) pairs, atomically and without an
+    fsync (a torn file reads as damaged and is rebuilt), one line encoded at a time so the file
+    is never whole in memory. Failing to write is not an error."""
+    keep = [pair for pair in pairs if _plainly_encodable(pair[0]) or _encodable(pair)]
+    lines = (_encode_line(keep[i : i + LINE_ENTRIES])[0] for i in range(0, len(keep), LINE_ENTRIES))
     try:
         atomic_write_chunks(
             cache_file(git_dir), chain((header(layout, len(keep), index),), lines), durable=False
