@@ -87,8 +87,8 @@ def _number(value: float) -> str:
     mantissa, _, exponent = repr(abs(value)).partition("e")
     whole, _, fraction = mantissa.partition(".")
     digits = (whole + fraction).lstrip("0")
-    # The value is 0.<digits> times 10**point.
-    point = len(whole) + int(exponent or 0) - (len(whole) + len(fraction) - len(digits))
+    # The value is <digits> times 10**(exponent - len(fraction)), so 0.<digits> times 10**point.
+    point = len(digits) + int(exponent or 0) - len(fraction)
     digits = digits.rstrip("0")
     count = len(digits)
     if count <= point <= 21:
