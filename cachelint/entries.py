@@ -96,14 +96,14 @@ def _decode_entry(raw: bytes, directory: str, layout: Layout) -> tuple[Entry, Ma
     text = raw[3:] if raw.startswith(_BOM) else raw  # .NET writers may prefix one
     try:
         data = orjson.loads(text)
-        return parse_entry(data, directory, layout), data
+        return parse_entry(data, directory, layout, keep_request=False), data
     except (orjson.JSONDecodeError, CorruptEntry):
         pass
     try:
         data = decode_json(raw)
     except ValueError as exc:
         raise CorruptEntry(f"{ENTRY_FILE} is not valid JSON ({exc})") from None
-    return parse_entry(data, directory, layout), data
+    return parse_entry(data, directory, layout, keep_request=False), data
 
 
 def read_entry(
