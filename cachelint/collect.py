@@ -108,14 +108,20 @@ def collect(
             lambda out: listing.parse_text_attr(out, plain) if plain else {},
         )
         directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
-        cached = entrycache.load(directory, config.layout) if directory is not None else None
         index = blake3.blake3(stage.result().out).hexdigest()
         # The index's object ids are needed only to check cached entries one by one.
-        by_id = cached is not None and not same_index(cached, index)
+        by_id = directory is not None and entrycache.written_from(directory, config.layout) != index
         found = _listings(git, spec, walk, stage, changed, with_objects=by_id)
         del stage  # its listing, parsed: not kept while entries are read
         source: EntrySource = DiskSource()
-        if directory is not None and cached is not None:
+        if directory is not None:
+            # Loaded only now, so the cached entries and the parsing of the stage listing do
+            # not hold memory at once.
+            cached = entrycache.load(directory, config.layout)
+            if not by_id and not same_index(cached, index):
+                # Its header promised this index, but the file was damaged or replaced since:
+                # the index's object ids are needed after all, to write it anew.
+                index, found.objects = _entry_objects(git, spec, walk)
             changes = found.candidates | found.untracked
             source = CachedSource(directory, config.layout, cached, found.objects, changes, index)
         read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, jobs)
@@ -232,6 +238,13 @@ def _listings(
         found.untracked = {p for p in found.untracked if not drop(p)}
         found.ignored = {p for p in found.ignored if not drop(p)}
     return found
+
+
+def _entry_objects(git: _Git, spec: list[str], walk: _Walk) -> tuple[str, dict[str, str]]:
+    """The digest of a fresh stage listing, and the object ids of the entry files in it."""
+    stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec]).result().out
+    objects = listing.parse_stage(stage, entry_objects=True, same_as=walk.walked)[1]
+    return blake3.blake3(stage).hexdigest(), objects
 
 
 def _modified(repo: Path, walk: _Walk, found: _Listings) -> set[str]:

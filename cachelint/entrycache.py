@@ -179,6 +179,17 @@ def _decoded(decode: Any, raw: list[Any]) -> Iterator[Any]:
     return map(decoded.__getitem__, raw)
 
 
+def written_from(git_dir: Path, layout: Layout) -> str:
+    """The digest of the index listing the cache file was written from, read from its header
+    alone; "" when there is no usable file."""
+    try:
+        with open(cache_file(git_dir), "rb") as fh:
+            parsed = _parse_header(fh.readline(), layout)
+    except OSError:
+        return ""
+    return "" if parsed is None else parsed[1]
+
+
 def load(git_dir: Path, layout: Layout) -> Cached:
     """The cache file's entries for this layout setting; none when it is missing, foreign or
     damaged anywhere, or holds another number of entries than its header says."""

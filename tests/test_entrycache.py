@@ -227,9 +227,20 @@ def test_a_damaged_cache_file_is_ignored_and_rewritten(repo: Path) -> None:
     facts_of(repo)
     header = cache_path(repo).read_bytes().splitlines()[0]
     cache_path(repo).write_bytes(header + b'\n[["half a column"\n\x00\xff')
+    # The header alone still names this very index, so the check skips the index's object ids
+    # at first, and must fetch them once the body turns out damaged to write the file anew.
+    assert entrycache.written_from(repo / ".git", Layout.AUTO) == orjson.loads(header)["index"]
     cold = facts_of(repo, entry_cache=False)
     assert facts_of(repo).entries == cold.entries
     assert len(rows(repo)) == 3
+
+
+def test_the_index_a_cache_file_was_written_from_is_read_from_its_header(repo: Path) -> None:
+    assert entrycache.written_from(repo / ".git", Layout.AUTO) == ""  # no file yet
+    facts_of(repo)
+    written = entrycache.written_from(repo / ".git", Layout.AUTO)
+    assert written and written == entrycache.load(repo / ".git", Layout.AUTO).index_digest
+    assert entrycache.written_from(repo / ".git", Layout.MEAI) == ""  # another layout's file
 
 
 @pytest.mark.parametrize("field", FIELDS)
