@@ -65,16 +65,17 @@ class _Git:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cachelint-git")
 
     def submit(self, args: list[str], stdin: bytes | None = None) -> Future[GitResult]:
-        return self._pool.submit(lambda: start_git(args, cwd=self._repo, stdin=stdin).result())
+        return self._pool.submit(self._run, args, stdin)
 
     def submit_parsed(
         self, args: list[str], stdin: bytes | None, parse: Callable[[bytes], _T]
     ) -> Future[_T]:
         """`parse` of the output, made on the worker thread: the raw output (tens of MB on a
         large tree) is not kept while the check goes on."""
-        return self._pool.submit(
-            lambda: parse(start_git(args, cwd=self._repo, stdin=stdin).result().out)
-        )
+        return self._pool.submit(lambda: parse(self._run(args, stdin).out))
+
+    def _run(self, args: list[str], stdin: bytes | None) -> GitResult:
+        return start_git(args, cwd=self._repo, stdin=stdin).result()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
