@@ -183,7 +183,7 @@ class _Listings:
     """What git said about the paths under the roots."""
 
     index: dict[str, IndexEntry]
-    objects: dict[str, str]  # object ids of the entry files, for the entry cache
+    objects: dict[str, str]  # both entry files' object ids by entry directory, for the entry cache
     flagged: dict[str, str]  # ls-files -v tag of marked or unmerged paths
     candidates: set[str]  # paths whose working tree may differ from the index
     recorded: dict[str, str]  # the candidates' object ids in the index

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -218,9 +219,10 @@ class CachedSource:
     their files (content hashes), taken only while git's index holds exactly those ids and git
     reports neither file changed in the working tree (see `cachelint.entrycache`).
 
-    `index` is the digest of this check's index listing. When it is the one the cache was
-    written from, every cached entry's ids are by construction still the index's: nothing is
-    looked up, and `objects` (the index's ids by path) is not needed and may be empty."""
+    `objects` holds the index's ids of both files by entry directory, as the cache keeps them
+    (`listing.entry_pairs`). `index` is the digest of this check's index listing: when it is
+    the one the cache was written from, every cached entry's ids are by construction still the
+    index's, nothing is looked up, and `objects` is not needed and may be empty."""
 
     def __init__(
         self,
@@ -234,10 +236,11 @@ class CachedSource:
         self._git_dir = git_dir
         self._layout = layout
         self._cached = cached
-        self._objects = objects  # index object id by repo-relative file path
         self._changed = changed  # paths whose working tree may differ from the index
         self._index = index
         self._same_index = same_index(cached, index)
+        # The index's ids by entry directory: the cache's own when written from this index.
+        self._index_ids = cached.objects if self._same_index else objects
         self._used = 0
 
     def _touched(self, directory: str) -> bool:
@@ -249,13 +252,7 @@ class CachedSource:
     def _ids(self, directory: str) -> str | None:
         if self._touched(directory):
             return None
-        if self._same_index:
-            return self._cached.objects.get(directory)
-        entry_id = self._objects.get(f"{directory}/{ENTRY_FILE}")
-        contents_id = self._objects.get(f"{directory}/{CONTENTS_FILE}")
-        if entry_id is None or contents_id is None:
-            return None
-        return f"{entry_id} {contents_id}"
+        return self._index_ids.get(directory)
 
     def known(self, directory: str) -> Entry | None:
         if self._same_index:
@@ -288,10 +285,16 @@ class CachedSource:
         entries = list(entries)
         if self._used == len(entries) == len(self._cached.entries) and self._same_index:
             return  # every entry came from the cache and none went unused: nothing to rewrite
-        keep = [(e, ids) for e in entries if (ids := self._ids(e.directory)) is not None]
+        pairs = zip(entries, map(self._index_ids.get, map(_DIRECTORY, entries)), strict=True)
+        keep = [(entry, ids) for entry, ids in pairs if ids is not None]
+        if self._changed:
+            keep = [pair for pair in keep if not self._touched(pair[0].directory)]
         if self._used == len(keep) == len(self._cached.entries) and self._same_index:
             return  # the others were changed on disk: not cached either way
         entrycache.save(self._git_dir, self._layout, keep, self._index)
+
+
+_DIRECTORY = attrgetter("directory")
 
 
 def same_index(cached: entrycache.Cached, index: str) -> bool:

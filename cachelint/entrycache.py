@@ -24,8 +24,9 @@ rewritten, and a failed write is not an error. `cachelint check --no-cache` skip
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, repeat
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -218,7 +219,13 @@ def save(
     """Replace the cache file with these (entry, object ids) pairs, atomically and without an
     fsync (a torn file reads as damaged and is rebuilt), one line encoded at a time so the file
     is never whole in memory. Failing to write is not an error."""
-    keep = [pair for pair in pairs if _plainly_encodable(pair[0]) or _encodable(pair)]
+    keep: list[tuple[Entry, str]] = []
+    for start in range(0, len(pairs), LINE_ENTRIES):
+        block = pairs[start : start + LINE_ENTRIES]
+        if _plainly_encodable(map(itemgetter(0), block)):
+            keep += block
+        else:
+            keep += [pair for pair in block if _plainly_encodable((pair[0],)) or _encodable(pair)]
     lines = (_encode_line(keep[i : i + LINE_ENTRIES])[0] for i in range(0, len(keep), LINE_ENTRIES))
     try:
         atomic_write_chunks(
@@ -228,15 +235,10 @@ def save(
         pass
 
 
-def _plainly_encodable(entry: Entry) -> bool:
-    """True for the usual entry, whose text is ASCII: JSON holds it (the general test, which
-    encodes the entry, is left for the rest)."""
-    text = (
-        entry.directory,
-        entry.scenario,
-        entry.key,
-        entry.provider,
-        entry.model,
-        entry.iteration,
-    )
-    return "".join(filter(None, text)).isascii()
+def _plainly_encodable(entries: Iterable[Entry]) -> bool:
+    """True for the usual entries, whose text is all ASCII: JSON holds them (the general test,
+    which encodes an entry, is left for the rest)."""
+    return "".join(filter(None, chain.from_iterable(map(_TEXT, entries)))).isascii()
+
+
+_TEXT = attrgetter("directory", "scenario", "key", "provider", "model", "iteration")

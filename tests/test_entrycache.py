@@ -223,6 +223,21 @@ def test_an_entry_under_an_undecodable_name_gets_no_row_and_the_others_do(repo: 
     assert facts_of(repo).entries == cold.entries  # three from their rows, one from disk
 
 
+def test_an_entry_under_a_non_ascii_name_gets_its_row_and_is_reused(repo: Path) -> None:
+    put(repo, scenario="support/café/x", text="accented")  # JSON holds it, unlike a surrogate
+    commit_all(repo)
+    cold = facts_of(repo, entry_cache=False)
+    facts_of(repo)  # writes the cache
+    assert len(rows(repo)) == 4
+    assert facts_of(repo).entries == cold.entries
+    # Taken from its row: a mark put in the row comes back.
+    rewrite_rows(
+        repo, lambda row: {**row, "model": "from-the-cache"} if "café" in row["directory"] else row
+    )
+    reused = [e for e in facts_of(repo).entries if "café" in e.directory]
+    assert [e.model for e in reused] == ["from-the-cache"]
+
+
 def test_a_damaged_cache_file_is_ignored_and_rewritten(repo: Path) -> None:
     facts_of(repo)
     header = cache_path(repo).read_bytes().splitlines()[0]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cachelint.fsutil import TEMP_PREFIX
-from cachelint.listing import parse_stage
+from cachelint.listing import entry_pairs, parse_stage
 from cachelint.rules import all_rules
 from cachelint.tree import IndexEntry
 from tests.conftest import commit_all, git
@@ -477,6 +477,21 @@ def test_worst_path_counts_utf16_and_breaks_ties_across_ascii_and_wide_paths(rep
     assert facts_of(repo).worst_path == (f"eval-cache/{'z' * 60}/b.json", 78)
 
 
+def test_entry_ids_are_paired_by_directory_however_the_index_orders_them() -> None:
+    """Listed in index order, a directory's contents.data comes just before its entry.json and
+    the pairs are taken whole; a file between them, or a lone entry file, sends the listing down
+    the file-by-file path, which must give the same pairs and leave the lone file out."""
+    files = ["r/a/contents.data", "r/a/entry.json", "r/b/contents.data", "r/b/entry.json"]
+    ids = ["c1", "e1", "c2", "e2"]
+    paired = {"r/a": "e1 c1", "r/b": "e2 c2"}
+    assert entry_pairs(files, ids) == paired
+    between = [*files[:3], "r/b/data/entry.json", files[3]]  # "data" sorts between c and e
+    assert entry_pairs(between, [*ids[:3], "x", ids[3]]) == paired
+    lone = ["r/0/entry.json", *files]
+    assert entry_pairs(lone, ["x", *ids]) == paired
+    assert entry_pairs([], []) == {}
+
+
 def test_the_usual_index_parses_like_the_general_case(repo: Path) -> None:
     """Every record a regular, unmarked file takes the sliced fast path; one executable file
     sends the same listing through the record-by-record loop. Both must agree."""
@@ -496,7 +511,7 @@ def test_the_usual_index_parses_like_the_general_case(repo: Path) -> None:
         assert fast_index.keys() == slow_index.keys() and len(fast_index) == 6
         assert set(fast_index.values()) == {IndexEntry("100644", 0)}
         assert fast_objects == slow_objects and fast_flagged == slow_flagged == {}
-        assert len(fast_objects) == (6 if objects else 0)  # entry.json and contents.data
+        assert len(fast_objects) == (3 if objects else 0)  # one pair of ids per entry
     walked = [p.decode() for p in out.split(b"\0")[:-1:2]]  # three of the paths, as the walk
     walked = [p.partition("\t")[2] for p in walked]
     shared, _, _ = parse_stage(out, same_as=walked)
