@@ -242,7 +242,7 @@ def _listings(
 
 
 def _entry_objects(git: _Git, spec: list[str], walk: _Walk) -> tuple[str, dict[str, str]]:
-    """The digest of a fresh stage listing, and the object ids of the entry files in it."""
+    """The digest of a fresh stage listing, and its object ids of each entry's two files."""
     stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec]).result().out
     objects = listing.parse_stage(stage, entry_objects=True, same_as=walk.walked)[1]
     return blake3.blake3(stage).hexdigest(), objects

@@ -75,8 +75,8 @@ def parse_stage(
 
 
 def entry_pairs(files: list[str], ids: list[str]) -> dict[str, str]:
-    """ "<entry.json id> <contents.data id>" by entry directory, from the object ids of entry
-    files listed in index order; a directory holding only one of the two is left out."""
+    """The object ids of each entry directory's two files, as "<entry.json id> <contents.data
+    id>", from entry files listed in index order; a directory holding one of the two is left out."""
     # In index order a directory's contents.data comes just before its entry.json ("c" < "e"):
     # when every pair is so, they are paired whole, without a step per file.
     contents, entries = files[0::2], files[1::2]
