@@ -41,11 +41,6 @@ SLICE = 500
 MAX_WORKERS = 8
 
 
-def default_jobs() -> int:
-    """The processes that may read at once: the cores this process may run on."""
-    return usable_cores()
-
-
 def read_all(
     base: str, items: Sequence[Item], layout: Layout, limit: int, jobs: int | None = None
 ) -> dict[str, Outcome]:
@@ -80,7 +75,7 @@ def _workers(count: int, jobs: int | None) -> int:
     if count == 0:
         return 0
     if jobs is None:
-        return 0 if count < MIN_PARALLEL else min(default_jobs() - 1, MAX_WORKERS)
+        return 0 if count < MIN_PARALLEL else min(usable_cores() - 1, MAX_WORKERS)
     return max(0, min(jobs - 1, MAX_WORKERS, count - 1))
 
 
