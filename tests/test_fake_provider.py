@@ -419,6 +419,34 @@ def test_cli_serves_until_signalled_and_exits_zero(tmp_path: Path, stop: signal.
     assert err == ""
 
 
+def test_cli_stops_on_a_signal_while_a_request_is_being_answered(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"rules": [{"reply": {"content": "late"}, "delay_ms": 60_000}]}))
+    proc = _start(script, "--port", "0")
+    try:
+        url = _read_url(proc)
+        # The request's thread sleeps in the server; the client gives up when the server exits.
+        caller = threading.Thread(target=_call_ignoring_errors, args=(url,), daemon=True)
+        caller.start()
+        time.sleep(0.2)  # usually lets the request arrive; the assertions hold either way
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "-> 200" not in out
+    assert err == ""
+
+
+def _call_ignoring_errors(url: str) -> None:
+    try:
+        chat(url, user("slow"))
+    except httpx.HTTPError:
+        pass
+
+
 def test_cli_bad_script_is_one_line_exit_2(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"rules": [{"reply": {"status": 99}}]}))

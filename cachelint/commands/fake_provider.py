@@ -9,19 +9,12 @@ from __future__ import annotations
 import argparse
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
 from cachelint.display import sanitize
-
-
-class _Terminated(Exception):
-    """Raised from the SIGTERM handler to leave `serve_forever` in the main thread."""
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise _Terminated
 
 
 def fake_provider(*, script: Path, port: int, out: TextIO) -> int:
@@ -36,22 +29,47 @@ def fake_provider(*, script: Path, port: int, out: TextIO) -> int:
 
     provider = FakeProvider(load_script(script), log=log)
     server = make_server(provider, port=port)
-    # signal.signal only works in the main thread; elsewhere (an embedding test) the caller
-    # stops us with KeyboardInterrupt or by killing the process.
-    previous: Any = None
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # The server runs on its own thread and the main thread only waits. A signal handler that
+    # raised instead would land wherever the main thread happened to be, and inside
+    # socketserver's request handling the exception is caught, logged and served past.
+    stop = threading.Event()
+    restore = _stop_on_signals(stop)
+    serving = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="fake-provider"
+    )
+    serving.start()
     try:
         log(f"listening on {server_url(server)}")
-        server.serve_forever(poll_interval=0.2)
-    except (_Terminated, KeyboardInterrupt):
-        pass
+        # A bounded wait, because a wait without a timeout cannot be interrupted on Windows.
+        while not stop.wait(timeout=0.5):
+            pass
     finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
+        server.shutdown()
+        serving.join()
         server.server_close()
+        restore()
     return 0
+
+
+def _stop_on_signals(stop: threading.Event) -> Callable[[], None]:
+    """Set `stop` on SIGTERM and SIGINT; return what puts the previous handlers back.
+
+    signal.signal only works in the main thread. Elsewhere (a test embedding the server) the
+    caller stops the server by killing the process.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore
 
 
 def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
