@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -375,16 +377,24 @@ def _cli() -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _start(script: Path, *extra: str) -> subprocess.Popen[str]:
+@contextmanager
+def _served(script: Path) -> Iterator[subprocess.Popen[str]]:
+    """`cachelint fake-provider` on any free port, killed on the way out if still running."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT), "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(
-        [*_cli(), "fake-provider", "--script", str(script), *extra],
+    proc = subprocess.Popen(
+        [*_cli(), "fake-provider", "--script", str(script), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
         cwd=PROJECT,
     )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=20)
 
 
 def _read_url(proc: subprocess.Popen[str]) -> str:
@@ -404,16 +414,11 @@ def _read_url(proc: subprocess.Popen[str]) -> str:
 def test_cli_serves_until_signalled_and_exits_zero(tmp_path: Path, stop: signal.Signals) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"default": {"content": "from the cli"}}))
-    proc = _start(script, "--port", "0")
-    try:
+    with _served(script) as proc:
         url = _read_url(proc)
         assert content(chat(url, user("hi"))) == "from the cli"
         proc.send_signal(stop)
         out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "POST /v1/chat/completions -> 200" in out
     assert err == ""
@@ -422,8 +427,7 @@ def test_cli_serves_until_signalled_and_exits_zero(tmp_path: Path, stop: signal.
 def test_cli_stops_on_a_signal_while_a_request_is_being_answered(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"rules": [{"reply": {"content": "late"}, "delay_ms": 60_000}]}))
-    proc = _start(script, "--port", "0")
-    try:
+    with _served(script) as proc:
         url = _read_url(proc)
         # The request's thread sleeps in the server; the client gives up when the server exits.
         caller = threading.Thread(target=_call_ignoring_errors, args=(url,), daemon=True)
@@ -431,10 +435,6 @@ def test_cli_stops_on_a_signal_while_a_request_is_being_answered(tmp_path: Path)
         time.sleep(0.2)  # usually lets the request arrive; the assertions hold either way
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "-> 200" not in out
     assert err == ""
@@ -450,13 +450,8 @@ def _call_ignoring_errors(url: str) -> None:
 def test_cli_bad_script_is_one_line_exit_2(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"rules": [{"reply": {"status": 99}}]}))
-    proc = _start(script, "--port", "0")
-    try:
+    with _served(script) as proc:
         out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=20)
     assert proc.returncode == 2
     assert out == ""
     assert err.strip() == (
