@@ -22,8 +22,9 @@ entries, as it does in the floor).
     python benchmarks/bench_check.py [--entries 10000 100000] [--repeat 5] [--keep DIR [--reuse]]
                                      [--baseline DIR [--baseline-args ARGS]]
 
-Goals (issue 12): first and cold <= 1.5x (plumbing + b3sum), warm <= 1.5x plumbing (the median of
-the per-round ratios), peak memory < 300 MB.
+Goals (issue 12, at 100,000 entries): first and cold <= 1.5x (plumbing + b3sum), warm <= 1.5x
+plumbing (the median of the per-round ratios), peak memory < 300 MB. Smaller trees are timed to
+show the cost grows no faster than the entries; start-up dominates them.
 cachelint's bytecode is compiled first, as a pip install leaves it. Temporary trees are removed
 unless --keep is given; --reuse times trees a previous --keep run left in DIR instead of
 rebuilding them (building 100,000 entries takes minutes, timing them seconds).
@@ -70,6 +71,8 @@ TTL_DAYS = 730
 NOW = "2025-07-01T00:00:00Z"
 GOAL_RATIO = 1.5
 GOAL_MB = 300.0
+# The size issue 12 sets the goals at; smaller trees are timed to show the cost is linear.
+GOAL_ENTRIES = 100_000
 TIMEOUT_S = 1800.0
 
 GIT_ENV = {
@@ -492,6 +495,8 @@ def table(rows: Sequence[Row]) -> str:
             f"{name} {'met' if ratio[0] <= GOAL_RATIO and r.peak_mb < GOAL_MB else 'MISSED'}"
             for name, ratio in ratios
         ]
+        if r.entries < GOAL_ENTRIES:
+            verdicts = [f"no goal below {GOAL_ENTRIES:,} entries (start-up dominates)"]
         lines.append(
             f"{r.entries:>8,} {statistics.median(r.floors):>8.3f} "
             f"{statistics.median(r.hashes):>8.3f} {statistics.median(r.colds):>7.3f} "
