@@ -60,10 +60,24 @@ def test_dot_dot_out_of_the_repository_is_outside_too(repo: Path, tmp_path: Path
 
 def test_a_run_report_inside_the_repository_is_written(repo: Path) -> None:
     sub = repo / "prompts"
-    proc = run_cachelint(sub, "run", "--junit", "../out/junit.xml", "--html", "../out/r.html")
+    proc = run_cachelint(
+        sub, "run", "--execution", "e2", "--junit", "../out/junit.xml", "--html", "../out/r.html"
+    )
     assert proc.returncode == 0, proc.stderr
     assert (repo / "out/junit.xml").read_text(encoding="utf-8").startswith("<?xml")
-    assert (repo / "out/r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    page = (repo / "out/r.html").read_bytes()
+    assert page.startswith(b"<!DOCTYPE html>")
+    assert page == (repo / "eval-results/e2/report.html").read_bytes()
+
+
+@pytest.mark.parametrize("command", [("run", "--html"), ("report", "--output")])
+def test_a_page_that_cannot_be_written_is_one_error_line(repo: Path, command: tuple[str]) -> None:
+    if command[0] == "report":
+        assert run_cachelint(repo, "run").returncode == 0
+    (repo / "out" / "r.html").mkdir(parents=True)  # a directory where the page should go
+    err = one_error(run_cachelint(repo, *command, "out/r.html"))
+    assert "out/r.html: cannot write report: Is a directory" in err
+    assert list((repo / "out" / "r.html").iterdir()) == []
 
 
 def test_a_run_report_through_a_link_in_the_repository_path_is_refused(

@@ -130,9 +130,8 @@ def report(
     import json
 
     from cachelint.confine import check_output
-    from cachelint.fsutil import atomic_write
     from cachelint.runner import baselines
-    from cachelint.runner.publishing import check_extras, html_page, verdict_notes
+    from cachelint.runner.publishing import check_extras, verdict_notes, write_html_page
     from cachelint.runner.views import RUN_FILE, load_execution
 
     config = load(repo_root(start), config_path)
@@ -156,12 +155,8 @@ def report(
         baselines.save(config.repo, extras.save_baseline, view)
         notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
     out.writelines(f"{sanitize(n)}\n" for n in notes)
-    page = html_page(view, config, summary, compare=other, notes=notes)
     default = root / name / (f"compare-{compare[0]}.html" if compare else "report.html")
     target = output or default
-    try:
-        atomic_write(target, page.encode("utf-8"))
-    except OSError as exc:
-        raise CachelintError(f"{target}: cannot write report: {exc.strerror}") from None
+    write_html_page(target, view, config, summary, compare=other, notes=notes)
     out.write(f"{sanitize(str(target))}\n")
     return int(ExitCode.OK if view.passed and not failed else ExitCode.FINDINGS)

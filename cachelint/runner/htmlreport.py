@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -250,12 +250,12 @@ def _scenario(s: ScenarioView, settings: ReportSettings, trend: Trend | None) ->
     return "".join(parts)
 
 
-def _hierarchy(view: ExecutionView, settings: ReportSettings, trend: Trend | None) -> str:
-    parts = ['<div data-testid="hierarchy">']
+def _hierarchy(view: ExecutionView, settings: ReportSettings, trend: Trend | None) -> Iterator[str]:
+    yield '<div data-testid="hierarchy">'
     for agent, members in view.groups(by_tenant=False):
         ok = sum(1 for s in members if s.passed)
         cls = "group all-passed" if ok == len(members) else "group"
-        parts.append(
+        yield (
             f'<section class="{cls} agent" data-testid="agent" data-agent="{_e(agent)}">'
             f'<h2>{_e(agent)} <span class="meta">{ok}/{len(members)} passed, '
             f"{_e(money(group_cost(members)))}</span></h2>"
@@ -266,16 +266,16 @@ def _hierarchy(view: ExecutionView, settings: ReportSettings, trend: Trend | Non
         for tenant, scenarios in sorted(tenants.items()):
             ok_t = sum(1 for s in scenarios if s.passed)
             cls_t = "group all-passed" if ok_t == len(scenarios) else "group"
-            parts.append(
+            yield (
                 f'<section class="{cls_t} tenant" data-testid="tenant" data-tenant="{_e(tenant)}">'
                 f'<h3>{_e(tenant)} <span class="meta">{ok_t}/{len(scenarios)} passed, '
                 f"{_e(money(group_cost(scenarios)))}</span></h3>"
             )
-            parts.extend(_scenario(s, settings, trend) for s in scenarios)
-            parts.append("</section>")
-        parts.append("</section>")
-    parts.append("</div>")
-    return "".join(parts)
+            for s in scenarios:
+                yield _scenario(s, settings, trend)
+            yield "</section>"
+        yield "</section>"
+    yield "</div>"
 
 
 def _compare(a: ExecutionView, b: ExecutionView) -> str:
@@ -315,7 +315,9 @@ def render_html(
     trend: Trend | None = None,
     compare: ExecutionView | None = None,
     notes: Sequence[str] = (),
-) -> str:
+) -> Iterator[str]:
+    """The page in pieces, to be written as they come: a large suite's page is tens of MB, and
+    joined it would be held two or three times over (its parts, the text, the bytes)."""
     passed = sum(1 for s in view.scenarios if s.passed)
     title = f"cachelint run {view.name}"
     parts = [
@@ -345,6 +347,7 @@ def render_html(
         )
     if compare is not None:
         parts.append(_compare(compare, view))
-    parts.append(_hierarchy(view, settings, trend))
-    parts.append(f"<script>{_JS}</script></body></html>")
-    return "\n".join(parts) + "\n"
+    for part in parts:
+        yield part + "\n"
+    yield from _hierarchy(view, settings, trend)
+    yield f"\n<script>{_JS}</script></body></html>\n"

@@ -18,7 +18,7 @@ from cachelint.config import Config
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.forked import Forked
-from cachelint.fsutil import atomic_write, atomic_write_chunks
+from cachelint.fsutil import atomic_write_chunks
 from cachelint.runner.views import RUN_FILE, ExecutionView, scenario_view
 
 PR_FORMATS = ("markdown", "github")
@@ -210,18 +210,25 @@ def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Mappi
     return [*reversed(runs), current]
 
 
-def html_page(
+def write_html_page(
+    target: Path,
     view: ExecutionView,
     config: Config,
     summary: Mapping[str, Any],
     *,
     compare: ExecutionView | None = None,
     notes: Sequence[str] = (),
-) -> str:
+    durable: bool = True,
+) -> None:
+    """Write the HTML report to `target` atomically, each piece as it is rendered."""
     from cachelint.runner.htmlreport import Trend, render_html
 
     runs = trend_runs(config.repo / config.results, summary, config.reports.trend_executions)
-    return render_html(view, config.reports, trend=Trend(runs), compare=compare, notes=notes)
+    pieces = render_html(view, config.reports, trend=Trend(runs), compare=compare, notes=notes)
+    try:
+        atomic_write_chunks(target, (p.encode("utf-8") for p in pieces), durable=durable)
+    except OSError as exc:
+        raise CachelintError(f"{target}: cannot write report: {exc.strerror}") from None
 
 
 def pr_text(fmt: str, view: ExecutionView, config: Config, notes: Sequence[str]) -> str:
@@ -330,11 +337,12 @@ def publish_more(
     shown = list(notes)  # the page shows the notes as they are now
 
     def write_pages() -> None:
-        page = html_page(view, config, summary, notes=shown).encode("utf-8")
-        atomic_write_chunks(results_dir / "report.html", (page,), durable=False)
+        page = results_dir / "report.html"
+        write_html_page(page, view, config, summary, notes=shown, durable=False)
         if html is not None:
             try:
-                atomic_write(html, page)
+                with open(page, "rb") as fh:
+                    atomic_write_chunks(html, iter(lambda: fh.read(1 << 20), b""))
             except OSError as exc:
                 raise CachelintError(f"{html}: cannot write report: {exc.strerror}") from None
 
