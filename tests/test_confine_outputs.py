@@ -71,12 +71,16 @@ def test_a_run_report_inside_the_repository_is_written(repo: Path) -> None:
 
 
 @pytest.mark.parametrize("command", [("run", "--html"), ("report", "--output")])
-def test_a_page_that_cannot_be_written_is_one_error_line(repo: Path, command: tuple[str]) -> None:
+def test_a_page_that_cannot_be_written_is_one_error_line(
+    repo: Path, command: tuple[str, str]
+) -> None:
     if command[0] == "report":
         assert run_cachelint(repo, "run").returncode == 0
     (repo / "out" / "r.html").mkdir(parents=True)  # a directory where the page should go
     err = one_error(run_cachelint(repo, *command, "out/r.html"))
     assert "out/r.html: cannot write report: Is a directory" in err
+    # Atomic: the temp file the page went to first is gone, and nothing landed in the directory.
+    assert [p.name for p in (repo / "out").iterdir()] == ["r.html"]
     assert list((repo / "out" / "r.html").iterdir()) == []
 
 
