@@ -39,8 +39,9 @@ from cachelint.store import COLUMNS, UNREAD_REQUEST, Entry, unchanged
 
 # Bump when the meaning of a column changes, or what the linter verifies before it caches an
 # entry, so older files are dropped. 2 verified entry.json alone; 3 read MEAI dates more loosely
-# than MEAI does; 4 had no secret prefilter column; 5 no digest of the index listing.
-FORMAT = 6
+# than MEAI does; 4 had no secret prefilter column; 5 no digest of the index listing; 6 had a
+# prefilter blind to a Turkish dotted or dotless I in `authorization`.
+FORMAT = 7
 CACHE_FILE = "cachelint/entries.jsonl"
 
 # Entries per line: decoding a line holds all of its columns at once.

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cachelint.secretscan import fingerprint, mask, redact_url, scan
+from cachelint.secretscan import fingerprint, mask, may_hold_secret, redact_url, scan
 from tests.conftest import commit_all, git, run_cachelint
 from tests.helpers import DEAD, do_run, record, refund, write_repo
 from tests.helpers import RUN_NOW as NOW
@@ -252,9 +252,15 @@ PIECES = [OPENAI, ANTHROPIC, AWS, GITHUB, GITLAB, SLACK, GOOGLE, PEM, JWT, "the 
         st.one_of(
             st.sampled_from(PIECES),
             st.text(max_size=30),
-            st.sampled_from(["AuThOrIzAtIoN: bEaReR ", "authorization=Bearer "]).map(
-                lambda s: s + BEARER_TOKEN
-            ),
+            st.sampled_from(
+                [
+                    "AuThOrIzAtIoN: bEaReR ",
+                    "authorization=Bearer ",
+                    # re's case-insensitive `i` also matches the Turkish dotted and dotless I
+                    "AUTHOR\u0130ZAT\u0130ON: Bearer ",
+                    "author\u0131zation: bearer ",
+                ]
+            ).map(lambda s: s + BEARER_TOKEN),
         ),
         max_size=6,
     ).map("".join)
@@ -262,8 +268,16 @@ PIECES = [OPENAI, ANTHROPIC, AWS, GITHUB, GITLAB, SLACK, GOOGLE, PEM, JWT, "the 
 def test_the_prefilter_never_skips_text_a_pattern_matches(text: str) -> None:
     """Scanning skips a file whose text lacks every pattern's anchor; that must never hide a
     match, whatever the case of `authorization`, for text and for raw bytes alike."""
-    from cachelint.secretscan import _COMBINED, may_hold_secret
+    from cachelint.secretscan import _COMBINED
 
     if _COMBINED.search(text):
         assert may_hold_secret(text)
         assert may_hold_secret(text.encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize("word", ["AUTHOR\u0130ZAT\u0130ON", "author\u0131zation", "AuThOrIzAtIoN"])
+def test_the_prefilter_folds_authorization_as_the_pattern_does(word: str) -> None:
+    text = f"{word}: Bearer {BEARER_TOKEN}"
+    assert [s.kind for s in scan(text)] == ["Authorization bearer token"]
+    assert may_hold_secret(text.encode()) and may_hold_secret(text)
+    assert not may_hold_secret(text.replace(word, "authentication").encode())
