@@ -23,7 +23,7 @@ import blake3
 
 from cachelint import entrycache, listing
 from cachelint.config import Config
-from cachelint.entries import CachedSource, DiskSource, EntrySource, same_index
+from cachelint.entries import CachedSource, DiskSource, EntrySource, same_index, special_file
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
 from cachelint.pooled import read_all
@@ -125,7 +125,8 @@ def collect(
                 index, found.objects = _entry_objects(git, spec, walk)
             changes = found.candidates | found.untracked
             source = CachedSource(directory, config.layout, cached, found.objects, changes, index)
-        read = _read_entries(base, walk.holders, _cache_prefixes(roots), config, source, jobs)
+        prefixes = _cache_prefixes(roots)
+        read = _read_entries(base, walk, prefixes, config, source, jobs)
         source.finish(read.entries)
         text_attr = attrs.result()
     finally:
@@ -278,17 +279,18 @@ def _cache_prefixes(roots: list[str]) -> tuple[str, ...]:
 
 def _read_entries(
     base: str,
-    holders: list[tuple[str, tuple[str, ...]]],
+    walk: _Walk,
     prefixes: tuple[str, ...],
     config: Config,
     source: EntrySource,
     jobs: int | None,
 ) -> _Read:
     """Read (or take from `source`) and verify every entry once; anything invalid becomes a
-    (path, reason) in `corrupt`. `holders` are the walk's directories with their entry and temp
-    file names."""
-    ordered = sorted(holders, key=itemgetter(0))  # each directory once
-    whole = _all_known(ordered, prefixes, source)
+    (path, reason) in `corrupt`. The walk's `holders` are the directories with their entry and
+    temp file names; an entry file it found special (a FIFO, say) is reported, never opened."""
+    ordered = sorted(walk.holders, key=itemgetter(0))  # each directory once
+    special = walk.special
+    whole = None if special else _all_known(ordered, prefixes, source)
     if whole is not None:
         return whole
     read = _Read()
@@ -314,6 +316,8 @@ def _read_entries(
             continue
         read.entry_dirs[directory] = names
         missing = None if names is _PAIR else _missing_file(names)
+        if missing is None and special:
+            missing = _special_file(directory, names, special)
         if missing is not None:
             read.corrupt.append((directory, missing))
             continue
@@ -354,6 +358,13 @@ def _all_known(
     if entries is None:
         return None
     return _Read(entries=entries, entry_dirs=dict.fromkeys(directories, _PAIR))
+
+
+def _special_file(directory: str, names: frozenset[str], special: set[str]) -> str | None:
+    for name in ENTRY_FILES:
+        if name in names and f"{directory}/{name}" in special:
+            return special_file(name)
+    return None
 
 
 def _missing_file(names: frozenset[str]) -> str | None:

@@ -10,8 +10,9 @@
   JsonException replaying anything else), `scenarioName` and `iterationName` are the two
   directories above the key directory, which sits exactly at `cache/<scenario>/<iteration>/<key>`.
 
-Files are opened without following links and without blocking, and only regular files are read:
-a FIFO in place of an entry file must not hang a check, nor a device exhaust its memory.
+Only files the walk found regular are read (`special_file` says why others are not), opened
+without following links and without blocking and read within a limit: a FIFO put in place of an
+entry file since must not hang a check, nor a device exhaust its memory.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from cachelint.secretscan import may_hold_secret
 from cachelint.store import (
     CONTENTS_FILE,
     ENTRY_FILE,
-    UNREAD_REQUEST,
     Entry,
     decode_json,
     entry_digest,
@@ -56,11 +56,18 @@ _OPEN_FLAGS = (
 )
 _BOM = b"\xef\xbb\xbf"
 _JOIN_BELOW = 1 << 20  # larger contents are searched where they are, not copied
+_FIRST_READ = 1 << 16  # one read takes a whole entry file nearly always
 _CONFLICT = b"<<<<<<< "
 
 
 def read_file(path: str, name: str, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of the regular file at `path`; CorruptEntry naming `name` for anything else."""
+    """The bytes of the file at `path`, which the walk found a regular file; CorruptEntry naming
+    `name` when it cannot be read or holds over `limit` bytes.
+
+    One read takes a whole entry file nearly always, without an `fstat` first: it asks for
+    `_FIRST_READ` bytes, or a byte over `limit` if that is fewer, and a shorter answer is the
+    whole file. Only a larger file is looked at with `fstat` (its size, and whether it is still
+    a regular file), so a device put in its place since the walk is not read on either."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
@@ -68,74 +75,87 @@ def read_file(path: str, name: str, limit: int = MAX_FILE_BYTES) -> bytes:
     except OSError as exc:
         raise CorruptEntry(f"{name} cannot be read ({exc.strerror})") from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise CorruptEntry(f"{name} is not a regular file (a FIFO, socket or device)")
-        if info.st_size > limit:
-            raise CorruptEntry(f"{name} is {info.st_size} bytes, over the {limit}-byte limit")
-        # One read asks for a byte more than fstat saw: a short answer is the end of the file,
-        # so the usual entry costs one read, not a second one that returns nothing.
-        data = os.read(fd, info.st_size + 1)
-        if len(data) <= info.st_size:
-            return data
-        chunks = [data]  # the file grew since fstat: read on, within the limit
-        while (chunk := os.read(fd, 1 << 16)) and sum(map(len, chunks)) <= limit:
-            chunks.append(chunk)
-        if sum(map(len, chunks)) > limit:
-            raise CorruptEntry(f"{name} is over the {limit}-byte limit")
-        return b"".join(chunks)
+        asked = min(limit + 1, _FIRST_READ)
+        data = os.read(fd, asked)
+        return data if len(data) < asked else _read_rest(fd, data, name, limit)
     except OSError as exc:
         raise CorruptEntry(f"{name} cannot be read ({exc.strerror})") from None
     finally:
         os.close(fd)
 
 
-def _decode_entry(raw: bytes, directory: str, layout: Layout) -> tuple[Entry, Mapping[str, Any]]:
+def _read_rest(fd: int, first: bytes, name: str, limit: int) -> bytes:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise CorruptEntry(special_file(name))
+    if max(info.st_size, len(first)) > limit:
+        raise CorruptEntry(f"{name} is {info.st_size} bytes, over the {limit}-byte limit")
+    chunks = [first]  # read on to the end, within the limit: the file may grow since fstat
+    size = len(first)
+    while size <= limit and (chunk := os.read(fd, max(info.st_size + 1 - size, 1 << 16))):
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > limit:
+        raise CorruptEntry(f"{name} is over the {limit}-byte limit")
+    return b"".join(chunks)
+
+
+def special_file(name: str) -> str:
+    """Why an entry file that is a FIFO, socket or device is not read."""
+    return f"{name} is not a regular file (a FIFO, socket or device)"
+
+
+def _decode_entry(
+    raw: bytes, directory: str, layout: Layout, digest: str, maybe_secret: bool
+) -> tuple[Entry, Mapping[str, Any]]:
     """The entry.json bytes as an entry and its decoded object. orjson decodes twice as fast as
     json but is stricter (NaN, lone surrogate escapes) and words its errors differently: when its
     result is not a valid entry the stdlib decodes again, so a finding reads as it always did."""
     text = raw[3:] if raw.startswith(_BOM) else raw  # .NET writers may prefix one
     try:
         data = orjson.loads(text)
-        return parse_entry(data, directory, layout, keep_request=False), data
+        entry = parse_entry(
+            data, directory, layout, keep_request=False, digest=digest, maybe_secret=maybe_secret
+        )
+        return entry, data
     except (orjson.JSONDecodeError, CorruptEntry):
         pass
     try:
         data = decode_json(raw)
     except ValueError as exc:
         raise CorruptEntry(f"{ENTRY_FILE} is not valid JSON ({exc})") from None
-    return parse_entry(data, directory, layout, keep_request=False), data
+    entry = parse_entry(
+        data, directory, layout, keep_request=False, digest=digest, maybe_secret=maybe_secret
+    )
+    return entry, data
 
 
 def read_entry(
     base: str, directory: str, prefix: str, layout: Layout, limit: int = MAX_FILE_BYTES
 ) -> Entry:
     """Read and verify the entry in `base/directory`, which lies under `prefix` (a cache root's
-    `<root>/cache/`); an entry file over `limit` bytes is not read. CorruptEntry says which
-    check failed."""
+    `<root>/cache/`) and whose two files the walk found regular; an entry file over `limit`
+    bytes is not read. CorruptEntry says which check failed."""
     raw = read_file(f"{base}/{directory}/{ENTRY_FILE}", ENTRY_FILE, limit)
     contents = read_file(f"{base}/{directory}/{CONTENTS_FILE}", CONTENTS_FILE, limit)
-    entry, data = _decode_entry(raw, directory, layout)
-    inside = directory[len(prefix) :] if directory.startswith(prefix) else directory
-    if entry.layout is Layout.MEAI:
-        _verify_meai(entry, contents, inside)
-        request, contents_hex = None, None
-    else:
-        contents_hex = _verify_native(entry, data, contents, inside)
-        request = UNREAD_REQUEST  # every request body of a large tree would multiply its memory
+    contents_hex = blake3.blake3(contents).hexdigest()
     # One search over both files (a NUL between them, which no anchor holds) costs less than two.
     if len(contents) < _JOIN_BELOW:
         suspect = may_hold_secret(b"%s\0%s" % (raw, contents))
     else:
         suspect = may_hold_secret(raw) or may_hold_secret(contents)
-    return entry._replace(
-        request=request, digest=entry_digest(raw, contents, contents_hex), maybe_secret=suspect
-    )
+    digest = entry_digest(raw, contents, contents_hex)
+    entry, data = _decode_entry(raw, directory, layout, digest, suspect)
+    inside = directory[len(prefix) :] if directory.startswith(prefix) else directory
+    if entry.layout is Layout.MEAI:
+        _verify_meai(entry, contents, inside)
+    else:
+        _verify_native(entry, data, contents_hex, inside)
+    return entry
 
 
-def _verify_native(entry: Entry, data: Mapping[str, Any], contents: bytes, inside: str) -> str:
-    """Raise CorruptEntry naming what does not hold; return the blake3 of `contents`."""
-    contents_hex = blake3.blake3(contents).hexdigest()
+def _verify_native(entry: Entry, data: Mapping[str, Any], contents_hex: str, inside: str) -> None:
+    """Raise CorruptEntry naming what does not hold (`contents_hex`: contents.data's blake3)."""
     if contents_hex != data["contents"]:
         raise CorruptEntry(
             f"{CONTENTS_FILE} does not match the blake3 digest recorded in {ENTRY_FILE} "
@@ -156,7 +176,6 @@ def _verify_native(entry: Entry, data: Mapping[str, Any], contents: bytes, insid
             f"{ENTRY_FILE}: scenario {entry.scenario!r} is not the entry's directory "
             f"{scenario!r}: replay of {scenario!r} looks elsewhere"
         )
-    return contents_hex
 
 
 def _verify_meai(entry: Entry, contents: bytes, inside: str) -> None:

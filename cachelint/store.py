@@ -260,11 +260,18 @@ def read_entry(directory: Path, relative: str, layout: Layout = Layout.AUTO) -> 
 
 
 def parse_entry(
-    data: Any, relative: str, layout: Layout = Layout.AUTO, *, keep_request: bool = True
+    data: Any,
+    relative: str,
+    layout: Layout = Layout.AUTO,
+    *,
+    keep_request: bool = True,
+    digest: str | None = None,
+    maybe_secret: bool | None = None,
 ) -> Entry:
     """Validate a decoded entry.json. The linter reads one per entry and already knows from its
     own walk whether contents.data exists, so it skips `read_entry`'s pathlib and stat work; it
-    passes `keep_request=False` to get `UNREAD_REQUEST` in place of a validated request."""
+    passes `keep_request=False` to get `UNREAD_REQUEST` in place of a validated request, and
+    what it found in the bytes (`digest`, `maybe_secret`), so each entry is built once."""
     if not isinstance(data, dict):
         raise CorruptEntry("entry.json is not a JSON object")
     if layout is _AUTO:
@@ -274,12 +281,17 @@ def parse_entry(
         meai = layout is _MEAI
     name = relative.rpartition("/")[2]
     if meai:
-        return _read_meai(data, relative, name)
-    return _read_native(data, relative, name, keep_request)
+        return _read_meai(data, relative, name, digest, maybe_secret)
+    return _read_native(data, relative, name, keep_request, digest, maybe_secret)
 
 
 def _read_native(
-    data: Mapping[str, Any], relative: str, name: str, keep_request: bool = True
+    data: Mapping[str, Any],
+    relative: str,
+    name: str,
+    keep_request: bool,
+    digest: str | None,
+    maybe_secret: bool | None,
 ) -> Entry:
     fmt = data.get("format")
     key = data.get("key")
@@ -311,9 +323,15 @@ def _read_native(
             expires=_time_field(data, "expires", "entry.json"),
             provider=sys.intern(provider),
             model=sys.intern(model),
+            digest=digest,
+            maybe_secret=maybe_secret,
             request=request if keep_request else UNREAD_REQUEST,
         )
-    return _read_native_checked(data, relative, name)
+    return _read_native_checked(data, relative, name)._replace(
+        digest=digest,
+        maybe_secret=maybe_secret,
+        request=request if keep_request else UNREAD_REQUEST,
+    )
 
 
 def _read_native_checked(data: Mapping[str, Any], relative: str, name: str) -> Entry:
@@ -350,7 +368,13 @@ def _meai_time(data: Mapping[str, Any], name: str, where: str) -> datetime:
         raise CorruptEntry(f"{where}: field {name!r}: {exc}") from None
 
 
-def _read_meai(data: Mapping[str, Any], relative: str, name: str) -> Entry:
+def _read_meai(
+    data: Mapping[str, Any],
+    relative: str,
+    name: str,
+    digest: str | None,
+    maybe_secret: bool | None,
+) -> Entry:
     where = "entry.json (Microsoft.Extensions.AI.Evaluation layout)"
     key = data.get("key", data.get("cacheKey"))
     if key is not None:
@@ -366,6 +390,8 @@ def _read_meai(data: Mapping[str, Any], relative: str, name: str) -> Entry:
         key=key,
         created=_meai_time(data, "creation", where),
         expires=_meai_time(data, "expiration", where),
+        digest=digest,
+        maybe_secret=maybe_secret,
     )
 
 

@@ -308,6 +308,44 @@ def test_check_reports_an_entry_file_above_max_entry_bytes_without_reading_it(
         assert "bytes, over the 1024-byte limit" in checked.stdout
 
 
+def test_check_reports_a_fifo_entry_file_as_corrupt_without_opening_it(git_repo: Path) -> None:
+    recorded_repo(git_repo)
+    contents = next(p for p in (git_repo / "eval-cache").rglob("contents.data"))
+    contents.unlink()
+    os.mkfifo(contents)  # opened for reading, it would wait for a writer
+    entry = contents.parent.relative_to(git_repo).as_posix()
+    for extra in ((), ("--no-cache",)):
+        checked = run_cachelint(git_repo, "check", "--select", "eval-cache-corrupt", *extra)
+        assert checked.returncode == 1, checked.stdout + checked.stderr
+        assert (
+            f"{entry}: eval-cache-corrupt: contents.data is not a regular file "
+            "(a FIFO, socket or device)"
+        ) in checked.stdout
+
+
+@pytest.mark.parametrize("size", [0, 1, 65_535, 65_536, 65_537, 200_000])
+def test_an_entry_file_is_read_whole_whatever_its_size(tmp_path: Path, size: int) -> None:
+    from cachelint.entries import read_file
+
+    path = tmp_path / "contents.data"
+    path.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    assert read_file(str(path), "contents.data") == path.read_bytes()
+    assert read_file(str(path), "contents.data", limit=size) == path.read_bytes()
+
+
+@pytest.mark.parametrize(("size", "limit"), [(1_025, 1_024), (100_001, 100_000), (300_000, 70_000)])
+def test_an_entry_file_over_the_limit_is_refused_with_its_size(
+    tmp_path: Path, size: int, limit: int
+) -> None:
+    from cachelint.entries import read_file
+    from cachelint.errors import CorruptEntry
+
+    path = tmp_path / "entry.json"
+    path.write_bytes(b" " * size)
+    with pytest.raises(CorruptEntry, match=f"entry.json is {size} bytes, over the {limit}-byte"):
+        read_file(str(path), "entry.json", limit=limit)
+
+
 BACKTRACK = {"content": "a" * 60 + "b"}
 
 

@@ -145,14 +145,16 @@ def test_entry_json_reads_like_the_store(tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "entry.json"
     path.write_bytes(raw)
     try:
-        expected: object = parse_entry(decode_json(raw), DIR, Layout.AUTO)
+        expected: object = parse_entry(
+            decode_json(raw), DIR, Layout.AUTO, digest="d", maybe_secret=False
+        )
         assert isinstance(expected, Entry)
     except ValueError as exc:
         expected = f"entry.json is not valid JSON ({exc})"
     except CorruptEntry as exc:
         expected = str(exc)
     try:
-        got: object = _decode_entry(path.read_bytes(), DIR, Layout.AUTO)[0]
+        got: object = _decode_entry(path.read_bytes(), DIR, Layout.AUTO, "d", False)[0]
     except CorruptEntry as exc:
         got = str(exc)
     assert got == expected
