@@ -41,9 +41,9 @@ from cachelint.store import (
     parse_entry,
 )
 
-# Larger entry files are reported, not read (config `max-entry-bytes`, this by default): a
-# committed cache holds chat completions, and a file of this size is a mistake (or a hostile
-# input) that must not exhaust the linter's memory.
+# Larger entry files are reported, not read past `_FIRST_READ` bytes (config `max-entry-bytes`,
+# this by default): a committed cache holds chat completions, and a file of this size is a mistake
+# (or a hostile input) that must not exhaust the linter's memory.
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.

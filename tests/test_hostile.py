@@ -293,7 +293,7 @@ def test_entry_above_max_entry_bytes_is_not_read(git_repo: Path) -> None:
     assert "above the limit of 1024 (max-entry-bytes); not read" in outcome.out
 
 
-def test_check_reports_an_entry_file_above_max_entry_bytes_without_reading_it(
+def test_check_reports_an_entry_file_above_max_entry_bytes(
     git_repo: Path,
 ) -> None:
     recorded_repo(git_repo)
