@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from cachelint.commands.run import run
+from cachelint.runner.htmlreport import Trend, TrendRun
 from cachelint.runner.publishing import TREND_FILE, trend_point, trend_runs
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo
 
@@ -40,14 +41,14 @@ def test_trend_reads_trend_json_or_run_json(
     (results / "run1" / TREND_FILE).unlink()
     current = json.loads((results / "run3/run.json").read_text(encoding="utf-8"))
     runs = trend_runs(results, current, 10)
-    assert [r["execution"] for r in runs] == ["run1", "run2", "run3"]
-    assert runs[0] == summary
+    assert [r.execution for r in runs] == ["run1", "run2", "run3"]
+    assert runs[0] == TrendRun.of(summary) == TrendRun.of(point)
     # A damaged earlier execution drops out; `count` keeps the newest.
     (results / "run2" / TREND_FILE).write_text("{", encoding="utf-8")
     (results / "run2/run.json").write_text("{", encoding="utf-8")
-    assert [r["execution"] for r in trend_runs(results, current, 10)] == ["run1", "run3"]
-    assert [r["execution"] for r in trend_runs(results, current, 2)] == ["run1", "run3"]
-    assert trend_runs(results, current, 1) == [current]
+    assert [r.execution for r in trend_runs(results, current, 10)] == ["run1", "run3"]
+    assert [r.execution for r in trend_runs(results, current, 2)] == ["run1", "run3"]
+    assert trend_runs(results, current, 1) == [TrendRun.of(current)]
 
 
 def test_trend_orders_by_recorded_start_and_parses_only_what_it_shows(tmp_path: Path) -> None:
@@ -65,8 +66,59 @@ def test_trend_orders_by_recorded_start_and_parses_only_what_it_shows(tmp_path: 
     oldest = results / "z-oldest" / TREND_FILE
     oldest.write_text("{damaged" + oldest.read_text(encoding="utf-8"), encoding="utf-8")
     current = {"execution": "now", "scenarios": [], "started": "2026-04-01T00:00:00Z"}
-    shown = [r["execution"] for r in trend_runs(results, current, 3)]
+    shown = [r.execution for r in trend_runs(results, current, 3)]
     assert shown == ["a-middle", "b-newest", "now"]
     # A damaged trend.json that the trend shows is read from run.json instead.
-    shown = [r["execution"] for r in trend_runs(results, current, 10)]
+    shown = [r.execution for r in trend_runs(results, current, 10)]
     assert shown == ["c-none", "z-oldest", "a-middle", "b-newest", "now"]
+
+
+def _summary(execution: str, *scenarios: dict[str, Any]) -> dict[str, Any]:
+    return {"execution": execution, "scenarios": list(scenarios)}
+
+
+def _judged(identity: str, rate: float, *scores: tuple[str, Any]) -> dict[str, Any]:
+    judges = [{"metric": metric, "score": score} for metric, score in scores]
+    return {
+        "scenario": identity,
+        "passed": rate == 1.0,
+        "pass_rate": rate,
+        "trials": [{"judges": judges}],
+    }
+
+
+def test_a_scenarios_line_is_its_pass_rate_and_judge_means_in_each_execution() -> None:
+    runs = [
+        _summary("one", _judged("a", 1.0, ("tone", 4), ("tone", 5), ("facts", "n/a"))),
+        _summary("two", _judged("b", 0.0)),
+        _summary("three", _judged("a", 0.5, ("facts", 3)), _judged("a", 0.0, ("facts", 1))),
+    ]
+    trend = Trend([run for run in map(TrendRun.of, runs) if run is not None])
+    assert trend.names() == ["one", "two", "three"]
+    assert trend.pass_rates() == [1.0, 0.0, 0.0]
+    # A scenario missing from an execution leaves a gap; the first of a repeated identity counts.
+    assert trend.scenario("a") == (
+        [1.0, None, 0.5],
+        {"tone": [4.5, None, None], "facts": [None, None, 3.0]},
+    )
+    assert trend.scenario("b") == ([None, 0.0, None], {})
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        {"execution": "x", "scenarios": ["not an object"]},
+        {"execution": "x", "scenarios": [{"scenario": "a", "pass_rate": None}]},
+        {
+            "execution": "x",
+            "scenarios": [{"scenario": "a", "trials": [{"judges": [{"score": 3}]}]}],
+        },
+    ],
+)
+def test_a_damaged_summary_drops_out_of_the_trend(tmp_path: Path, damaged: dict[str, Any]) -> None:
+    assert TrendRun.of(damaged) is None
+    results = tmp_path / "eval-results"
+    (results / "x").mkdir(parents=True)
+    (results / "x/run.json").write_text(json.dumps(damaged), encoding="utf-8")
+    current = _summary("now", _judged("a", 1.0))
+    assert [r.execution for r in trend_runs(results, current, 10)] == ["now"]

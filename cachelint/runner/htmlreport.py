@@ -12,10 +12,10 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
 from cachelint.runner.cost import money
@@ -69,50 +69,65 @@ def _verdict(passed: bool) -> str:
     return '<span class="pass">PASS</span>' if passed else '<span class="fail">FAIL</span>'
 
 
+class TrendRun(NamedTuple):
+    """One execution as the trend lines draw it, kept instead of its summary: the page of a large
+    suite holds several earlier executions at once, and a parsed summary is many times larger."""
+
+    execution: str
+    pass_rate: float | None  # the share of its scenarios that passed
+    # By scenario identity (the first one wins): its pass rate, and its mean judge score by metric
+    # (None without judge scores).
+    scenarios: dict[Any, tuple[float, dict[str, float] | None]]
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> TrendRun | None:
+        """`summary` (a run.json or trend.json document) drawn down; None when it is damaged."""
+        try:
+            scenarios = summary.get("scenarios") or []
+            drawn: dict[Any, tuple[float, dict[str, float] | None]] = {}
+            for s in scenarios:
+                identity = s.get("scenario")
+                if isinstance(identity, str):
+                    identity = sys.intern(identity)  # one string for every execution's line
+                if identity not in drawn:
+                    drawn[identity] = (float(s.get("pass_rate", 0.0)), _judge_means(s))
+            passed = sum(1 for s in scenarios if s.get("passed"))
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
+        rate = passed / len(scenarios) if scenarios else None
+        return cls(str(summary.get("execution", "?")), rate, drawn)
+
+
+def _judge_means(scenario: Mapping[str, Any]) -> dict[str, float] | None:
+    scores: dict[str, list[int]] = {}
+    for t in scenario.get("trials") or []:
+        for j in t.get("judges") or []:
+            if isinstance(j.get("score"), int):
+                scores.setdefault(str(j["metric"]), []).append(j["score"])
+    return {metric: sum(v) / len(v) for metric, v in scores.items()} or None
+
+
 @dataclass(frozen=True)
 class Trend:
-    """Earlier executions' summaries (run.json documents), oldest first, the current one last."""
+    """Earlier executions, oldest first, the current one last."""
 
-    runs: Sequence[Mapping[str, Any]]
+    runs: Sequence[TrendRun]
 
     def names(self) -> list[str]:
-        return [str(r.get("execution", "?")) for r in self.runs]
+        return [r.execution for r in self.runs]
 
     def pass_rates(self) -> list[float | None]:
-        rates: list[float | None] = []
-        for r in self.runs:
-            scenarios = r.get("scenarios") or []
-            ok = sum(1 for s in scenarios if s.get("passed"))
-            rates.append(ok / len(scenarios) if scenarios else None)
-        return rates
-
-    @cached_property
-    def _by_identity(self) -> list[dict[Any, Mapping[str, Any]]]:
-        """Each run's scenarios by identity (the first one wins), so that drawing every
-        scenario's line reads each run once instead of searching it once per scenario."""
-        indexes: list[dict[Any, Mapping[str, Any]]] = []
-        for r in self.runs:
-            index: dict[Any, Mapping[str, Any]] = {}
-            for s in r.get("scenarios") or []:
-                index.setdefault(s.get("scenario"), s)
-            indexes.append(index)
-        return indexes
+        return [r.pass_rate for r in self.runs]
 
     def scenario(self, identity: str) -> tuple[list[float | None], dict[str, list[float | None]]]:
         """Pass rate per execution and mean judge score per metric per execution."""
         rates: list[float | None] = []
         judges: dict[str, list[float | None]] = {}
-        for i, index in enumerate(self._by_identity):
-            found = index.get(identity)
-            rates.append(float(found.get("pass_rate", 0.0)) if found else None)
-            scores: dict[str, list[int]] = {}
-            for t in (found or {}).get("trials") or []:
-                for j in t.get("judges") or []:
-                    if isinstance(j.get("score"), int):
-                        scores.setdefault(str(j["metric"]), []).append(j["score"])
-            for metric, values in scores.items():
-                series = judges.setdefault(metric, [None] * i)
-                series.append(sum(values) / len(values))
+        for i, run in enumerate(self.runs):
+            found = run.scenarios.get(identity)
+            rates.append(found[0] if found else None)
+            for metric, mean in (found[1] or {}).items() if found else ():
+                judges.setdefault(metric, [None] * i).append(mean)
             for series in judges.values():
                 series.extend([None] * (i + 1 - len(series)))
         return rates, judges

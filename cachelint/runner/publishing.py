@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachelint.config import Config
 from cachelint.display import json_dumps
@@ -20,6 +20,9 @@ from cachelint.errors import CachelintError
 from cachelint.forked import Forked
 from cachelint.fsutil import atomic_write_chunks
 from cachelint.runner.views import RUN_FILE, ExecutionView, scenario_view
+
+if TYPE_CHECKING:
+    from cachelint.runner.htmlreport import TrendRun
 
 PR_FORMATS = ("markdown", "github")
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -182,13 +185,16 @@ def _started_at_end(path: Path) -> str | None:
         return None
 
 
-def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Mapping[str, Any]]:
-    """The run summaries of the last `count` executions, oldest first (by recorded start, name),
-    ending with `current`. A damaged old run drops out of the trend; it does not stop this
-    report."""
+def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[TrendRun]:
+    """The last `count` executions as the trend draws them, oldest first (by recorded start,
+    name), ending with `current`. A damaged old run drops out of the trend; it does not stop this
+    report. Each summary is drawn down as it is parsed, so no two are held whole at once."""
+    from cachelint.runner.htmlreport import TrendRun
+
+    now = TrendRun.of(current) or TrendRun(str(current.get("execution", "?")), None, {})
     if count <= 1 or not root.is_dir():
-        return [current]
-    listed: list[tuple[str, str, Mapping[str, Any] | None]] = []
+        return [now]
+    listed: list[tuple[str, str, TrendRun | None]] = []
     for child in root.iterdir():
         if child.name == current.get("execution") or not (child / RUN_FILE).is_file():
             continue
@@ -197,17 +203,20 @@ def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Mappi
             listed.append((started, child.name, None))
             continue
         doc = _earlier_run(child)
-        if doc is not None:
-            listed.append((str(doc.get("started") or ""), child.name, doc))
+        drawn = None if doc is None else TrendRun.of(doc)
+        if doc is not None and drawn is not None:
+            listed.append((str(doc.get("started") or ""), child.name, drawn))
     listed.sort(key=lambda item: item[:2])
-    runs: list[Mapping[str, Any]] = []
+    runs: list[TrendRun] = []
     for _, name, known in reversed(listed):
-        doc = known if known is not None else _earlier_run(root / name)
-        if doc is not None:
-            runs.append(doc)
+        if known is None:
+            doc = _earlier_run(root / name)
+            known = None if doc is None else TrendRun.of(doc)
+        if known is not None:
+            runs.append(known)
             if len(runs) == count - 1:
                 break
-    return [*reversed(runs), current]
+    return [*reversed(runs), now]
 
 
 def write_html_page(
