@@ -308,7 +308,7 @@ def test_check_reports_an_entry_file_above_max_entry_bytes(
         assert "bytes, over the 1024-byte limit" in checked.stdout
 
 
-def test_check_reports_a_fifo_entry_file_as_corrupt_without_opening_it(git_repo: Path) -> None:
+def test_check_reports_a_fifo_entry_file_as_corrupt(git_repo: Path) -> None:
     recorded_repo(git_repo)
     contents = next(p for p in (git_repo / "eval-cache").rglob("contents.data"))
     contents.unlink()
