@@ -203,8 +203,7 @@ def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Trend
             listed.append((started, child.name, None))
             continue
         doc = _earlier_run(child)
-        drawn = None if doc is None else TrendRun.of(doc)
-        if doc is not None and drawn is not None:
+        if doc is not None and (drawn := TrendRun.of(doc)) is not None:
             listed.append((str(doc.get("started") or ""), child.name, drawn))
     listed.sort(key=lambda item: item[:2])
     runs: list[TrendRun] = []
