@@ -525,6 +525,20 @@ def test_lone_surrogate_in_a_cached_answer_fails_the_scenario(git_repo: Path) ->
     assert "holds a lone surrogate '\\ud83d' in choices[0].message.content" in proc.stdout
 
 
+def test_a_corrupt_git_index_is_one_error(git_repo: Path) -> None:
+    """git refuses an index without its signature: check says so in one line, with or without
+    the entry cache and workers."""
+    recorded_repo(git_repo)
+    commit_all(git_repo)
+    index = git_repo / ".git" / "index"
+    index.write_bytes(b"JUNK" + index.read_bytes()[4:])  # "DIRC" is the signature
+    for args in (["check"], ["check", "--no-cache", "--jobs", "3"]):
+        proc = run_cachelint(git_repo, *args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        (line,) = proc.stderr.splitlines()
+        assert line.startswith("cachelint: error: `git ") and "index file corrupt" in line, args
+
+
 def test_deeply_nested_pyproject_is_one_config_error(git_repo: Path) -> None:
     recorded_repo(git_repo)
     with (git_repo / "pyproject.toml").open("a", encoding="utf-8") as fh:

@@ -311,6 +311,26 @@ def test_text_attr_auto_from_root(repo: Path) -> None:
     assert "text=auto" in found.message
 
 
+def test_text_attr_one_indexed_file_set_apart(repo: Path) -> None:
+    """A committed line further down the same .gitattributes sets text on some of the files:
+    the finding names that line and counts only those files."""
+    (repo / ".gitattributes").write_text("eval-cache/** -text\neval-cache/**/contents.data text\n")
+    (found,) = assert_findings(repo, "eval-cache-text-attr")
+    assert found.path == ".gitattributes" and found.line == 2
+    assert "text=set for 2 file(s)" in found.message
+
+
+def test_text_attr_of_a_file_the_index_lacks(repo: Path) -> None:
+    """A file git does not track yet has its own effective attribute, as git would commit it."""
+    (repo / ".gitattributes").write_text("eval-cache/** -text\neval-cache/notes.txt text\n")
+    (repo / "eval-cache" / "notes.txt").write_text("new\n")
+    found = assert_findings(repo, "eval-cache-text-attr")
+    assert [(f.path, f.line) for f in found] == [(".gitattributes", 2)]
+    assert (
+        "text=set for 1 file(s) under eval-cache/ (e.g. eval-cache/notes.txt)" in found[0].message
+    )
+
+
 # ---- an empty set is never green -----------------------------------------------------------
 
 
