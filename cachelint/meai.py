@@ -88,14 +88,19 @@ def _offset(tz: str | None) -> timedelta:
 
 
 def _first_entry(cache_dir: str) -> str | None:
-    """The first `<scenario>/<iteration>/<key>/entry.json` under `cache_dir`, found with a few
-    directory reads (MEAI's depth; cachelint's own layout nests deeper)."""
+    """The first entry.json under `cache_dir` at MEAI's depth (`<scenario>/<iteration>/<key>/`)
+    or one deeper, where cachelint's own layout puts it (`<agent>/<tenant>/<scenario>/<key>/`),
+    found with a few directory reads: a tree of either layout answers at its first entry."""
     for scenario in _subdirs(cache_dir):
         for iteration in _subdirs(scenario):
             for key in _subdirs(iteration):
                 path = os.path.join(key, "entry.json")
                 if os.path.isfile(path):
                     return path
+                for deeper in _subdirs(key):
+                    path = os.path.join(deeper, "entry.json")
+                    if os.path.isfile(path):
+                        return path
     return None
 
 
@@ -110,7 +115,8 @@ def _subdirs(directory: str) -> Iterable[str]:
 
 def is_meai_root(config: Config, root: str) -> bool:
     """Whether `root` (repo-relative) holds a MEAI storage root: by `layout`, or for "auto" by its
-    first entry at MEAI's depth naming `scenarioName` (a name cachelint's own entries never use)."""
+    first entry (`_first_entry`) naming `scenarioName` (a name cachelint's own entries never
+    use)."""
     if config.layout is Layout.MEAI:
         return True
     if config.layout is Layout.CACHELINT:

@@ -15,7 +15,7 @@ import pytest
 
 from cachelint.collect import collect
 from cachelint.config import load
-from cachelint.meai import parse_time, results_paths, skip_matcher
+from cachelint.meai import is_meai_root, parse_time, results_paths, skip_matcher
 from tests.conftest import commit_all, git, run_cachelint
 from tests.meai_tree import (
     CREATED,
@@ -26,6 +26,7 @@ from tests.meai_tree import (
     write_entry,
     write_result,
 )
+from tests.trees import copy_bundled
 
 NOW = "2026-09-01T00:00:00Z"
 ENV = {"CACHELINT_NOW": NOW}
@@ -279,6 +280,27 @@ def test_native_tree_still_defaults_to_cachelint(git_repo: Path) -> None:
     repo = meai_repo(git_repo, layout="cachelint", key_prefix=None, results=False)
     proc = run_cachelint(repo, "stamp", env=ENV)
     assert proc.returncode == 2 and "cachelint" in proc.stderr
+
+
+def test_auto_layout_finds_a_meai_root_past_a_key_directory_without_an_entry(
+    git_repo: Path,
+) -> None:
+    """An interrupted write can leave a key directory with no entry (here holding only an empty
+    directory) first in order: `layout = "auto"` decides by the first entry after it."""
+    repo = meai_repo(git_repo, layout=None)
+    (repo / STORAGE / "cache" / "A.First" / "1" / ("0" * 96) / "partial").mkdir(parents=True)
+    assert is_meai_root(load(repo), STORAGE)
+
+
+def test_auto_layout_tells_a_native_root_by_its_first_entry(git_repo: Path) -> None:
+    """cachelint's own entries sit one level deeper than MEAI's: the first of them decides, past
+    a scenario directory holding only an empty key directory, and a file at MEAI's depth further
+    on that names `scenarioName` does not turn the root into a MEAI one."""
+    repo = copy_bundled(git_repo)
+    first, *_, last = sorted((repo / "eval-cache" / "cache").glob("*/*/*"))  # MEAI's key depth
+    (first / "0000000000000000").mkdir()
+    (last / "entry.json").write_text('{"scenarioName": "x", "iterationName": "1"}')
+    assert not is_meai_root(load(repo), "eval-cache")
 
 
 def test_stamp_records_the_trees_ttl_not_cachelints(git_repo: Path) -> None:
