@@ -163,6 +163,17 @@ def ignore_sources(repo: Path, ignored: set[str]) -> dict[str, IgnoreSource]:
     return out
 
 
+# The .NET project files in git's index, which the pins are read from: untracked ones are left
+# out, since listing them would make git walk the whole work tree.
+PROJECT_SUFFIXES = (".csproj", ".fsproj", ".vbproj")
+PROJECTS = ["ls-files", "-z", "--cached", "--", *(f"*{suffix}" for suffix in PROJECT_SUFFIXES)]
+
+
+def projects(result: GitResult) -> tuple[str, ...] | None:
+    """The project files `PROJECTS` listed, sorted; None when git could not list them."""
+    return tuple(sorted(set(split_z(result.out)))) if result.rc == 0 else None
+
+
 def git_dir(result: GitResult) -> Path | None:
     """The repository's own git directory from `rev-parse --absolute-git-dir`, or None (no entry
     cache this time) when git did not name an existing absolute directory: a git older than 2.13

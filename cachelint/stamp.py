@@ -289,7 +289,7 @@ def facts_stamps(facts: TreeFacts) -> list[RootStamp]:
 
 
 def _current_pins(facts: TreeFacts) -> pins.Resolution:
-    return pins.current(facts.config)
+    return pins.current(facts.config, facts.projects)
 
 
 def facts_pins(facts: TreeFacts) -> pins.Resolution:

@@ -82,6 +82,9 @@ class TreeFacts:
     attributes: dict[str, list[str]] = field(default_factory=dict)
     walked_names: set[str] = field(default_factory=set)  # every name the walk met under roots
     all_indexed: bool = False  # True: every path the walk found is in the index (collect knows)
+    # The .NET project files in git's index (`listing.PROJECTS`), which the pins are read from;
+    # None when git could not list them.
+    projects: tuple[str, ...] | None = None
     _derived: dict[Callable[[TreeFacts], object], object] = field(
         default_factory=dict, repr=False, compare=False
     )

@@ -9,9 +9,11 @@ import shutil
 from pathlib import Path
 
 from cachelint import pins
-from cachelint.config import Config
+from cachelint.collect import collect
+from cachelint.config import Config, load
 from cachelint.pins.msbuild_eval import evaluate, find_projects
 from tests.conftest import commit_all, git, run_cachelint
+from tests.helpers import NOW
 from tests.meai_tree import write_entry
 
 MEAI = "Microsoft.Extensions.AI.Evaluation"
@@ -236,6 +238,16 @@ def test_stamp_records_each_projects_version_and_check_is_clean(git_repo: Path) 
     commit_all(repo, "stamp")
     checked = run_cachelint(repo, "check", "--select", "eval-cache-stale-pin,eval-cache-unpinned")
     assert checked.returncode == 0, checked.stdout
+
+
+def test_check_lists_the_indexed_projects_with_its_other_listings(git_repo: Path) -> None:
+    """The check's facts carry the project files in git's index, as `find_projects` lists them,
+    for the pin rules: an untracked project is not among them."""
+    repo = _repo(git_repo, "10.8.0")
+    write(repo, {"tools/Scratch/Scratch.csproj": project(MEAI)})
+    facts = collect(load(repo), now=NOW)
+    assert facts.projects == ("src/App/App.csproj", "tests/Evals/Evals.csproj")
+    assert list(facts.projects) == find_projects(repo)
 
 
 def test_stale_pin_names_the_project_whose_override_moved(git_repo: Path) -> None:

@@ -153,7 +153,9 @@ class PinSet:
 _DOTNET_NAMES = ("directory.packages.props", "packages.lock.json", "directory.build.props")
 
 
-def read_pins(config: Config) -> PinSet:
+def read_pins(config: Config, indexed_projects: Sequence[str] | None = None) -> PinSet:
+    """The pins of `config`'s pin files. `indexed_projects`: the .NET project files in git's
+    index, when the caller has listed them already (`TreeFacts.projects`)."""
     from cachelint.pins import msbuild_eval
 
     repo = config.repo
@@ -168,7 +170,9 @@ def read_pins(config: Config) -> PinSet:
         projects = [n for n in names if n.lower().endswith(msbuild_eval.PROJECT_SUFFIXES)]
     else:
         names = detect_pin_files(repo)
-        projects = msbuild_eval.find_projects(repo, skip=config.cache)
+        if indexed_projects is None:
+            indexed_projects = msbuild_eval.find_projects(repo, skip=config.cache)
+        projects = list(indexed_projects)
         # A solution's projects count even before `git add`.
         projects += [
             n for n in names if n.endswith(msbuild_eval.PROJECT_SUFFIXES) and n not in projects
@@ -361,7 +365,8 @@ def _decide(group: list[Pin], ecosystem: Ecosystem, project: str | None) -> Reso
     return Resolved(name, first.version, first.source, project)
 
 
-def current(config: Config) -> Resolution:
+def current(config: Config, indexed_projects: Sequence[str] | None = None) -> Resolution:
+    """The pins (`read_pins`) resolved for the package family the stamp records."""
     from cachelint.meai import family
 
-    return resolve(read_pins(config), family(config))
+    return resolve(read_pins(config, indexed_projects), family(config))

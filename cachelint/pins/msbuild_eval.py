@@ -25,12 +25,13 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from cachelint import listing
+from cachelint.listing import PROJECT_SUFFIXES
 from cachelint.paths import is_inside
 from cachelint.pins import Pin
 from cachelint.pins._msbuild import load, local, nuget_pin, value
 from cachelint.pins.nuget_lock import parse as parse_lock
 
-PROJECT_SUFFIXES = (".csproj", ".fsproj", ".vbproj")
 _PLAIN = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _FUNCTION = re.compile(
     r"\$\(\[MSBuild\]::(GetPathOfFileAbove|GetDirectoryNameOfFileAbove)\(([^()]*)\)\)", re.I
@@ -242,16 +243,13 @@ def evaluate(repo: Path, project: str) -> ProjectPins:
 
 
 def find_projects(repo: Path, skip: tuple[str, ...] = ()) -> list[str]:
-    """Every project file in git's index, repo-relative and sorted; without git, a walk that skips
-    hidden directories, bin, obj and `skip`. Untracked projects are left out: listing them makes
-    git walk the whole work tree, a second at 200,000 cache files, on every check."""
-    from cachelint.gitutil import run_git, split_z
+    """Every project file in git's index, repo-relative and sorted (`listing.PROJECTS`); without
+    git, a walk that skips hidden directories, bin, obj and `skip`."""
+    from cachelint.gitutil import run_git
 
-    specs = [f"*{suffix}" for suffix in PROJECT_SUFFIXES]
-    listing = ["ls-files", "-z", "--cached", "--", *specs]
-    result = run_git(listing, cwd=repo, check=False)
-    if result.rc == 0:
-        return sorted(set(split_z(result.out)))
+    indexed = listing.projects(run_git(listing.PROJECTS, cwd=repo, check=False))
+    if indexed is not None:
+        return list(indexed)
     found: list[str] = []
     for directory, dirs, names in os.walk(repo):
         rel = Path(directory).relative_to(repo).as_posix()
