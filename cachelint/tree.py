@@ -83,7 +83,7 @@ class TreeFacts:
     walked_names: set[str] = field(default_factory=set)  # every name the walk met under roots
     all_indexed: bool = False  # True: every path the walk found is in the index (collect knows)
     # The .NET project files in git's index (`listing.PROJECTS`), which the pins are read from;
-    # None when git could not list them.
+    # None: not listed (the pins then list them themselves).
     projects: tuple[str, ...] | None = None
     _derived: dict[Callable[[TreeFacts], object], object] = field(
         default_factory=dict, repr=False, compare=False
