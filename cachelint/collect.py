@@ -100,7 +100,8 @@ def collect(
         # same two cores, for a diff-files that finishes long before the walk anyway.
         unthreaded = ["-c", "core.preloadIndex=false"]
         changed = git.submit([*unthreaded, "diff-files", "-z", "--name-only", *spec])
-        projects = git.submit(listing.PROJECTS)
+        # The pins' projects, unless the config names the pin files.
+        projects = None if config.pins else git.submit(listing.PROJECTS)
         base = _opening_base(repo)
         walk = _walk_roots(config, base, roots)
         plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
@@ -157,7 +158,7 @@ def collect(
         attributes=_read_attributes(repo, config, walk),
         walked_names=walk.names,
         all_indexed=not found.strays,
-        projects=listing.projects(projects.result()),
+        projects=None if projects is None else listing.projects(projects.result()),
     )
 
 

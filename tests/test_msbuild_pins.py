@@ -250,6 +250,25 @@ def test_check_lists_the_indexed_projects_with_its_other_listings(git_repo: Path
     assert list(facts.projects) == find_projects(repo)
 
 
+def test_pin_files_the_config_names_are_read_without_listing_projects(git_repo: Path) -> None:
+    """With `pins` set, check lists no projects: the named project alone is stamped (its own
+    version, not one per project) and checked, so a change to the other project's version does
+    not make a pin stale."""
+    repo = _repo(git_repo, "10.8.0")
+    with (repo / "cachelint.toml").open("a") as fh:
+        fh.write('pins = ["tests/Evals/Evals.csproj"]\n')
+    assert collect(load(repo), now=NOW).projects is None
+    assert run_cachelint(repo, "stamp", env=ENV).returncode == 0
+    stamp = json.loads((repo / "eval-cache/.eval-cache-stamp.json").read_text())
+    assert stamp["packages"] == {MEAI: "10.8.0"} and "projects" not in stamp
+    assert stamp["pinFiles"] == {MEAI: "tests/Evals/Evals.csproj"}
+    commit_all(repo, "stamp")
+    write(repo, {"src/App/App.csproj": project(MEAI, override={MEAI: "10.7.0"})})
+    rules = "eval-cache-stale-pin,eval-cache-unpinned"
+    checked = run_cachelint(repo, "check", "--select", rules, env=ENV)
+    assert checked.returncode == 0, checked.stdout
+
+
 def test_stale_pin_names_the_project_whose_override_moved(git_repo: Path) -> None:
     repo = _repo(git_repo, "10.8.0")
     assert run_cachelint(repo, "stamp", env=ENV).returncode == 0

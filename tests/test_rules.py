@@ -311,9 +311,9 @@ def test_text_attr_auto_from_root(repo: Path) -> None:
     assert "text=auto" in found.message
 
 
-def test_text_attr_one_indexed_file_set_apart(repo: Path) -> None:
-    """A committed line further down the same .gitattributes sets text on some of the files:
-    the finding names that line and counts only those files."""
+def test_text_attr_a_later_line_sets_text_on_some_files(repo: Path) -> None:
+    """A line further down the same .gitattributes sets text on some of the files: the finding
+    names that line and counts only those files."""
     (repo / ".gitattributes").write_text("eval-cache/** -text\neval-cache/**/contents.data text\n")
     (found,) = assert_findings(repo, "eval-cache-text-attr")
     assert found.path == ".gitattributes" and found.line == 2
