@@ -15,10 +15,9 @@ same `read_entry`, so every finding is worded from the bytes on disk either way.
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 
 from cachelint import entrycache
 from cachelint.childproc import usable_cores
@@ -52,6 +51,10 @@ def read_all(
     size = max(1, min(SLICE, -(-len(items) // (4 * (workers + 1)))))
     slices = [items[i : i + size] for i in range(0, len(items), size)]
     try:
+        # Imported only here: most checks (a hook's) read too few entries to start workers.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         pool = ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from cachelint.collect import collect
 from cachelint.config import load
-from tests.conftest import commit_all, run_cachelint
+from tests.conftest import PROJECT, commit_all, run_cachelint
 from tests.helpers import NOW
 from tests.trees import copy_bundled, entry_dirs
 
@@ -62,6 +63,30 @@ def test_check_with_jobs_reports_the_same_findings(broken: Path) -> None:
     assert alone.returncode == shared.returncode == 1
     assert "eval-cache-corrupt" in alone.stdout
     assert shared.stdout == alone.stdout
+
+
+def test_a_check_of_a_few_entries_starts_no_worker_machinery(broken: Path) -> None:
+    """Below `MIN_PARALLEL` entries (a hook's usual check) nothing of multiprocessing is even
+    imported, which a small check paid for on every run (benchmarks/README). With `--jobs 2` the
+    same check reads with a worker."""
+    probe = (
+        "import sys; from cachelint.cli import main; rc = main(sys.argv[1:]); "
+        "print(rc, [m for m in ('multiprocessing', 'concurrent.futures.process') "
+        "if m in sys.modules])"
+    )
+    for jobs, imported in (
+        ((), "[]"),
+        (("--jobs", "2"), "['multiprocessing', 'concurrent.futures.process']"),
+    ):
+        out = subprocess.run(
+            [sys.executable, "-c", probe, "check", "--no-cache", *jobs],
+            cwd=broken,
+            env={**os.environ, "PYTHONPATH": str(PROJECT)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
+        assert out.splitlines()[-1] == f"1 {imported}", out
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "many"])
