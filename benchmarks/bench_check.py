@@ -25,9 +25,10 @@ entries, as it does in the floor).
 Goals (issue 12, at 100,000 entries): first and cold <= 1.5x (plumbing + b3sum), warm <= 1.5x
 plumbing (the median of the per-round ratios), peak memory < 300 MB. Smaller trees are timed to
 show the cost grows no faster than the entries; start-up dominates them.
-cachelint's bytecode is compiled first, as a pip install leaves it. Temporary trees are removed
-unless --keep is given; --reuse times trees a previous --keep run left in DIR instead of
-rebuilding them (building 100,000 entries takes minutes, timing them seconds).
+cachelint's bytecode (this checkout's and --baseline's) is compiled first, as a pip install
+leaves it. Temporary trees are removed unless --keep is given; --reuse times trees a previous
+--keep run left in DIR instead of rebuilding them (building 100,000 entries takes minutes, timing
+them seconds).
 """
 
 from __future__ import annotations
