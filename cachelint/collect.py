@@ -116,17 +116,7 @@ def collect(
         by_id = directory is not None and entrycache.written_from(directory, config.layout) != index
         found = _listings(git, spec, walk, stage, changed, with_objects=by_id)
         del stage  # its listing, parsed: not kept while entries are read
-        source: EntrySource = DiskSource()
-        if directory is not None:
-            # Loaded only now, so the cached entries and the parsing of the stage listing do
-            # not hold memory at once.
-            cached = entrycache.load(directory, config.layout)
-            if not by_id and not same_index(cached, index):
-                # Its header promised this index, but the file was damaged or replaced since:
-                # the index's object ids are needed after all, to write it anew.
-                index, found.objects = _entry_objects(git, spec, walk)
-            changes = found.candidates | found.untracked
-            source = CachedSource(directory, config.layout, cached, found.objects, changes, index)
+        source = _entry_source(git, spec, config, walk, found, directory, index, by_id=by_id)
         prefixes = _cache_prefixes(roots)
         read = _read_entries(base, walk, prefixes, config, source, jobs)
         source.finish(read.entries)
@@ -160,6 +150,32 @@ def collect(
         all_indexed=not found.strays,
         projects=None if projects is None else listing.projects(projects.result()),
     )
+
+
+def _entry_source(
+    git: _Git,
+    spec: list[str],
+    config: Config,
+    walk: _Walk,
+    found: _Listings,
+    directory: Path | None,
+    index: str,
+    *,
+    by_id: bool,
+) -> EntrySource:
+    """Where entries come from: the entry cache in git's `directory` (None: the check does not
+    use one), whose entries are taken while git holds their files unchanged, else the disk."""
+    if directory is None:
+        return DiskSource()
+    # Loaded only now, so the cached entries and the parsing of the stage listing do not hold
+    # memory at once.
+    cached = entrycache.load(directory, config.layout)
+    if not by_id and not same_index(cached, index):
+        # Its header promised this index, but the file was damaged or replaced since: the
+        # index's object ids are needed after all, to write it anew.
+        index, found.objects = _entry_objects(git, spec, walk)
+    changes = found.candidates | found.untracked
+    return CachedSource(directory, config.layout, cached, found.objects, changes, index)
 
 
 def _walk_roots(config: Config, base: str, roots: list[str]) -> _Walk:
