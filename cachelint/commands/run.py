@@ -378,6 +378,7 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     from cachelint.formats import ReportFormat
     from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
     from cachelint.netguard import armed
+    from cachelint.progressbar import bars_on
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
     from cachelint.runner.evaluators import eval_context
     from cachelint.runner.progress import live_progress
@@ -388,9 +389,8 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     skip = meai.skip_matcher(config, present_only=False)  # `exclude`, MEAI's results
     before = plan.canary.result() if plan.canary is not None else None
 
-    progress = (
-        _progress(err, len(selected)) if err.isatty() and len(selected) >= _PROGRESS_MIN else None
-    )
+    bars = bars_on(err, "cachelint run", at_least=_PROGRESS_MIN)
+    progress = bars(len(selected)) if bars is not None else None
 
     lines, streamed = live_progress(
         out=out,
@@ -406,7 +406,7 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     def on_done(result: ScenarioResult) -> None:
         writer.write(result)
         if progress is not None:
-            progress(result)
+            progress.advance()
         if lines is not None:
             lines(result)
 
@@ -424,7 +424,7 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     finally:
         wiring.close()
         if progress is not None:
-            progress(None)
+            progress.close()
 
     mutations: list[Finding] = []
     after_by_root: dict[str, Snapshot] | None = None
@@ -571,21 +571,3 @@ def _write_report(path: Path, text: str) -> None:
         atomic_write(path, text.encode("utf-8"))
     except OSError as exc:
         raise CachelintError(f"{path}: cannot write report: {exc.strerror}") from None
-
-
-def _progress(err: TextIO, total: int) -> Callable[[Any], None]:
-    """A rich progress bar on stderr; rich is imported only when one is shown."""
-    from rich.console import Console
-    from rich.progress import Progress
-
-    bar = Progress(console=Console(file=err), transient=True)
-    task = bar.add_task("cachelint run", total=total)
-    bar.start()
-
-    def update(result: Any) -> None:
-        if result is None:
-            bar.stop()
-        else:
-            bar.advance(task)
-
-    return update

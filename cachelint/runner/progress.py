@@ -46,11 +46,6 @@ class OrderedLines:
                 self._stream.flush()
 
 
-def _is_terminal(stream: TextIO) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
 def live_progress(
     *, out: TextIO, err: TextIO, text_format: bool, head: str, selected: Sequence[Any]
 ) -> tuple[OrderedLines | None, bool]:
@@ -61,12 +56,13 @@ def live_progress(
     stdout is machine-readable, so a one-line verdict per scenario goes to a non-terminal stderr.
     """
     from cachelint.display import sanitize
+    from cachelint.progressbar import is_terminal
     from cachelint.runner.report import text_scenario
 
     order = [s.identity for s in selected]
-    if text_format and not _is_terminal(out):
+    if text_format and not is_terminal(out):
         return OrderedLines(out, order, text_scenario, head=head), True
-    if not _is_terminal(err):
+    if not is_terminal(err):
 
         def line(result: Any) -> str:
             verdict = "PASS" if result.passed else "FAIL"
