@@ -27,6 +27,7 @@ from cachelint.entries import CachedSource, DiskSource, EntrySource, same_index,
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
 from cachelint.pooled import read_all
+from cachelint.progressbar import BarFactory
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
 from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
 
@@ -82,11 +83,17 @@ class _Git:
 
 
 def collect(
-    config: Config, *, now: datetime, entry_cache: bool = True, jobs: int | None = None
+    config: Config,
+    *,
+    now: datetime,
+    entry_cache: bool = True,
+    jobs: int | None = None,
+    progress: BarFactory | None = None,
 ) -> TreeFacts:
     """Gather every fact the rules need. `entry_cache` reuses entries an earlier check verified
     whose files git holds unchanged (see `cachelint.entrycache`); False reads every entry.
-    `jobs` is how many processes may read entries at once (see `cachelint.pooled`)."""
+    `jobs` is how many processes may read entries at once (see `cachelint.pooled`); `progress`
+    gives the bar, if any, that counts the entries read."""
     repo = config.repo
     roots = [r for r in config.cache if os.path.isdir(repo / r) and not os.path.islink(repo / r)]
     # `:(literal)` so a root named like a glob is never expanded by git.
@@ -118,7 +125,7 @@ def collect(
         del stage  # its listing, parsed: not kept while entries are read
         source = _entry_source(git, spec, config, walk, found, directory, index, by_id=by_id)
         prefixes = _cache_prefixes(roots)
-        read = _read_entries(base, walk, prefixes, config, source, jobs)
+        read = _read_entries(base, walk, prefixes, config, source, jobs, progress)
         source.finish(read.entries)
         text_attr = attrs.result()
     finally:
@@ -303,6 +310,7 @@ def _read_entries(
     config: Config,
     source: EntrySource,
     jobs: int | None,
+    progress: BarFactory | None,
 ) -> _Read:
     """Read (or take from `source`) and verify every entry once; anything invalid becomes a
     (path, reason) in `corrupt`. The walk's `holders` are the directories with their entry and
@@ -349,7 +357,13 @@ def _read_entries(
     if not unread:
         read.entries = cast(list[Entry], slots)
         return read
-    outcomes = read_all(base, unread, config.layout, config.max_entry_bytes, jobs)
+    bar = progress(len(unread)) if progress is not None else None
+    try:
+        advance = bar.advance if bar is not None else None
+        outcomes = read_all(base, unread, config.layout, config.max_entry_bytes, jobs, advance)
+    finally:
+        if bar is not None:
+            bar.close()
     for slot in slots:
         outcome = outcomes[slot] if type(slot) is str else slot
         if type(outcome) is str:

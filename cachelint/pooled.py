@@ -16,8 +16,8 @@ same `read_entry`, so every finding is worded from the bytes on disk either way.
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
 
 from cachelint import entrycache
 from cachelint.childproc import usable_cores
@@ -41,36 +41,78 @@ MAX_WORKERS = 8
 
 
 def read_all(
-    base: str, items: Sequence[Item], layout: Layout, limit: int, jobs: int | None = None
+    base: str,
+    items: Sequence[Item],
+    layout: Layout,
+    limit: int,
+    jobs: int | None = None,
+    advance: Callable[[int], object] | None = None,
 ) -> dict[str, Outcome]:
     """What `read_entry` makes of each item, by directory. `jobs` is how many processes may read
-    at once (None: every core, and only when there are enough entries to be worth it)."""
+    at once (None: every core, and only when there are enough entries to be worth it).
+    `advance(n)` is told of every n items read, from any thread (a progress bar)."""
     workers = _workers(len(items), jobs)
-    if workers == 0:
-        return read_slice(base, items, layout, limit)
     size = max(1, min(SLICE, -(-len(items) // (4 * (workers + 1)))))
-    slices = [items[i : i + size] for i in range(0, len(items), size)]
-    try:
-        # Imported only here: most checks (a hook's) read too few entries to start workers.
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        pool = ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint
-        )
-    except (OSError, ValueError, ImportError):  # no processes here: read alone
+    if workers == 0 and advance is None:
         return read_slice(base, items, layout, limit)
+    slices = [items[i : i + size] for i in range(0, len(items), size)]
+    pool = _pool(workers) if workers else None
+    if pool is None:  # read alone, a slice at a time to be counted
+        return _read_here(base, slices, layout, limit, advance)
     found: dict[str, Outcome] = {}
     try:
         futures = [pool.submit(_read_packed, base, part, layout, limit) for part in slices]
+        if advance is not None:
+            for part, future in zip(slices, futures, strict=True):
+                future.add_done_callback(_counter(advance, len(part)))
         for part, future in zip(reversed(slices), reversed(futures), strict=True):
             if future.cancel():
-                found.update(read_slice(base, part, layout, limit))
+                found.update(_read_here(base, [part], layout, limit, advance))
         for part, future in zip(slices, futures, strict=True):
             if not future.cancelled():
                 found.update(_answer(future) or read_slice(base, part, layout, limit))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    return found
+
+
+def _pool(workers: int) -> Executor | None:
+    """Worker processes, or None when this platform cannot start them."""
+    try:
+        # Imported only here: most checks (a hook's) read too few entries to start workers.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint
+        )
+    except (OSError, ValueError, ImportError):
+        return None
+
+
+def _counter(advance: Callable[[int], object], count: int) -> Callable[[Future[_Packed]], None]:
+    """A worker's slice counted once it is done, in whichever thread sees it done; a slice taken
+    back (cancelled) is counted where it is read."""
+
+    def done(future: Future[_Packed]) -> None:
+        if not future.cancelled():
+            advance(count)
+
+    return done
+
+
+def _read_here(
+    base: str,
+    slices: Sequence[Sequence[Item]],
+    layout: Layout,
+    limit: int,
+    advance: Callable[[int], object] | None,
+) -> dict[str, Outcome]:
+    found: dict[str, Outcome] = {}
+    for part in slices:
+        found.update(read_slice(base, part, layout, limit))
+        if advance is not None:
+            advance(len(part))
     return found
 
 

@@ -1,5 +1,6 @@
-"""Progress bars on a terminal: `cachelint run` counts its scenarios. Drawn on a real
-pseudo-terminal and erased when the work ends."""
+"""Progress bars on a terminal: `cachelint check` counts the entries it reads, `cachelint run` its
+scenarios. Drawn on a real pseudo-terminal, never on a stream that is not one, and erased when the
+work ends."""
 
 from __future__ import annotations
 
@@ -9,17 +10,25 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 import pytest
 
+from cachelint.collect import collect
+from cachelint.commands import check as check_command
 from cachelint.commands import run as run_command
+from cachelint.commands.check import check
 from cachelint.commands.run import run
+from cachelint.config import load
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo
+from tests.helpers import NOW
+from tests.trees import copy_bundled
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+
+LABEL = "verifying entries"
 
 
 @dataclass
@@ -56,6 +65,97 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[Terminal]:
         reader.join(timeout=10)
         os.close(primary)
         opened.text = b"".join(chunks).decode("utf-8", "replace")
+
+
+def _check(repo: Path, err: TextIO, *, entry_cache: bool = False) -> tuple[int, str]:
+    out = io.StringIO()
+    rc = check(
+        repo,
+        config_path=None,
+        fmt="text",
+        select=None,
+        ignore=(),
+        strict=False,
+        now=NOW,
+        entry_cache=entry_cache,
+        out=out,
+        err=err,
+    )
+    return rc, out.getvalue()
+
+
+@pytest.fixture
+def bundled(git_repo: Path) -> Path:
+    return copy_bundled(git_repo)
+
+
+def test_check_draws_a_bar_counting_the_entries_it_reads(
+    bundled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(check_command, "BAR_MIN", 1)
+    with terminal(monkeypatch) as tty:
+        rc, out = _check(bundled, tty.stream)
+    assert rc == 0
+    assert out.startswith("cachelint: 0 findings")
+    assert LABEL in tty.text
+    assert "100%" in tty.text
+    # Transient: the last thing written erases the bar's line.
+    assert tty.text.rstrip("\r\n").endswith("\x1b[2K")
+
+
+def test_check_draws_no_bar_for_few_entries_or_nothing_to_read(
+    bundled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with terminal(monkeypatch) as tty:
+        assert _check(bundled, tty.stream)[0] == 0  # 8 entries, under BAR_MIN
+    assert tty.text == ""
+    monkeypatch.setattr(check_command, "BAR_MIN", 1)
+    assert _check(bundled, io.StringIO(), entry_cache=True)[0] == 0  # writes the entry cache
+    with terminal(monkeypatch) as tty:
+        # Every entry comes from the entry cache: nothing is read, so there is nothing to count.
+        assert _check(bundled, tty.stream, entry_cache=True)[0] == 0
+    assert tty.text == ""
+
+
+def test_check_draws_nothing_on_a_stream_that_is_no_terminal(
+    bundled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(check_command, "BAR_MIN", 1)
+    err = io.StringIO()
+    rc, out = _check(bundled, err)
+    assert (rc, err.getvalue()) == (0, "")
+    assert out.startswith("cachelint: 0 findings")
+
+
+@dataclass
+class Counted:
+    """Stands in for a `Bar`: what it was asked to count, and what it was told of."""
+
+    totals: list[int] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    closed: int = 0
+
+    def __call__(self, total: int) -> Counted:
+        self.totals.append(total)
+        return self
+
+    def advance(self, done: int = 1) -> None:
+        self.steps.append(done)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_every_entry_read_is_counted_once_by_this_process_or_a_worker(
+    bundled: Path, jobs: int
+) -> None:
+    counted = Counted()
+    facts = collect(load(bundled), now=NOW, entry_cache=False, jobs=jobs, progress=counted)
+    assert len(facts.entries) == 8
+    assert counted.totals == [8]
+    assert sum(counted.steps) == 8
+    assert counted.closed == 1
 
 
 def test_run_draws_a_bar_counting_its_scenarios(

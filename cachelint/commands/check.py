@@ -20,6 +20,10 @@ from cachelint.formats import FindingsFormat, choices, parse_findings_format
 if TYPE_CHECKING:
     from cachelint.rules import Rule
 
+# Entries to read (none taken from the entry cache) from which a terminal shows a bar: fewer are
+# read in well under a second, where a bar would only flicker.
+BAR_MIN = 10_000
+
 
 def add_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -115,6 +119,7 @@ def _handle(ns: argparse.Namespace) -> int:
         entry_cache=ns.entry_cache,
         jobs=ns.jobs,
         out=sys.stdout,
+        err=sys.stderr,
     )
 
 
@@ -152,17 +157,20 @@ def check(
     entry_cache: bool = True,
     jobs: int | None = None,
     out: TextIO,
+    err: TextIO | None = None,
 ) -> int:
     """Check the cache tree of the repository containing `start`; return the exit code.
 
     `select` None (or empty) runs every rule; `groups` limits the run to rules of those groups
-    (`cachelint stamp --check` passes {"stamp"}).
+    (`cachelint stamp --check` passes {"stamp"}). On an `err` that is a terminal, a bar counts
+    the entries read when there are many.
     """
     from cachelint import clock
     from cachelint.collect import collect
     from cachelint.config import load
     from cachelint.findings import CheckSummary, fails, sort_findings
     from cachelint.gitutil import repo_root
+    from cachelint.progressbar import bars_on
     from cachelint.reporters import render
     from cachelint.rules import all_rules
 
@@ -178,6 +186,7 @@ def check(
             now=now if now is not None else clock.now(),
             entry_cache=entry_cache,
             jobs=jobs,
+            progress=None if err is None else bars_on(err, "verifying entries", at_least=BAR_MIN),
         )
         findings = sort_findings([f for rule in rules for f in rule.check(facts)])
     worst, worst_length = facts.worst_path
