@@ -20,8 +20,8 @@ from cachelint.formats import FindingsFormat, choices, parse_findings_format
 if TYPE_CHECKING:
     from cachelint.rules import Rule
 
-# Entries to read (none taken from the entry cache) from which a terminal shows a bar: fewer are
-# read in well under a second, where a bar would only flicker.
+# How many entries a check must read (those the entry cache cannot supply) before a terminal
+# shows a bar counting them: fewer are read in well under a second, where a bar would flicker.
 BAR_MIN = 10_000
 
 
