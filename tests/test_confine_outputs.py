@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, run_cachelint
+from tests.conftest import commit_all, git, run_cachelint
 from tests.helpers import DEAD, RUN_NOW, record, refund, write_repo
 
 
@@ -110,3 +110,29 @@ def test_report_output_is_confined_like_run_reports(repo: Path, tmp_path: Path) 
     done = run_cachelint(repo, "report", "-o", "eval-results/page.html")
     assert done.returncode == 0, done.stderr
     assert (repo / "eval-results/page.html").is_file()
+
+
+def test_an_execution_named_like_a_path_is_refused_by_every_command(
+    repo: Path, tmp_path: Path
+) -> None:
+    """An execution is a directory right under the results root. `report --merge` used to create
+    `<results>/<name>/` from a name such as `../eval-cache/cache/x` (or an absolute path) and
+    write the merged results there: into the cache tree, or anywhere."""
+    assert run_cachelint(repo, "run", "--execution", "e1").returncode == 0
+    shard = os.path.join("eval-results", "e1")
+    outside = tmp_path / "merged"
+    results = sorted(p.name for p in (repo / "eval-results").iterdir())
+    for name in (os.path.join("..", "eval-cache", "cache", "x"), str(outside), "..", "a/b"):
+        for args in (
+            ["run", "--execution", name],
+            ["report", "--execution", name],
+            ["report", "--merge", shard, "--execution", name],
+            ["report", "--compare", name, "e1"],
+            ["report", "--compare", "e1", name],
+            ["green", "--from-results", name],
+        ):
+            err = one_error(run_cachelint(repo, *args))
+            assert f"execution name {name!r} is not a plain directory name" in err, args
+    assert not outside.exists()
+    assert git(repo, "status", "--porcelain", "--untracked-files=all", "--", "eval-cache") == ""
+    assert sorted(p.name for p in (repo / "eval-results").iterdir()) == results

@@ -55,10 +55,11 @@ def green(
     from cachelint import clock
     from cachelint.green import record_green_run
     from cachelint.runner.dataset import load_scenarios
+    from cachelint.runner.results import execution_name
     from cachelint.runner.views import RUN_FILE
 
     config = load(repo_root(start), config_path)
-    run_file = config.repo / config.results / execution / RUN_FILE
+    run_file = config.repo / config.results / execution_name(execution) / RUN_FILE
     try:
         summary = json.loads(run_file.read_text(encoding="utf-8"))
         entries = {str(e["scenario"]): bool(e["passed"]) for e in summary["scenarios"]}

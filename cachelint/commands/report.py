@@ -132,9 +132,12 @@ def report(
     from cachelint.confine import check_output
     from cachelint.runner import baselines
     from cachelint.runner.publishing import check_extras, verdict_notes, write_html_page
+    from cachelint.runner.results import execution_name
     from cachelint.runner.views import RUN_FILE, load_execution
 
     config = load(repo_root(start), config_path)
+    for name in [*(compare or ()), *([execution] if execution is not None else [])]:
+        execution_name(name)  # each is a directory right under the results root
     extras = extras or Extras()
     check_extras(config.repo, extras)
     if output is not None:

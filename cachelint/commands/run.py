@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
-import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -27,11 +26,10 @@ from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
 from cachelint.runner.publishing import Extras, add_report_options, check_extras
-from cachelint.runner.results import claim_execution, release_execution
+from cachelint.runner.results import claim_execution, execution_name, release_execution
 
 TransportFactory = Callable[[Any], Any]  # TargetConfig -> transport (tests, benchmarks)
 
-_EXECUTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _PROGRESS_MIN = 20  # scenarios; shorter runs finish before a progress bar is worth drawing
 
 
@@ -134,12 +132,7 @@ def _resolve_mode(mode: str | None, refresh: bool) -> Any:
 
 def _execution_name(execution: str | None, now: datetime) -> str:
     name = execution or os.environ.get("CACHELINT_EXECUTION") or now.strftime("%Y%m%dT%H%M%SZ")
-    if not _EXECUTION.fullmatch(name):
-        raise CachelintError(
-            f"execution name {name!r} is not a plain directory name; use letters, digits, '.', "
-            "'_' and '-' (it becomes <results>/<execution>/)"
-        )
-    return name
+    return execution_name(name)
 
 
 def _select(

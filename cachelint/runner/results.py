@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 
 from cachelint.errors import CachelintError
@@ -18,6 +19,19 @@ from cachelint.fsutil import atomic_write
 
 GITIGNORE = "# Created by cachelint: run results are not committed.\n*\n"
 _MAX_SUFFIX = 10_000
+# An execution is a directory right under the results root, named on the command line: a name
+# holding a separator or `..` would put results (or read them) anywhere, the cache tree included.
+_EXECUTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def execution_name(name: str) -> str:
+    """`name`, when it is a plain directory name for `<results>/<name>/`; else a usage error."""
+    if not _EXECUTION.fullmatch(name):
+        raise CachelintError(
+            f"execution name {name!r} is not a plain directory name; use letters, digits, '.', "
+            "'_' and '-' (it becomes <results>/<execution>/)"
+        )
+    return name
 
 
 def ensure_root(root: Path) -> None:
