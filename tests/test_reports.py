@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,37 @@ def test_cli_flow_from_a_fresh_clone_leaves_git_status_clean(tmp_path: Path) -> 
     assert compared.stderr.count("cachelint: PASS  ") == ALL
     assert run_cachelint(clone, "report").returncode == 0
     assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+@pytest.mark.parametrize("listed", [{"scenario": "../../eval-cache/cache/evil"}, 5])
+def test_a_results_summary_listing_no_scenario_identity_is_one_error_line(
+    example: Path, tmp_path: Path, listed: object
+) -> None:
+    """A shard's results are a CI artifact, and its run.json names the per-scenario files the
+    merge copies and the report reads. `../../eval-cache/cache/evil` made the merge copy a file
+    from beside the artifact into the repository's cache tree; an entry that is no object was a
+    traceback."""
+    assert go(example, execution="s1", shard="1/2")[0] == 0
+    artifact = tmp_path / "artifacts" / "deep" / "s1"
+    shutil.copytree(example / "eval-results" / "s1", artifact)
+    # What the hostile name points at from the artifact: the merge would copy this file.
+    planted = tmp_path / "artifacts" / "eval-cache" / "cache" / "evil.json"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("{}")
+    for shard in (artifact, example / "eval-results" / "s1"):
+        summary = json.loads((shard / "run.json").read_text(encoding="utf-8"))
+        summary["scenarios"][0] = listed
+        (shard / "run.json").write_text(json.dumps(summary), encoding="utf-8")
+    before = sorted(p.name for p in (example / "eval-results").iterdir())
+    for args in (["--merge", str(artifact), "--execution", "m"], ["--execution", "s1"]):
+        result = run_cachelint(example, "report", *args)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert "run.json: lists " in result.stderr
+        assert "not a scenario identity (agent/tenant/scenario)" in result.stderr
+    assert not (example / "eval-cache" / "cache" / "evil.json").exists()
+    assert git(example, "status", "--porcelain", "--untracked-files=all", "--", "eval-cache") == ""
+    assert sorted(p.name for p in (example / "eval-results").iterdir()) == before
 
 
 def test_merged_shards_give_a_baseline_and_json_carries_the_cost(example: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.views import RUN_FILE
+from cachelint.runner.views import RUN_FILE, listed_scenario
 
 _SHARD = re.compile(r"([1-9][0-9]{0,3})/([1-9][0-9]{0,3})")
 
@@ -74,7 +74,7 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
         started.append(str(summary.get("started") or ""))
         mutations.extend(summary.get("mutations") or ())
         for entry in summary["scenarios"]:
-            identity = str(entry["scenario"])
+            identity = listed_scenario(entry, source / RUN_FILE)
             if identity in entries:
                 raise CachelintError(
                     f"{source}: scenario {identity} is also in another merged directory; merge "
@@ -82,8 +82,14 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
                 )
             entries[identity] = entry
             target = dest / f"{identity}.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / f"{identity}.json", target)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source / f"{identity}.json", target)
+            except OSError as exc:
+                raise CachelintError(
+                    f"{source / identity}.json: cannot copy it into {dest} ({exc.strerror}); "
+                    "pass execution directories written by `cachelint run`, whole"
+                ) from None
     scenarios = sorted(
         entries.values(), key=lambda e: (rank.get(e["scenario"], len(rank)), e["scenario"])
     )

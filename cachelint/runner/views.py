@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cachelint.errors import CachelintError
 from cachelint.runner.cost import Price, tokens, total_cost
@@ -155,6 +155,23 @@ def _read_json(path: Path) -> Any:
         raise CachelintError(f"{path}: not a readable results file ({exc})") from None
 
 
+def listed_scenario(entry: object, run_file: Path) -> str:
+    """The identity of a scenario `run_file` lists. It names the scenario's results file beside
+    it, so it must be an identity (`agent/tenant/scenario`), never a path out of the execution:
+    results may come from another machine (a shard's CI artifact)."""
+    from cachelint.runner.dataset import validate_identity
+
+    identity = entry.get("scenario") if isinstance(entry, dict) else None
+    try:
+        validate_identity(cast(str, identity), str(run_file))
+    except CachelintError:
+        raise CachelintError(
+            f"{run_file}: lists {identity!r}, not a scenario identity (agent/tenant/scenario); "
+            "pass an execution written by `cachelint run`"
+        ) from None
+    return cast(str, identity)
+
+
 def load_execution(directory: Path, model: str, prices: Mapping[str, Price]) -> ExecutionView:
     """An execution from `directory` (its run.json names the scenarios, in dataset order)."""
     run = _read_json(directory / RUN_FILE)
@@ -162,7 +179,7 @@ def load_execution(directory: Path, model: str, prices: Mapping[str, Price]) -> 
         raise CachelintError(f"{directory / RUN_FILE}: not a cachelint run summary")
     views = []
     for entry in run["scenarios"]:
-        identity = str(entry["scenario"])
+        identity = listed_scenario(entry, directory / RUN_FILE)
         views.append(scenario_view(_read_json(directory / f"{identity}.json"), model, prices))
     return ExecutionView(
         name=str(run.get("execution", directory.name)),
