@@ -124,6 +124,41 @@ def test_an_unknown_baseline_is_a_usage_error_before_the_run(example: Path) -> N
     assert not (example / "eval-results/x").exists()
 
 
+@pytest.mark.parametrize(
+    ("baseline", "wrong"),
+    [
+        (5, "no 'scenarios' object"),
+        ({"scenarios": [1, 2]}, "no 'scenarios' object"),
+        ({"scenarios": {"support/acme/refund": "passed"}}, "is not an object"),
+        ({"scenarios": {"support/acme/refund": {"passed": "yes"}}}, "'passed' is not true or"),
+        (
+            {"scenarios": {"support/acme/refund": {"passed": True, "judges": ["relevance", 5]}}},
+            "'judges' is not an object of scores",
+        ),
+        (
+            {"scenarios": {"support/acme/refund": {"passed": True, "judges": {"r": "high"}}}},
+            "'judges' is not an object of scores",
+        ),
+        ({"scenarios": {"support/acme/refund": {"passed": True, "cost": "1"}}}, "'cost' is not"),
+    ],
+)
+def test_a_malformed_baseline_is_one_error_line_before_the_run(
+    example: Path, baseline: object, wrong: str
+) -> None:
+    """eval-baselines.json is committed and edited by hand (a merge conflict resolved, say): a
+    baseline of the wrong shape was an internal error, or compared against silently."""
+    document = {"format": 1, "baselines": {"main": baseline}}
+    (example / "eval-baselines.json").write_text(json.dumps(document), encoding="utf-8")
+    for args in (["run", "--execution", "x"], ["report", "--execution", "x"]):
+        result = run_cachelint(example, *args[:1], "--baseline", "main", *args[1:])
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert "eval-baselines.json: baseline 'main': " in result.stderr
+        assert wrong in result.stderr
+        assert "cachelint run --save-baseline main" in result.stderr
+    assert not (example / "eval-results/x").exists()
+
+
 def test_budget_fails_a_run_over_it_with_the_recorded_cost(example: Path) -> None:
     path = example / "cachelint.toml"
     path.write_text(

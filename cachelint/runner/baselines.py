@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cachelint.canonical import dump_pretty
 from cachelint.errors import CachelintError
@@ -77,7 +77,38 @@ def load(repo: Path, label: str) -> Mapping[str, Any]:
             f"--baseline {label}: no such baseline in {FILE} (saved: {known}); save one with "
             f"`cachelint run --save-baseline {label}`"
         )
-    return data["baselines"][label]
+    return _checked(path, label, data["baselines"][label])
+
+
+def _checked(path: Path, label: str, baseline: object) -> Mapping[str, Any]:
+    """`baseline` when it has the shape `snapshot` gives; the file is committed and reviewed by
+    hand, so anything else is a usage error naming what is wrong."""
+
+    def bad(what: str) -> CachelintError:
+        return CachelintError(
+            f"{path}: baseline {label!r}: {what}; save it again with "
+            f"`cachelint run --save-baseline {label}`"
+        )
+
+    scenarios = baseline.get("scenarios") if isinstance(baseline, dict) else None
+    if not isinstance(scenarios, dict):
+        raise bad("no 'scenarios' object")
+    for identity, record in scenarios.items():
+        if not isinstance(record, dict):
+            raise bad(f"scenario {identity!r} is not an object")
+        if not isinstance(record.get("passed"), bool):
+            raise bad(f"scenario {identity!r}: 'passed' is not true or false")
+        judges = record.get("judges", {})
+        if not isinstance(judges, dict) or not all(map(_score, judges.values())):
+            raise bad(f"scenario {identity!r}: 'judges' is not an object of scores")
+        if not _score(record.get("cost")):
+            raise bad(f"scenario {identity!r}: 'cost' is not a number")
+    return cast(Mapping[str, Any], baseline)
+
+
+def _score(value: object) -> bool:
+    """A number or null, as `snapshot` writes a judge score or a cost."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def regressions(
