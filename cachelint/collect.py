@@ -17,7 +17,7 @@ from datetime import datetime
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import TextIO, TypeVar, cast
 
 import blake3
 
@@ -27,12 +27,21 @@ from cachelint.entries import CachedSource, DiskSource, EntrySource, same_index,
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
 from cachelint.pooled import read_all
-from cachelint.progressbar import BarFactory
+from cachelint.progressbar import BarFactory, bars_on
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
 from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
 
 _Matcher = Callable[[str], bool]
 _T = TypeVar("_T")
+
+# How many entries a command must read (those the entry cache cannot supply) before a terminal
+# shows a bar counting them: fewer are read in well under a second, where a bar would flicker.
+BAR_MIN = 10_000
+
+
+def entry_bars(stream: TextIO | None) -> BarFactory | None:
+    """The bars for `collect(progress=...)` on `stream`, when it is a terminal."""
+    return None if stream is None else bars_on(stream, "verifying entries", at_least=BAR_MIN)
 
 
 @dataclass

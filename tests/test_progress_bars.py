@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -16,11 +17,12 @@ from typing import TextIO
 
 import pytest
 
+from cachelint import collect as collect_module
 from cachelint.collect import collect
-from cachelint.commands import check as check_command
 from cachelint.commands import run as run_command
 from cachelint.commands.check import check
 from cachelint.commands.run import run
+from cachelint.commands.stamp import stamp
 from cachelint.config import load
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo
 from tests.helpers import NOW
@@ -92,7 +94,7 @@ def bundled(git_repo: Path) -> Path:
 def test_check_draws_a_bar_counting_the_entries_it_reads(
     bundled: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(check_command, "BAR_MIN", 1)
+    monkeypatch.setattr(collect_module, "BAR_MIN", 1)
     with terminal(monkeypatch) as tty:
         rc, out = _check(bundled, tty.stream)
     assert rc == 0
@@ -109,7 +111,7 @@ def test_check_draws_no_bar_for_few_entries_or_nothing_to_read(
     with terminal(monkeypatch) as tty:
         assert _check(bundled, tty.stream)[0] == 0  # 8 entries, under BAR_MIN
     assert tty.text == ""
-    monkeypatch.setattr(check_command, "BAR_MIN", 1)
+    monkeypatch.setattr(collect_module, "BAR_MIN", 1)
     assert _check(bundled, io.StringIO(), entry_cache=True)[0] == 0  # writes the entry cache
     with terminal(monkeypatch) as tty:
         # Every entry comes from the entry cache: nothing is read, so there is nothing to count.
@@ -120,11 +122,24 @@ def test_check_draws_no_bar_for_few_entries_or_nothing_to_read(
 def test_check_draws_nothing_on_a_stream_that_is_no_terminal(
     bundled: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(check_command, "BAR_MIN", 1)
+    monkeypatch.setattr(collect_module, "BAR_MIN", 1)
     err = io.StringIO()
     rc, out = _check(bundled, err)
     assert (rc, err.getvalue()) == (0, "")
     assert out.startswith("cachelint: 0 findings")
+
+
+def test_stamp_draws_the_bar_too_when_it_reads_the_entries(
+    bundled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(collect_module, "BAR_MIN", 1)
+    shutil.rmtree(bundled / ".git" / "cachelint", ignore_errors=True)  # all 8 entries are read
+    out = io.StringIO()
+    with terminal(monkeypatch) as tty:
+        assert stamp(bundled, config_path=None, now=NOW, out=out, err=tty.stream) == 0
+    assert "eval-cache/.eval-cache-stamp.json: 8 entries" in out.getvalue()
+    assert LABEL in tty.text
+    assert "100%" in tty.text
 
 
 @dataclass

@@ -20,10 +20,6 @@ from cachelint.formats import FindingsFormat, choices, parse_findings_format
 if TYPE_CHECKING:
     from cachelint.rules import Rule
 
-# How many entries a check must read (those the entry cache cannot supply) before a terminal
-# shows a bar counting them: fewer are read in well under a second, where a bar would flicker.
-BAR_MIN = 10_000
-
 
 def add_parser(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -166,11 +162,10 @@ def check(
     the entries read when there are many.
     """
     from cachelint import clock
-    from cachelint.collect import collect
+    from cachelint.collect import collect, entry_bars
     from cachelint.config import load
     from cachelint.findings import CheckSummary, fails, sort_findings
     from cachelint.gitutil import repo_root
-    from cachelint.progressbar import bars_on
     from cachelint.reporters import render
     from cachelint.rules import all_rules
 
@@ -186,7 +181,7 @@ def check(
             now=now if now is not None else clock.now(),
             entry_cache=entry_cache,
             jobs=jobs,
-            progress=None if err is None else bars_on(err, "verifying entries", at_least=BAR_MIN),
+            progress=entry_bars(err),
         )
         findings = sort_findings([f for rule in rules for f in rule.check(facts)])
     worst, worst_length = facts.worst_path

@@ -50,6 +50,7 @@ def _handle(ns: argparse.Namespace) -> int:
         config_path=Path(ns.config) if ns.config else None,
         yes=ns.yes,
         out=sys.stdout,
+        err=sys.stderr,
     )
 
 
@@ -89,16 +90,18 @@ def _remove(directory: Path, stop: Path) -> None:
         parent = parent.parent
 
 
-def prune(start: Path, *, config_path: Path | None, yes: bool, out: TextIO) -> int:
+def prune(
+    start: Path, *, config_path: Path | None, yes: bool, out: TextIO, err: TextIO | None = None
+) -> int:
     from cachelint import clock
-    from cachelint.collect import collect
+    from cachelint.collect import collect, entry_bars
     from cachelint.gitutil import repo_root
     from cachelint.store import CACHE_DIR
     from cachelint.usage import unused_entries
 
     repo = repo_root(start)
     config, usage = _last_full_run(repo, config_path)
-    facts = collect(config, now=clock.now())
+    facts = collect(config, now=clock.now(), progress=entry_bars(err))
     unused = unused_entries(facts.entries, usage)
     run = f"execution {usage.execution}"
     if not unused:

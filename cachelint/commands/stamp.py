@@ -69,14 +69,20 @@ def _handle(ns: argparse.Namespace) -> int:
             groups=STAMP_GROUP,
             now=clock.now(),
             out=sys.stdout,
+            err=sys.stderr,
         )
-    return stamp(Path.cwd(), config_path=config_path, now=clock.now(), out=sys.stdout)
+    return stamp(
+        Path.cwd(), config_path=config_path, now=clock.now(), out=sys.stdout, err=sys.stderr
+    )
 
 
-def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) -> int:
-    """Write the stamp at every cache root that has entries; return the exit code."""
+def stamp(
+    start: Path, *, config_path: Path | None, now: datetime, out: TextIO, err: TextIO | None = None
+) -> int:
+    """Write the stamp at every cache root that has entries; return the exit code. On an `err`
+    that is a terminal, a bar counts the entries read when there are many (after a re-record)."""
     from cachelint import pins
-    from cachelint.collect import collect
+    from cachelint.collect import collect, entry_bars
     from cachelint.config import load
     from cachelint.errors import CachelintError
     from cachelint.gitutil import repo_root
@@ -92,7 +98,7 @@ def stamp(start: Path, *, config_path: Path | None, now: datetime, out: TextIO) 
 
     repo = repo_root(start)
     config = load(repo, config_path)
-    facts = collect(config, now=now)
+    facts = collect(config, now=now, progress=entry_bars(err))
     by_root = entries_by_root(facts.roots, facts.entries)
     filled = [root for root, entries in by_root.items() if entries]
     if not filled:
