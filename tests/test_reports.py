@@ -295,6 +295,64 @@ def test_a_results_summary_listing_no_scenario_identity_is_one_error_line(
     assert sorted(p.name for p in (example / "eval-results").iterdir()) == before
 
 
+def _first_trial(record: dict[str, Any]) -> dict[str, Any]:
+    trial: dict[str, Any] = record["trials"][0]
+    return trial
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda r: r.pop("trials"), "no 'trials'"),
+        (lambda r: r.update(trials=5), "'trials' is not a list"),
+        (lambda r: r.update(pass_rate="high"), "'pass_rate' is not a number"),
+        (lambda r: _first_trial(r).update(calls="x"), "'trials[0].calls' is not a list"),
+        (lambda r: _first_trial(r).update(judges=[5]), "'trials[0].judges[0]' is not an object"),
+        (lambda r: _first_trial(r).update(output="hi"), "'trials[0].output' is not an object"),
+        (
+            lambda r: _first_trial(r).update(calls=[{"latency_s": "fast"}]),
+            "'trials[0].calls[0].latency_s' is not a number",
+        ),
+        (
+            lambda r: _first_trial(r).update(
+                calls=[{"messages": [{"role": "user", "tool_calls": ["f"]}]}]
+            ),
+            "'trials[0].calls[0].messages[0].tool_calls[0]' is not an object",
+        ),
+    ],
+)
+def test_a_results_file_of_the_wrong_shape_is_one_error_line(
+    example: Path, damage: Any, said: str
+) -> None:
+    """Results may come from another machine (a shard's artifact): a scenario's results file
+    whose values have the wrong JSON types made the report fail deep in its rendering, as an
+    internal error. Now the loader says which value and where."""
+    assert go(example, execution="r")[0] == 0
+    path = example / "eval-results" / "r" / "support" / "acme" / "refund.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    damage(record)
+    path.write_text(json.dumps(record), encoding="utf-8")
+    result = run_cachelint(example, "report", "--execution", "r")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"refund.json: {said}: not a results file this cachelint writes" in result.stderr
+
+
+def test_a_run_summary_with_mutations_of_the_wrong_shape_is_refused_before_a_merge(
+    example: Path,
+) -> None:
+    assert go(example, execution="s1", shard="1/2")[0] == 0
+    shard = example / "eval-results" / "s1"
+    summary = json.loads((shard / "run.json").read_text(encoding="utf-8"))
+    summary["mutations"] = "eval-cache changed"
+    (shard / "run.json").write_text(json.dumps(summary), encoding="utf-8")
+    before = sorted(p.name for p in (example / "eval-results").iterdir())
+    result = run_cachelint(example, "report", "--merge", str(shard), "--execution", "m")
+    assert result.returncode == 2, result.stderr
+    assert "run.json: 'mutations' is not a list" in result.stderr
+    assert sorted(p.name for p in (example / "eval-results").iterdir()) == before
+
+
 def test_merged_shards_give_a_baseline_and_json_carries_the_cost(example: Path) -> None:
     for i in (1, 2):
         assert go(example, execution=f"s{i}", shard=f"{i}/2")[0] == 0

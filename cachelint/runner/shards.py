@@ -9,7 +9,6 @@ dataset order, which every report and `cachelint green --from-results` then read
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import shutil
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from typing import Any
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.views import RUN_FILE, listed_scenario
+from cachelint.runner.views import RUN_FILE, listed_scenario, read_run
 
 _SHARD = re.compile(r"([1-9][0-9]{0,3})/([1-9][0-9]{0,3})")
 
@@ -45,19 +44,6 @@ def in_shard(identities: Sequence[Any], shard: tuple[int, int]) -> list[Any]:
     return [s for s in identities if shard_of(s.identity, count) == index]
 
 
-def _run_summary(directory: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((directory / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        raise CachelintError(
-            f"{directory}: no readable {RUN_FILE}; pass execution directories written by "
-            "`cachelint run` (e.g. eval-results/shard-1)"
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("scenarios"), list):
-        raise CachelintError(f"{directory / RUN_FILE}: not a cachelint run summary")
-    return data
-
-
 def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[str, Any]:
     """Copy the shards' results into `dest` (already claimed, empty) and return its run summary.
 
@@ -69,7 +55,7 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
     modes: set[str] = set()
     started: list[str] = []
     for source in sources:
-        summary = _run_summary(source)
+        summary = read_run(source)
         modes.add(str(summary.get("mode")))
         started.append(str(summary.get("started") or ""))
         mutations.extend(summary.get("mutations") or ())

@@ -155,6 +155,89 @@ def _read_json(path: Path) -> Any:
         raise CachelintError(f"{path}: not a readable results file ({exc})") from None
 
 
+# What a report reads of a scenario's results document, as `engine` writes it, by shape: a dict
+# maps keys to the shapes of their values, a one-item list is a list of that shape, `float` is a
+# number; below the top, a key may be absent or null. The renderers read the document without
+# looking again, and it may come from another machine (a shard's CI artifact), so it is checked
+# once, where it is loaded.
+_MESSAGES: Any = [{"tool_calls": [{"function": {}}]}]
+_CALLS: Any = [{"messages": _MESSAGES, "usage": {}, "latency_s": float}]
+_RECORD: Any = {
+    "pass_rate": float,
+    "trials": [
+        {
+            "calls": _CALLS,
+            "judge_calls": _CALLS,
+            "messages": _MESSAGES,
+            "output": {"tool_calls": [{}]},
+            "assertions": [{}],
+            "judges": [{}],
+            "metrics": [{}],
+            "usage": {},
+        }
+    ],
+}
+_REQUIRED = ("scenario", "agent", "tenant", "path", "passed", "trials")
+_MUTATIONS: Any = [{}]
+
+
+def _misshapen(value: Any, shape: Any, where: str) -> str | None:
+    """Where `value` departs from `shape` (see `_RECORD`), as "'trials[0].calls' is not a list",
+    or None."""
+    if value is None:
+        return None
+    if shape is float:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return None if number else f"{where!r} is not a number"
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{where!r} is not a list"
+        found = (_misshapen(item, shape[0], f"{where}[{i}]") for i, item in enumerate(value))
+    elif not isinstance(value, dict):
+        return f"{where!r} is not an object" if where else "not an object"
+    else:
+        found = (
+            _misshapen(value.get(key), part, f"{where}.{key}" if where else key)
+            for key, part in shape.items()
+        )
+    return next((problem for problem in found if problem is not None), None)
+
+
+def _not_written_here(path: Path, problem: str) -> CachelintError:
+    return CachelintError(
+        f"{path}: {problem}: not a results file this cachelint writes; run `cachelint run` "
+        "again, or pass the execution it wrote"
+    )
+
+
+def _record(path: Path) -> Mapping[str, Any]:
+    """A scenario's results document, when a report can read it."""
+    record = _read_json(path)
+    problem = _misshapen(record, _RECORD, "")
+    if problem is None:
+        missing = [key for key in _REQUIRED if record.get(key) is None]
+        problem = f"no {missing[0]!r}" if missing else None
+    if problem is not None:
+        raise _not_written_here(path, problem)
+    return cast(Mapping[str, Any], record)
+
+
+def read_run(directory: Path) -> dict[str, Any]:
+    """An execution's run summary (`run.json`), when a report or a merge can read it."""
+    path = directory / RUN_FILE
+    run = _read_json(path)
+    problem = (
+        None
+        if isinstance(run, dict) and isinstance(run.get("scenarios"), list)
+        else "no list of 'scenarios'"
+    )
+    if problem is None:
+        problem = _misshapen(run.get("mutations"), _MUTATIONS, "mutations")
+    if problem is not None:
+        raise _not_written_here(path, problem)
+    return cast(dict[str, Any], run)
+
+
 def listed_scenario(entry: object, run_file: Path) -> str:
     """The identity of a scenario `run_file` lists. It names the scenario's results file beside
     it, so it must be an identity (`agent/tenant/scenario`), never a path out of the execution:
@@ -174,13 +257,11 @@ def listed_scenario(entry: object, run_file: Path) -> str:
 
 def load_execution(directory: Path, model: str, prices: Mapping[str, Price]) -> ExecutionView:
     """An execution from `directory` (its run.json names the scenarios, in dataset order)."""
-    run = _read_json(directory / RUN_FILE)
-    if not isinstance(run, dict) or not isinstance(run.get("scenarios"), list):
-        raise CachelintError(f"{directory / RUN_FILE}: not a cachelint run summary")
+    run = read_run(directory)
     views = []
     for entry in run["scenarios"]:
         identity = listed_scenario(entry, directory / RUN_FILE)
-        views.append(scenario_view(_read_json(directory / f"{identity}.json"), model, prices))
+        views.append(scenario_view(_record(directory / f"{identity}.json"), model, prices))
     return ExecutionView(
         name=str(run.get("execution", directory.name)),
         mode=str(run.get("mode", "")),
