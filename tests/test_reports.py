@@ -303,6 +303,7 @@ def _first_trial(record: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("damage", "said"),
     [
+        (lambda r: r.clear(), "no 'scenario'"),
         (lambda r: r.pop("trials"), "no 'trials'"),
         (lambda r: r.update(trials=5), "'trials' is not a list"),
         (lambda r: r.update(pass_rate="high"), "'pass_rate' is not a number"),
@@ -336,6 +337,16 @@ def test_a_results_file_of_the_wrong_shape_is_one_error_line(
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
     assert f"refund.json: {said}: not a results file this cachelint writes" in result.stderr
+
+
+@pytest.mark.parametrize("document", ["null", "[]", "5"])
+def test_a_results_file_that_is_no_object_is_one_error_line(example: Path, document: str) -> None:
+    assert go(example, execution="r")[0] == 0
+    path = example / "eval-results" / "r" / "support" / "acme" / "refund.json"
+    path.write_text(document, encoding="utf-8")
+    result = run_cachelint(example, "report", "--execution", "r")
+    assert result.returncode == 2, result.stderr
+    assert "refund.json: not an object: not a results file this cachelint writes" in result.stderr
 
 
 def test_a_run_summary_with_mutations_of_the_wrong_shape_is_refused_before_a_merge(

@@ -194,7 +194,7 @@ def _misshapen(value: Any, shape: Any, where: str) -> str | None:
             return f"{where!r} is not a list"
         found = (_misshapen(item, shape[0], f"{where}[{i}]") for i, item in enumerate(value))
     elif not isinstance(value, dict):
-        return f"{where!r} is not an object" if where else "not an object"
+        return f"{where!r} is not an object"
     else:
         found = (
             _misshapen(value.get(key), part, f"{where}.{key}" if where else key)
@@ -213,13 +213,13 @@ def _not_written_here(path: Path, problem: str) -> CachelintError:
 def _record(path: Path) -> Mapping[str, Any]:
     """A scenario's results document, when a report can read it."""
     record = _read_json(path)
-    problem = _misshapen(record, _RECORD, "")
-    if problem is None:
-        missing = [key for key in _REQUIRED if record.get(key) is None]
-        problem = f"no {missing[0]!r}" if missing else None
+    if not isinstance(record, dict):
+        raise _not_written_here(path, "not an object")
+    missing = [key for key in _REQUIRED if record.get(key) is None]
+    problem = f"no {missing[0]!r}" if missing else _misshapen(record, _RECORD, "")
     if problem is not None:
         raise _not_written_here(path, problem)
-    return cast(Mapping[str, Any], record)
+    return record
 
 
 def read_run(directory: Path) -> dict[str, Any]:
