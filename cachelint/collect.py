@@ -367,8 +367,8 @@ def _read_entries(
         read.entries = cast(list[Entry], slots)
         return read
     bar = progress(len(unread)) if progress is not None else None
+    advance = bar.advance if bar is not None else None
     try:
-        advance = bar.advance if bar is not None else None
         outcomes = read_all(base, unread, config.layout, config.max_entry_bytes, jobs, advance)
     finally:
         if bar is not None:

@@ -136,8 +136,9 @@ def report(
     from cachelint.runner.views import RUN_FILE, load_execution
 
     config = load(repo_root(start), config_path)
-    for name in [*(compare or ()), *([execution] if execution is not None else [])]:
-        execution_name(name)  # each is a directory right under the results root
+    for name in (*(compare or ()), execution):
+        if name is not None:
+            execution_name(name)  # each is a directory right under the results root
     extras = extras or Extras()
     check_extras(config.repo, extras)
     if output is not None:

@@ -226,16 +226,12 @@ def read_run(directory: Path) -> dict[str, Any]:
     """An execution's run summary (`run.json`), when a report or a merge can read it."""
     path = directory / RUN_FILE
     run = _read_json(path)
-    problem = (
-        None
-        if isinstance(run, dict) and isinstance(run.get("scenarios"), list)
-        else "no list of 'scenarios'"
-    )
-    if problem is None:
-        problem = _misshapen(run.get("mutations"), _MUTATIONS, "mutations")
+    if not isinstance(run, dict) or not isinstance(run.get("scenarios"), list):
+        raise _not_written_here(path, "no list of 'scenarios'")
+    problem = _misshapen(run.get("mutations"), _MUTATIONS, "mutations")
     if problem is not None:
         raise _not_written_here(path, problem)
-    return cast(dict[str, Any], run)
+    return run
 
 
 def listed_scenario(entry: object, run_file: Path) -> str:
