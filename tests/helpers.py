@@ -31,7 +31,7 @@ from cachelint.runner.dataset import Scenario
 from cachelint.store import Store
 from cachelint.tree import TreeFacts
 from tests.conftest import PROJECT, commit_all, git
-from tests.fakes import fake_server
+from tests.fakes import ReceivedRequest, fake_server
 from tests.meai_tree import stj_indented
 
 # The moment tree checks run at: entries recorded at it are fresh, stamps a year old are not.
@@ -348,6 +348,36 @@ def record(repo: Path, script: Mapping[str, Any] = SCRIPT, **kw: Any) -> tuple[O
             pyproject.write_text(text, encoding="utf-8")
         count = len(fake.requests)
     return outcome, count
+
+
+def record_requests(
+    repo: Path, script: Mapping[str, Any], **kw: Any
+) -> tuple[Outcome, list[ReceivedRequest]]:
+    """`record`, and every request the fake provider received."""
+    pyproject = repo / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    with fake_server(script) as fake:
+        pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
+        try:
+            outcome = do_run(repo, refresh=True, **kw)
+        finally:
+            pyproject.write_text(text, encoding="utf-8")
+        requests = list(fake.requests)
+    return outcome, requests
+
+
+def python_target(function: str, *, name: str = "") -> str:
+    """A `type = "python"` target running `function` (module:name), recording from DEAD."""
+    table = f"targets.{name}" if name else "target"
+    return f"""
+        [tool.cachelint.{table}]
+        type = "python"
+        function = "{function}"
+        url = "{DEAD}"
+        provider = "cachelint-fake"
+        model = "configured-model"
+        api-key-env = "CACHELINT_TEST_KEY"
+    """
 
 
 def entry_files(repo: Path) -> list[str]:

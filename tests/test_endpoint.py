@@ -16,7 +16,15 @@ import pytest
 from cachelint.runner.endpoint import sse_stream
 from tests.conftest import PROJECT
 from tests.fakes import fake_server
-from tests.helpers import DEAD, do_run, entry_files, network_blocked, result
+from tests.helpers import (
+    DEAD,
+    do_run,
+    entry_files,
+    network_blocked,
+    python_target,
+    record_requests,
+    result,
+)
 from tests.helpers import RUN_NOW as NOW
 from tests.helpers import write_targets_repo as write_repo
 
@@ -108,30 +116,9 @@ ORDER = {"input": "Where is order A-1?", "assert": [{"type": "contains", "value"
 REFUND = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "30 days"}]}
 
 
-def python_target(function: str, *, name: str = "") -> str:
-    table = f"targets.{name}" if name else "target"
-    return f"""
-        [tool.cachelint.{table}]
-        type = "python"
-        function = "{function}"
-        url = "{DEAD}"
-        provider = "cachelint-fake"
-        model = "configured-model"
-        api-key-env = "CACHELINT_TEST_KEY"
-    """
-
-
 def record(repo: Path, **kw: Any) -> tuple[Any, list[Any]]:
-    pyproject = repo / "pyproject.toml"
-    text = pyproject.read_text(encoding="utf-8")
-    with fake_server(SCRIPT) as fake:
-        pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
-        try:
-            outcome = do_run(repo, refresh=True, **kw)
-        finally:
-            pyproject.write_text(text, encoding="utf-8")
-        bodies = fake.bodies
-    return outcome, bodies
+    outcome, requests = record_requests(repo, SCRIPT, **kw)
+    return outcome, [r.body for r in requests]
 
 
 def recorded_requests(repo: Path) -> list[dict[str, Any]]:
