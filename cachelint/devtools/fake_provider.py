@@ -28,6 +28,7 @@ from cachelint.devtools.fake_script import (
 )
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
+from cachelint.runner import responses_api
 
 __all__ = [
     "FakeProvider",
@@ -180,13 +181,13 @@ class FakeProvider:
                 "owned_by": "cachelint-fake-provider",
             }
             return _json_response(200, {"object": "list", "data": [model]})
-        if route != "/v1/chat/completions" or method != "POST":
+        if route not in (_CHAT, _RESPONSES) or method != "POST":
             return _json_response(
                 404,
                 _error_body(
                     404,
-                    f"the fake provider serves POST /v1/chat/completions and GET /v1/models, "
-                    f"not {method} {route}",
+                    f"the fake provider serves POST {_CHAT}, POST {_RESPONSES} and "
+                    f"GET /v1/models, not {method} {route}",
                     "invalid_request_error",
                     "unknown_url",
                 ),
@@ -203,13 +204,9 @@ class FakeProvider:
             return _json_response(
                 400, _error_body(400, "the body must be a JSON object", "invalid_request_error")
             )
-        if not isinstance(body.get("messages"), list) or not body["messages"]:
-            return _json_response(
-                400,
-                _error_body(
-                    400, "'messages' must be a non-empty list", "invalid_request_error", None
-                ),
-            )
+        problem = _chat_problem(body) if route == _CHAT else responses_api.body_problem(body)
+        if problem is not None:
+            return _json_response(400, _error_body(400, problem, "invalid_request_error", None))
         if body.get("stream"):
             return _json_response(
                 400,
@@ -219,7 +216,8 @@ class FakeProvider:
                     "invalid_request_error",
                 ),
             )
-        rule = self._pick(body)
+        asked = body if route == _CHAT else _as_chat(body)
+        rule = self._pick(asked)
         if rule is None:
             return _json_response(
                 400,
@@ -231,7 +229,12 @@ class FakeProvider:
             )
         if rule.delay_ms:
             time.sleep(rule.delay_ms / 1000)
-        return self._render(rule, body)
+        if rule.reply.status != 200:
+            return _scripted_error(rule)
+        completion = self._completion(rule, asked)
+        if route == _RESPONSES:
+            return _json_response(200, _as_response(completion, body))
+        return _json_response(200, completion)
 
     def _pick(self, body: Mapping[str, Any]) -> Rule | None:
         with self._lock:
@@ -245,20 +248,9 @@ class FakeProvider:
                 return rule
         return self.script.default
 
-    def _render(self, rule: Rule, body: Mapping[str, Any]) -> _Response:
+    def _completion(self, rule: Rule, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The chat.completion the rule's reply makes for `body`."""
         reply = rule.reply
-        if reply.status != 200:
-            headers = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
-            if isinstance(reply.body, str):
-                data = reply.body.encode("utf-8")
-                return reply.status, {"Content-Type": "text/plain; charset=utf-8", **headers}, data
-            error = reply.body or _error_body(
-                reply.status,
-                f"scripted HTTP {reply.status}",
-                "rate_limit_error" if reply.status == 429 else "server_error",
-            )
-            return _json_response(reply.status, error, headers)
-
         try:
             request_hash = _hash(canonical_bytes(body))
         except ValueError:
@@ -309,7 +301,94 @@ class FakeProvider:
             ],
             "usage": usage,
         }
-        return _json_response(200, completion)
+        return completion
+
+
+_CHAT = "/v1/chat/completions"
+_RESPONSES = f"/v1/{responses_api.ROUTE}"
+
+
+def _chat_problem(body: Mapping[str, Any]) -> str | None:
+    if not isinstance(body.get("messages"), list) or not body["messages"]:
+        return "'messages' must be a non-empty list"
+    return None
+
+
+def _scripted_error(rule: Rule) -> _Response:
+    reply = rule.reply
+    headers = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
+    if isinstance(reply.body, str):
+        data = reply.body.encode("utf-8")
+        return reply.status, {"Content-Type": "text/plain; charset=utf-8", **headers}, data
+    error = reply.body or _error_body(
+        reply.status,
+        f"scripted HTTP {reply.status}",
+        "rate_limit_error" if reply.status == 429 else "server_error",
+    )
+    return _json_response(reply.status, error, headers)
+
+
+def _as_chat(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Responses API request as the chat request the script's rules match."""
+    chat = {"model": body.get("model"), "messages": responses_api.as_messages(body)}
+    if body.get("tools"):
+        chat["tools"] = body["tools"]
+    return chat
+
+
+def _as_response(completion: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """The chat.completion as the Responses API's `response` object for `body`: its message as
+    a message item, its tool calls as function_call items, its usage as input/output tokens."""
+    ident = completion["id"].removeprefix("chatcmpl-")
+    message = completion["choices"][0]["message"]
+    output: list[dict[str, Any]] = []
+    for call in message.get("tool_calls") or []:
+        function = call["function"]
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{call['id'].removeprefix('call_')}",
+                "call_id": call["id"],
+                "name": function["name"],
+                "arguments": function["arguments"],
+                "status": "completed",
+            }
+        )
+    if message.get("content") is not None:
+        text = {"type": "output_text", "text": message["content"], "annotations": []}
+        output.insert(
+            0,
+            {
+                "type": "message",
+                "id": f"msg_{ident}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            },
+        )
+    usage = completion["usage"]
+    finish = completion["choices"][0]["finish_reason"]
+    return {
+        "id": f"resp_{ident}",
+        "object": "response",
+        "created_at": completion["created"],
+        "model": completion["model"],
+        "status": "incomplete" if finish == "length" else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if finish == "length" else None,
+        "error": None,
+        "instructions": body.get("instructions"),
+        "output": output,
+        "parallel_tool_calls": body.get("parallel_tool_calls", True),
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools") or [],
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": usage["completion_tokens"],
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage["total_tokens"],
+        },
+    }
 
 
 # ---- HTTP ------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ Tests and demos record against it instead of a real model: the same script and t
 give byte-identical responses (ids come from a hash of the request, `created` is fixed, token
 usage is counted from text length), so a recorded cache reproduces exactly.
 
-It serves `POST /v1/chat/completions` and `GET /v1/models`. It binds 127.0.0.1 only: it has no
+It serves `POST /v1/chat/completions`, `POST /v1/responses` (the Responses API: the same rules,
+matched against its instructions and input as chat messages, and the reply as a `response`
+object) and `GET /v1/models`. It binds 127.0.0.1 only: it has no
 authentication worth the name and must never be reachable from another machine.
 
 Script format (a JSON object; every key is optional, an unknown key is an error)::

@@ -21,7 +21,7 @@ import stat
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -30,7 +30,14 @@ from cachelint.canonical import cache_key
 from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
 from cachelint.jsontext import lone_surrogate
-from cachelint.runner.request import build_request, closeness, request_diff
+from cachelint.runner import responses_api
+from cachelint.runner.request import (
+    build_request,
+    build_responses_request,
+    closeness,
+    request_diff,
+)
+from cachelint.runner.transport import CHAT_ROUTE
 from cachelint.secretscan import refuse_key_in_recording
 from cachelint.store import (
     ENTRY_FILE,
@@ -68,7 +75,9 @@ class CompletionLike(Protocol):
 
 
 class Transport(Protocol):
-    def complete(self, body: Mapping[str, Any]) -> CompletionLike: ...
+    def complete(self, body: Mapping[str, Any], route: str = ...) -> CompletionLike:
+        """One call: `body` POSTed to `route` under the target's url (by default
+        "chat/completions")."""
 
 
 class LiveCallRefused(CachelintError):
@@ -78,7 +87,7 @@ class LiveCallRefused(CachelintError):
 class OfflineRefuser:
     """Stands in for the real transport in replay mode, so a bug can never open a socket."""
 
-    def complete(self, body: Mapping[str, Any]) -> CompletionLike:
+    def complete(self, body: Mapping[str, Any], route: str = CHAT_ROUTE) -> CompletionLike:
         raise LiveCallRefused(
             "replay mode refuses live model calls; rerun with --cache auto or --refresh-cache "
             "to record"
@@ -164,6 +173,28 @@ class CachingClient:
             tools if isinstance(tools, list) else None,
         )
 
+    def respond_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """One Responses API call as an SDK sent it, without its transport fields: keyed by its
+        model, input, tools and every other field, and sent upstream as it is (the target's
+        `params` are chat-completions options and are not added)."""
+        options = {k: v for k, v in body.items() if k not in ("model", "input", "tools")}
+        tools = body.get("tools")
+        model = str(body["model"])
+        request = build_responses_request(
+            provider=self.provider,
+            model=model,
+            scenario=self.scenario,
+            given=body["input"],
+            options=options or None,
+            tools=tools if isinstance(tools, list) else None,
+            trial=self.trial,
+        )
+        sent = responses_api.as_messages(body)
+        upstream = dict(body)
+        return self._answer(
+            request, model, sent, lambda: self.transport.complete(upstream, responses_api.ROUTE)
+        )
+
     def _call(
         self,
         model: str,
@@ -180,6 +211,18 @@ class CachingClient:
             tools=tools or None,
             trial=self.trial,
         )
+        body = _body(model, sent, options, tools)
+        return self._answer(request, model, sent, lambda: self.transport.complete(body))
+
+    def _answer(
+        self,
+        request: Mapping[str, Any],
+        model: str,
+        sent: list[dict[str, Any]],
+        call_live: Callable[[], CompletionLike],
+    ) -> dict[str, Any]:
+        """The response to `request`: from the cache, or from `call_live()` (recorded when the
+        mode records), as the mode decides. `sent` is the conversation, for the run's records."""
         key = cache_key(request)
         inside = self.store.entry_relpath(self.scenario, key)
         entry = f"{self.repo_prefix}/{inside}" if self.repo_prefix else inside
@@ -191,8 +234,8 @@ class CachingClient:
                 response = hit.response
                 if not isinstance(response, dict):
                     raise CachelintError(
-                        f"{entry}/contents.data: recorded response is not a chat.completion "
-                        f"object; re-record with `{self.recorder.command}`"
+                        f"{entry}/contents.data: recorded response is not a JSON object; "
+                        f"re-record with `{self.recorder.command}`"
                     )
                 if hit.may_hold_surrogate:
                     where = f"{entry}/contents.data"
@@ -205,8 +248,7 @@ class CachingClient:
                 with self._lock:
                     self.misses.append(message)
                 raise CacheMiss(message)
-        body = _body(model, sent, options, tools)
-        completion = self.transport.complete(body)
+        completion = call_live()
         response = completion.response
         if not isinstance(response, dict):
             raise CachelintError(f"{self.recorder.url}: response is not a JSON object")

@@ -1,10 +1,13 @@
-"""The cache endpoint: an OpenAI-compatible chat-completions server backed by the committed cache.
+"""The cache endpoint: an OpenAI-compatible server (chat completions and the Responses API) backed
+by the committed cache.
 
 Code written against a provider SDK (`openai`, LiteLLM, LangChain, a .NET or Node program) runs
 unchanged under record and replay: it is pointed at this endpoint's base URL instead of the
 provider's. Each scenario trial has its own base URL,
 `http://127.0.0.1:<port>/scenario/<quoted identity>/trial/<n>/v1`, so concurrent scenarios never
-share an answer, and the SDK appends `/chat/completions` as it does for any provider.
+share an answer, and the SDK appends `/chat/completions` (or `/responses`, for
+`client.responses.create` and the OpenAI Agents SDK: `cachelint.runner.responses_api`) as it does
+for any provider.
 
 A request is answered by the scenario's `CachingClient` (`complete_body`), so the run's mode
 decides as for any other call: replay answers from the cache only (a miss is an HTTP 404 whose
@@ -36,6 +39,7 @@ from urllib.parse import quote, unquote
 
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
+from cachelint.runner import responses_api
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
@@ -68,17 +72,20 @@ def _error(status: int, message: str, kind: str, code: str | None = None) -> Res
 
 def answer(client: CachingClient, method: str, route: str, raw: bytes) -> Response:
     """Answer one HTTP request for `client`'s scenario trial; `route` is the path after the
-    trial's base URL prefix (e.g. `/v1/chat/completions`)."""
+    trial's base URL prefix (e.g. `/v1/chat/completions`, or `/v1/responses` for the Responses
+    API, `cachelint.runner.responses_api`)."""
     from cachelint.runner.client import CacheMiss
 
     route = route.split("?", 1)[0].rstrip("/")
     if method == "GET" and route.endswith("/models"):
         model = {"id": client.model, "object": "model", "created": 0, "owned_by": "cachelint"}
         return _json(200, {"object": "list", "data": [model]})
-    if method != "POST" or not route.endswith("/chat/completions"):
+    chat = route.endswith("/chat/completions")
+    if method != "POST" or not (chat or route.endswith(f"/{responses_api.ROUTE}")):
         return _error(
             404,
-            f"the cachelint cache endpoint serves POST .../chat/completions, not {method} {route}",
+            "the cachelint cache endpoint serves POST .../chat/completions and "
+            f"POST .../responses, not {method} {route}",
             "invalid_request_error",
             "unknown_url",
         )
@@ -86,16 +93,13 @@ def answer(client: CachingClient, method: str, route: str, raw: bytes) -> Respon
         body = json.loads(raw.decode("utf-8")) if raw else None
     except (UnicodeDecodeError, ValueError, RecursionError):
         body = None
-    problem = _body_problem(body)
+    problem = _body_problem(body) if chat else responses_api.body_problem(body)
     if problem is not None:
         return _error(400, problem, "invalid_request_error")
     assert isinstance(body, dict)
-    stream = body.get("stream") is True
-    options = body.get("stream_options")
-    include_usage = isinstance(options, dict) and options.get("include_usage") is True
     call = {k: v for k, v in body.items() if k not in TRANSPORT_FIELDS}
     try:
-        completion = client.complete_body(call)
+        answered = client.complete_body(call) if chat else client.respond_body(call)
     except CacheMiss as exc:
         return _error(404, str(exc), "cache_miss", "cachelint_cache_miss")
     except CachelintError as exc:
@@ -104,10 +108,14 @@ def answer(client: CachingClient, method: str, route: str, raw: bytes) -> Respon
         return _error(
             400, f"the request cannot be part of a cache key: {exc}", "invalid_request_error"
         )
-    if stream:
-        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        return 200, headers, sse_stream(completion, include_usage=include_usage)
-    return _json(200, completion)
+    if body.get("stream") is not True:
+        return _json(200, answered)
+    headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    if not chat:
+        return 200, headers, responses_api.sse_stream(answered)
+    options = body.get("stream_options")
+    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+    return 200, headers, sse_stream(answered, include_usage=include_usage)
 
 
 def _body_problem(body: Any) -> str | None:

@@ -18,7 +18,14 @@ from typing import Any
 from cachelint.canonical import cache_key
 from cachelint.store import FORMAT
 
-__all__ = ["build_request", "closeness", "normalise_text", "request_diff", "request_key"]
+__all__ = [
+    "build_request",
+    "build_responses_request",
+    "closeness",
+    "normalise_text",
+    "request_diff",
+    "request_key",
+]
 
 
 def normalise_text(text: str) -> str:
@@ -82,6 +89,43 @@ def build_request(
     return request
 
 
+def build_responses_request(
+    *,
+    provider: str,
+    model: str,
+    scenario: str,
+    given: str | Sequence[Mapping[str, Any]],
+    options: Mapping[str, Any] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    trial: int = 0,
+) -> dict[str, Any]:
+    """The canonical request of one Responses API call (`given`: its `input`), keyed like a chat
+    call's but marked `"api": "responses"` and holding `input` where a chat call has `messages`:
+    a chat call's key is what it always was. Texts are normalised as in messages, `instructions`
+    (an option here) included."""
+    opts = dict(options or {})
+    if isinstance(opts.get("instructions"), str):
+        opts["instructions"] = normalise_text(opts["instructions"])
+    request = build_request(
+        provider=provider,
+        model=model,
+        scenario=scenario,
+        messages=(),
+        options=opts,
+        tools=tools,
+        trial=trial,
+    )
+    del request["messages"]
+    try:
+        if isinstance(given, str):
+            request["input"] = normalise_text(given)
+        else:
+            request["input"] = [_message(item) for item in given]
+    except RecursionError:
+        raise ValueError("the request is nested too deeply to be part of a cache key") from None
+    return {"api": "responses", **request}
+
+
 def request_key(request: Mapping[str, Any]) -> str:
     """Shorthand for `canonical.cache_key(request)`."""
     return cache_key(request)
@@ -89,7 +133,19 @@ def request_key(request: Mapping[str, Any]) -> str:
 
 # ---- explaining a miss --------------------------------------------------------------------------
 
-_TOP_ORDER = ("format", "provider", "model", "scenario", "trial", "messages", "options", "tools")
+_TOP_ORDER = (
+    "format",
+    "api",
+    "provider",
+    "model",
+    "scenario",
+    "trial",
+    "messages",
+    "input",
+    "options",
+    "tools",
+)
+_CONVERSATIONS = ("messages", "input")  # lists whose items are labelled by role
 _MAX_REPR = 80
 _MAX_TEXT_LINES = 8  # per changed text; a rewritten prompt should not flood the miss message
 
@@ -170,7 +226,7 @@ def _diff(path: str, old: Any, new: Any, out: list[str]) -> None:
                 _diff(sub, old[key], new[key], out)
         return
     if isinstance(old, list) and isinstance(new, list):
-        is_messages = path == "messages"
+        is_messages = path in _CONVERSATIONS
         for i in range(max(len(old), len(new))):
             if i >= len(new):
                 label = _message_label(path, i, old[i]) if is_messages else f"{path}[{i}]"

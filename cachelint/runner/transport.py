@@ -34,6 +34,10 @@ from cachelint.secretscan import redact_url
 if TYPE_CHECKING:
     import httpx
 
+CHAT_ROUTE = "chat/completions"
+# The routes a target's url is called at: chat completions, and the Responses API's.
+ROUTES = (CHAT_ROUTE, "responses")
+
 FIRST_DELAY = 0.5
 MAX_DELAY = 10.0
 MAX_RETRY_AFTER = 60.0
@@ -116,7 +120,8 @@ def _is_azure(host: str) -> bool:
 
 
 class OpenAICompatibleTransport:
-    """POSTs chat-completions bodies to `<url>/chat/completions`; thread-safe (one httpx.Client)."""
+    """POSTs request bodies to `<url>/chat/completions` (or another route of the same API, such
+    as `<url>/responses`); thread-safe (one httpx.Client)."""
 
     def __init__(
         self,
@@ -151,8 +156,8 @@ class OpenAICompatibleTransport:
             )
         if max_retries < 0:
             raise TransportError(f"max-retries must be >= 0, not {max_retries}")
-        # Keep any query (Azure preview features take ?api-version=) and add the path segment.
-        self.endpoint = base.copy_with(path=base.path.rstrip("/") + "/chat/completions")
+        self._base = base
+        self.endpoint = self._route_url(CHAT_ROUTE)
         self.url = url
         self.params = dict(params)
         self.max_retries = max_retries
@@ -192,16 +197,18 @@ class OpenAICompatibleTransport:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def complete(self, body: Mapping[str, Any]) -> Completion:
-        """One chat completion; retries per the deterministic schedule, else `TransportError`."""
+    def complete(self, body: Mapping[str, Any], route: str = CHAT_ROUTE) -> Completion:
+        """One call to `route` (a chat completion unless told); retries per the deterministic
+        schedule, else `TransportError`."""
         import httpx
 
+        endpoint = self._route_url(route)
         merged = {**self.params, **body}
         try:
             payload = json.dumps(merged, ensure_ascii=False, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise TransportError(
-                f"the request body for {self._where()} is not JSON: {exc}"
+                f"the request body for {self._where(endpoint)} is not JSON: {exc}"
             ) from None
         schedule = retry_delays(self.max_retries)
         attempt = 0
@@ -211,7 +218,7 @@ class OpenAICompatibleTransport:
             retry_after: str | None = None
             try:
                 resp = self._client.post(
-                    self.endpoint, content=payload, headers=self._headers, timeout=self._timeout
+                    endpoint, content=payload, headers=self._headers, timeout=self._timeout
                 )
                 latency = time.perf_counter() - started
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
@@ -222,24 +229,29 @@ class OpenAICompatibleTransport:
             except httpx.HTTPError as exc:
                 # Proxy errors, unsupported protocols: retrying cannot help.
                 raise TransportError(
-                    f"{self._where()}: {type(exc).__name__}: {self._redact(str(exc))}"
+                    f"{self._where(endpoint)}: {type(exc).__name__}: {self._redact(str(exc))}"
                 ) from None
             else:
                 if resp.status_code < 300:
-                    return Completion(self._parse(resp), latency, attempt)
+                    return Completion(self._parse(resp, endpoint, route), latency, attempt)
                 failure = f"HTTP {resp.status_code}: {self._excerpt(resp.text)}"
                 hint = self._hint(resp.status_code)
                 if not (resp.status_code in RETRYABLE_STATUS or resp.status_code >= 500):
-                    raise TransportError(f"{self._where()} failed with {failure} ({hint})")
+                    raise TransportError(f"{self._where(endpoint)} failed with {failure} ({hint})")
                 retry_after = resp.headers.get("Retry-After")
             if attempt > len(schedule):
                 tries = "1 attempt" if attempt == 1 else f"{attempt} attempts"
-                raise TransportError(f"{self._where()} failed after {tries}: {failure} ({hint})")
+                where = self._where(endpoint)
+                raise TransportError(f"{where} failed after {tries}: {failure} ({hint})")
             delay = parse_retry_after(retry_after)
             self._sleep(schedule[attempt - 1] if delay is None else delay)
 
-    def _where(self) -> str:
-        return f"POST {self._redact(str(self.endpoint))}"
+    def _route_url(self, route: str) -> httpx.URL:
+        # Keep any query (Azure preview features take ?api-version=) and add the path segments.
+        return self._base.copy_with(path=f"{self._base.path.rstrip('/')}/{route}")
+
+    def _where(self, endpoint: httpx.URL) -> str:
+        return f"POST {self._redact(str(endpoint))}"
 
     def _hint(self, status: int) -> str:
         if status == 401:
@@ -257,7 +269,7 @@ class OpenAICompatibleTransport:
         if self._api_key:
             text = text.replace(self._api_key, "***")
         # userinfo and ?key= in the url are credentials too: never in a message or report.
-        for raw in (str(self.endpoint), self.url):
+        for raw in (*(str(self._route_url(route)) for route in ROUTES), self.url):
             text = text.replace(raw, redact_url(raw))
         return text
 
@@ -269,17 +281,24 @@ class OpenAICompatibleTransport:
             return "(empty body)"
         return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "..."
 
-    def _parse(self, resp: httpx.Response) -> dict[str, Any]:
+    def _parse(self, resp: httpx.Response, endpoint: httpx.URL, route: str) -> dict[str, Any]:
         try:
             data = resp.json()
         except ValueError:
             raise TransportError(
-                f"{self._where()} answered HTTP {resp.status_code} with a body that is not JSON: "
-                f"{self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 endpoint?)"
+                f"{self._where(endpoint)} answered HTTP {resp.status_code} with a body that is "
+                f"not JSON: {self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 "
+                "endpoint?)"
             ) from None
-        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        if route == CHAT_ROUTE:
+            shape = isinstance(data, dict) and isinstance(data.get("choices"), list)
+            wanted = "a chat.completion (no choices list)"
+        else:
+            shape = isinstance(data, dict) and isinstance(data.get("output"), list)
+            wanted = "a response (no output list)"
+        if not shape:
             raise TransportError(
-                f"{self._where()} answered with JSON that is not a chat.completion (no choices "
-                f"list): {self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 endpoint?)"
+                f"{self._where(endpoint)} answered with JSON that is not {wanted}: "
+                f"{self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 endpoint?)"
             )
         return data

@@ -1,0 +1,364 @@
+"""The Responses API through the cache endpoint: agents written against the real `openai` SDK's
+`client.responses` and against the OpenAI Agents SDK (which calls it by default), recorded
+against the fake provider and replayed offline, whole and streamed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachelint.canonical import cache_key
+from cachelint.runner.request import build_request, build_responses_request
+from cachelint.runner.responses_api import sse_stream
+from tests.conftest import commit_all, run_cachelint
+from tests.helpers import RUN_NOW as NOW
+from tests.helpers import (
+    TREE_CODES,
+    do_run,
+    entry_files,
+    network_blocked,
+    python_target,
+    record_requests,
+    result,
+)
+from tests.helpers import write_targets_repo as write_repo
+
+openai = pytest.importorskip("openai")
+
+SCRIPT: dict[str, Any] = {
+    "rules": [
+        {"match": {"has_tool_result": True}, "reply": {"content": "Order A-1 has shipped."}},
+        {
+            "match": {"has_tools": True, "system_contains": "orders"},
+            "reply": {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]},
+        },
+    ],
+    "default": {"content": "Refunds take 30 days."},
+}
+
+# One agent that asks a small model for a tool call, runs the tool, and asks a big model for the
+# answer, sending the call and its output back as input items (as the Agents SDK does). Streamed,
+# it reads the events through the SDK's own accumulating helper, `responses.stream`.
+AGENT = """
+import openai
+
+TOOLS = [{"type": "function", "name": "lookup_order", "parameters": {
+    "type": "object", "properties": {"order_id": {"type": "string"}}}}]
+STREAM = @STREAM@
+IN_PROCESS = @IN_PROCESS@
+
+
+def _create(sdk, **kw):
+    if not STREAM:
+        return sdk.responses.create(**kw)
+    with sdk.responses.stream(**kw) as events:
+        kinds = [event.type for event in events]
+        assert kinds[0] == "response.created" and kinds[-1] == "response.completed", kinds
+        return events.get_final_response()
+
+
+def answer(scenario, client):
+    extra = {"http_client": client.http_client()} if IN_PROCESS else {}
+    sdk = openai.OpenAI(base_url=client.base_url, api_key=client.api_key, max_retries=0, **extra)
+    items = [{"role": m["role"], "content": m["content"]} for m in scenario.messages]
+    rules = "You answer questions about orders."
+    first = _create(sdk, model="small-model", instructions=rules, input=items, tools=TOOLS)
+    call = next(item for item in first.output if item.type == "function_call")
+    items.append(call.model_dump(exclude_none=True))
+    items.append({"type": "function_call_output", "call_id": call.call_id, "output": "shipped"})
+    return _create(sdk, model="big-model", instructions=rules, input=items)
+"""
+
+ORDER = {"input": "Where is order A-1?", "assert": [{"type": "contains", "value": "shipped"}]}
+
+
+def agent_code(*, stream: bool, in_process: bool) -> str:
+    return AGENT.replace("@STREAM@", str(stream)).replace("@IN_PROCESS@", str(in_process))
+
+
+def record(repo: Path) -> tuple[Any, list[Any]]:
+    """Record through the fake provider; every request must have gone to the Responses API."""
+    outcome, requests = record_requests(repo, SCRIPT)
+    assert {r.path for r in requests} == {"/v1/responses"}, [r.path for r in requests]
+    return outcome, [r.body for r in requests]
+
+
+def recorded(repo: Path) -> list[dict[str, Any]]:
+    entries = sorted((repo / "eval-cache").rglob("entry.json"))
+    return [json.loads(p.read_text(encoding="utf-8")) for p in entries]
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
+    monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
+    monkeypatch.setenv("CACHELINT_NOW", NOW)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("in_process", [False, True], ids=["socket", "in-process"])
+def test_responses_agent_records_a_tool_round_trip_then_replays_offline(
+    git_repo: Path, stream: bool, in_process: bool
+) -> None:
+    write_repo(
+        git_repo,
+        targets=python_target("responses_agent:answer"),
+        scenarios={"support/acme/order": ORDER},
+        files={"responses_agent.py": agent_code(stream=stream, in_process=in_process)},
+    )
+    outcome, bodies = record(git_repo)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    # Upstream got each body as the SDK sent it, but never the stream flag.
+    assert [b["model"] for b in bodies] == ["small-model", "big-model"]
+    assert all("stream" not in b for b in bodies)
+    assert bodies[1]["input"][-1] == {
+        "type": "function_call_output",
+        "call_id": bodies[1]["input"][-2]["call_id"],
+        "output": "shipped",
+    }
+    entries = recorded(git_repo)
+    assert sorted(e["request"]["model"] for e in entries) == ["big-model", "small-model"]
+    assert all(e["request"]["api"] == "responses" for e in entries)
+    before = entry_files(git_repo)
+
+    if in_process:  # no socket at all
+        with network_blocked() as attempts:
+            replay = do_run(git_repo)
+        assert attempts == []
+    else:
+        replay = do_run(git_repo)
+    assert replay.rc == 0, replay.out + replay.err
+    trial = result(git_repo, "support/acme/order")["trials"][0]
+    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    # The returned `Response` object is read as the trial's output.
+    assert trial["output"]["text"] == "Order A-1 has shipped."
+    assert entry_files(git_repo) == before
+
+
+# The OpenAI Agents SDK, whose default model calls the Responses API: an agent with a function
+# tool, run with `Runner.run` and with `Runner.run_streamed`.
+# Tracing is switched off: the SDK would otherwise export traces to OpenAI over the network.
+AGENTS_SDK_AGENT = """
+import openai
+from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+
+set_tracing_disabled(True)
+STREAM = @STREAM@
+
+
+@function_tool
+def lookup_order(order_id: str) -> str:
+    \"\"\"Look an order up.\"\"\"
+    return "shipped"
+
+
+async def answer(scenario, client):
+    sdk = openai.AsyncOpenAI(
+        base_url=client.base_url,
+        api_key=client.api_key,
+        http_client=client.http_client(asynchronous=True),
+        max_retries=0,
+    )
+    agent = Agent(
+        name="orders",
+        instructions="You answer questions about orders.",
+        tools=[lookup_order],
+        model=OpenAIResponsesModel(model="small-model", openai_client=sdk),
+    )
+    question = scenario.messages[-1]["content"]
+    if not STREAM:
+        return (await Runner.run(agent, question)).final_output
+    run = Runner.run_streamed(agent, question)
+    async for _ in run.stream_events():
+        pass
+    return run.final_output
+"""
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "run_streamed"])
+def test_an_agents_sdk_agent_records_and_replays_with_no_socket(
+    git_repo: Path, stream: bool
+) -> None:
+    pytest.importorskip("agents")
+    write_repo(
+        git_repo,
+        targets=python_target("orders_agent:answer"),
+        scenarios={"support/acme/order": ORDER},
+        files={"orders_agent.py": AGENTS_SDK_AGENT.replace("@STREAM@", str(stream))},
+    )
+    outcome, bodies = record(git_repo)  # every request went to /v1/responses
+    assert outcome.rc == 0, outcome.out + outcome.err
+    assert len(bodies) == 2 and all(b["model"] == "small-model" for b in bodies)
+    assert [e["request"]["api"] for e in recorded(git_repo)] == ["responses", "responses"]
+
+    with network_blocked() as attempts:
+        replay = do_run(git_repo)
+    assert attempts == []
+    assert replay.rc == 0, replay.out + replay.err
+    trial = result(git_repo, "support/acme/order")["trials"][0]
+    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    assert trial["output"]["text"] == "Order A-1 has shipped."
+
+
+def test_check_verifies_the_recorded_responses_entries(git_repo: Path) -> None:
+    write_repo(
+        git_repo,
+        targets=python_target("responses_agent:answer"),
+        scenarios={"support/acme/order": ORDER},
+        files={"responses_agent.py": agent_code(stream=False, in_process=True)},
+    )
+    outcome, _ = record(git_repo)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n", encoding="utf-8")
+    commit_all(git_repo)
+    tree = ",".join(TREE_CODES)
+    clean = run_cachelint(git_repo, "check", "--select", tree)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "2 entries" in clean.stdout + clean.stderr
+    contents = sorted((git_repo / "eval-cache").rglob("contents.data"))[0]
+    contents.write_bytes(contents.read_bytes().replace(b"resp_", b"resq_"))
+    edited = run_cachelint(git_repo, "check", "--select", tree)
+    assert edited.returncode == 1
+    assert "contents.data does not match the blake3" in edited.stdout
+
+
+def test_a_miss_is_the_sdks_not_found_error_with_the_miss_explanation(git_repo: Path) -> None:
+    agent = """
+import openai
+
+def answer(scenario, client):
+    sdk = openai.OpenAI(base_url=client.base_url, api_key=client.api_key)
+    try:
+        sdk.responses.create(model="big-model", input="How do refunds work?")
+    except openai.NotFoundError as exc:
+        return "swallowed: " + str(exc)
+    return "answered"
+"""
+    write_repo(
+        git_repo,
+        targets=python_target("miss_agent:answer"),
+        scenarios={
+            "support/acme/refund": {
+                "input": "How do refunds work?",
+                "assert": [{"type": "contains", "value": "s"}],
+            }
+        },
+        files={"miss_agent.py": agent},
+    )
+    replay = do_run(git_repo)
+    assert replay.rc == 1
+    error = result(git_repo, "support/acme/refund")["trials"][0]["error"]
+    assert error.startswith("cache miss in replay mode: scenario support/acme/refund")
+    assert "model 'big-model'" in error
+
+
+def test_a_changed_instruction_is_a_miss_naming_it(git_repo: Path) -> None:
+    write_repo(
+        git_repo,
+        targets=python_target("responses_agent:answer"),
+        scenarios={"support/acme/order": ORDER},
+        files={"responses_agent.py": agent_code(stream=False, in_process=True)},
+    )
+    outcome, _ = record(git_repo)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    code = (git_repo / "responses_agent.py").read_text(encoding="utf-8")
+    (git_repo / "responses_agent.py").write_text(
+        code.replace("questions about orders", "questions about parcels"), encoding="utf-8"
+    )
+    # A process of its own: this one has imported the agent as it was.
+    replay = run_cachelint(git_repo, "run", "--execution", "changed")
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    error = result(git_repo, "support/acme/order", "changed")["trials"][0]["error"]
+    assert "    options.instructions: 'You answer questions about orders.' -> " in error
+
+
+def test_a_chat_call_keeps_its_key_and_a_responses_call_differs() -> None:
+    chat = build_request(
+        provider="p", model="m", scenario="a/b/c", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert "api" not in chat and "input" not in chat
+    # Pinned: a chat key must never change with a cachelint upgrade.
+    assert cache_key(chat) == cache_key(
+        {
+            "format": chat["format"],
+            "provider": "p",
+            "model": "m",
+            "scenario": "a/b/c",
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+    )
+    responses = build_responses_request(provider="p", model="m", scenario="a/b/c", given="hi")
+    assert responses["api"] == "responses" and responses["input"] == "hi"
+    assert "messages" not in responses
+    assert cache_key(responses) != cache_key(chat)
+    crlf = build_responses_request(
+        provider="p",
+        model="m",
+        scenario="a/b/c",
+        given=[{"role": "user", "content": "a\r\nb"}],
+        options={"instructions": "x\r\ny"},
+    )
+    assert crlf["input"][0]["content"] == "a\nb" and crlf["options"]["instructions"] == "x\ny"
+
+
+RESPONSE: dict[str, Any] = {
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 1,
+    "model": "m",
+    "status": "completed",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "hi", "annotations": []}],
+        },
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "f",
+            "arguments": '{"a":1}',
+            "status": "completed",
+        },
+    ],
+    "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+}
+
+
+def test_the_event_stream_is_deterministic_and_ends_with_the_whole_response() -> None:
+    stream = sse_stream(RESPONSE)
+    assert stream == sse_stream(json.loads(json.dumps(RESPONSE)))
+    blocks = [b for b in stream.decode().split("\n\n") if b]
+    events = []
+    for block in blocks:
+        name, data = block.split("\n")
+        event = json.loads(data.removeprefix("data: "))
+        assert name == f"event: {event['type']}"
+        events.append(event)
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert [e["type"] for e in events] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert events[0]["response"]["output"] == [] and events[0]["response"]["usage"] is None
+    assert events[4]["delta"] == "hi" and events[9]["delta"] == '{"a":1}'
+    assert events[-1]["response"] == RESPONSE
+    incomplete = sse_stream({**RESPONSE, "status": "incomplete"})
+    assert incomplete.decode().rsplit("event: ", 1)[1].startswith("response.incomplete\n")
