@@ -362,3 +362,45 @@ def test_the_event_stream_is_deterministic_and_ends_with_the_whole_response() ->
     assert events[-1]["response"] == RESPONSE
     incomplete = sse_stream({**RESPONSE, "status": "incomplete"})
     assert incomplete.decode().rsplit("event: ", 1)[1].startswith("response.incomplete\n")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"[]", "the request body must be a JSON object"),
+        (b'{"input": "hi"}', "'model' must be a non-empty string"),
+        (b'{"model": "m"}', "'input' must be a string or a list of input items"),
+        (b'{"model": "m", "input": ["hi"]}', "'input' must be a string or a list"),
+        (b'{"model": "m", "input": "hi", "instructions": 1}', "'instructions' must be a string"),
+        (b'{"model": "m", "input": "hi", "tools": {}}', "'tools' must be a list"),
+        (
+            b'{"model": "m", "input": [{"role": "user", "content": '
+            + b"[" * 950
+            + b"]" * 950
+            + b"}]}",
+            "cannot be part of a cache key",
+        ),
+        (b'{"model": "m", "input": ' + b"[" * 3000 + b"]" * 3000 + b"}", "must be a JSON object"),
+    ],
+    ids=["array", "no-model", "no-input", "bare-item", "instructions", "tools", "deep", "deeper"],
+)
+def test_a_bad_responses_request_is_a_400_the_sdk_does_not_retry(
+    tmp_path: Path, body: bytes, expected: str
+) -> None:
+    from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder
+    from cachelint.runner.endpoint import answer
+    from cachelint.store import Store
+
+    client = CachingClient(
+        store=Store(tmp_path),
+        scenario="support/acme/refund",
+        trial=0,
+        mode=Mode.REPLAY,
+        transport=OfflineRefuser(),
+        provider="p",
+        model="m",
+        recorder=Recorder("cachelint run --refresh-cache", "http://127.0.0.1:9/v1", "K", None),
+    )
+    status, headers, data = answer(client, "POST", "/v1/responses", body)
+    assert status == 400 and headers["x-should-retry"] == "false", data
+    assert expected in json.loads(data)["error"]["message"]
