@@ -28,7 +28,7 @@ from cachelint.devtools.fake_script import (
 )
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import responses_api
+from cachelint.runner import messages_api, responses_api
 
 __all__ = [
     "FakeProvider",
@@ -181,42 +181,22 @@ class FakeProvider:
                 "owned_by": "cachelint-fake-provider",
             }
             return _json_response(200, {"object": "list", "data": [model]})
-        if route not in (_CHAT, _RESPONSES) or method != "POST":
+        if route not in _APIS or method != "POST":
             return _json_response(
                 404,
                 _error_body(
                     404,
-                    f"the fake provider serves POST {_CHAT}, POST {_RESPONSES} and "
+                    f"the fake provider serves POST {', '.join(_APIS)} and "
                     f"GET /v1/models, not {method} {route}",
                     "invalid_request_error",
                     "unknown_url",
                 ),
             )
-        expected_key = self.script.api_key
-        if expected_key is not None and headers.get("authorization") != f"Bearer {expected_key}":
-            return _json_response(
-                401,
-                _error_body(
-                    401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
-                ),
-            )
-        if bad_json or not isinstance(body, Mapping):
-            return _json_response(
-                400, _error_body(400, "the body must be a JSON object", "invalid_request_error")
-            )
-        problem = _chat_problem(body) if route == _CHAT else responses_api.body_problem(body)
-        if problem is not None:
-            return _json_response(400, _error_body(400, problem, "invalid_request_error", None))
-        if body.get("stream"):
-            return _json_response(
-                400,
-                _error_body(
-                    400,
-                    "the fake provider does not stream; send stream=false",
-                    "invalid_request_error",
-                ),
-            )
-        asked = body if route == _CHAT else _as_chat(body)
+        api = _APIS[route]
+        refused = self._refusal(api, headers, body, bad_json)
+        if refused is not None:
+            return refused
+        asked = body if api is None else _as_chat(body, api)
         rule = self._pick(asked)
         if rule is None:
             return _json_response(
@@ -232,9 +212,47 @@ class FakeProvider:
         if rule.reply.status != 200:
             return _scripted_error(rule)
         completion = self._completion(rule, asked)
-        if route == _RESPONSES:
+        if api is responses_api:
             return _json_response(200, _as_response(completion, body))
+        if api is messages_api:
+            return _json_response(200, _as_message(completion))
         return _json_response(200, completion)
+
+    def _refusal(
+        self, api: Any, headers: Mapping[str, str], body: Any, bad_json: bool
+    ) -> _Response | None:
+        """The error a provider answers a request with that it does not take, or None."""
+        anthropic = api is messages_api
+        if anthropic and not headers.get("anthropic-version"):
+            missing = "anthropic-version: header is required"
+            return _json_response(400, _error_body(400, missing, "invalid_request_error"))
+        expected_key = self.script.api_key
+        sent_key = headers.get("x-api-key") if anthropic else headers.get("authorization")
+        wanted_key = expected_key if anthropic else f"Bearer {expected_key}"
+        if expected_key is not None and sent_key != wanted_key:
+            return _json_response(
+                401,
+                _error_body(
+                    401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
+                ),
+            )
+        if bad_json or not isinstance(body, Mapping):
+            return _json_response(
+                400, _error_body(400, "the body must be a JSON object", "invalid_request_error")
+            )
+        problem = _chat_problem(body) if api is None else api.body_problem(body)
+        if problem is not None:
+            return _json_response(400, _error_body(400, problem, "invalid_request_error", None))
+        if body.get("stream"):
+            return _json_response(
+                400,
+                _error_body(
+                    400,
+                    "the fake provider does not stream; send stream=false",
+                    "invalid_request_error",
+                ),
+            )
+        return None
 
     def _pick(self, body: Mapping[str, Any]) -> Rule | None:
         with self._lock:
@@ -304,8 +322,12 @@ class FakeProvider:
         return completion
 
 
-_CHAT = "/v1/chat/completions"
-_RESPONSES = f"/v1/{responses_api.ROUTE}"
+# The routes served, with the module that knows each API's shapes (None: chat completions).
+_APIS: dict[str, Any] = {
+    "/v1/chat/completions": None,
+    f"/v1/{responses_api.ROUTE}": responses_api,
+    f"/v1/{messages_api.ROUTE}": messages_api,
+}
 
 
 def _chat_problem(body: Mapping[str, Any]) -> str | None:
@@ -328,9 +350,9 @@ def _scripted_error(rule: Rule) -> _Response:
     return _json_response(reply.status, error, headers)
 
 
-def _as_chat(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A Responses API request as the chat request the script's rules match."""
-    chat = {"model": body.get("model"), "messages": responses_api.as_messages(body)}
+def _as_chat(body: Mapping[str, Any], api: Any) -> dict[str, Any]:
+    """A Responses or Messages API request as the chat request the script's rules match."""
+    chat = {"model": body.get("model"), "messages": api.as_messages(body)}
     if body.get("tools"):
         chat["tools"] = body["tools"]
     return chat
@@ -481,3 +503,36 @@ def running(script: Script, *, port: int = 0) -> Iterator[FakeServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def _as_message(completion: Mapping[str, Any]) -> dict[str, Any]:
+    """The chat.completion as the Messages API's `message`: its text as a text block, its tool
+    calls as tool_use blocks (their arguments decoded), its usage as input/output tokens."""
+    message = completion["choices"][0]["message"]
+    content: list[dict[str, Any]] = []
+    if message.get("content") is not None:
+        content.append({"type": "text", "text": message["content"]})
+    for call in message.get("tool_calls") or []:
+        function = call["function"]
+        content.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_{call['id'].removeprefix('call_')}",
+                "name": function["name"],
+                "input": json.loads(function["arguments"]),
+            }
+        )
+    finish = completion["choices"][0]["finish_reason"]
+    stop = {"length": "max_tokens", "tool_calls": "tool_use"}.get(finish, "end_turn")
+    usage = completion["usage"]
+    tokens = {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]}
+    return {
+        "id": f"msg_{completion['id'].removeprefix('chatcmpl-')}",
+        "type": "message",
+        "role": "assistant",
+        "model": completion["model"],
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": tokens,
+    }

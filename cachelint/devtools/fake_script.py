@@ -4,10 +4,11 @@ Tests and demos record against it instead of a real model: the same script and t
 give byte-identical responses (ids come from a hash of the request, `created` is fixed, token
 usage is counted from text length), so a recorded cache reproduces exactly.
 
-It serves `POST /v1/chat/completions`, `POST /v1/responses` (the Responses API: the same rules,
-matched against its instructions and input as chat messages, and the reply as a `response`
-object) and `GET /v1/models`. It binds 127.0.0.1 only: it has no
-authentication worth the name and must never be reachable from another machine.
+It serves `POST /v1/chat/completions`, `POST /v1/responses` (OpenAI's Responses API),
+`POST /v1/messages` (Anthropic's Messages API) and `GET /v1/models`. The last two answer by the
+same rules, matched against the request's conversation as chat messages, with the reply in their
+own shape (a `response`, a `message`). It binds 127.0.0.1 only: it has no authentication worth
+the name and must never be reachable from another machine.
 
 Script format (a JSON object; every key is optional, an unknown key is an error)::
 
@@ -15,7 +16,7 @@ Script format (a JSON object; every key is optional, an unknown key is an error)
       "model": "scripted-v1",          # listed by GET /v1/models; used when a request has no model
       "created": 1700000000,           # the fixed `created` of every response
       "api_key": "sk-test",            # if set, requests without `Authorization: Bearer sk-test`
-                                       # get the OpenAI 401 (invalid_api_key)
+                                       # (`x-api-key: sk-test` on /v1/messages) get a 401
       "rules": [                       # tried in order; the first that matches answers
         {
           "match": {                   # every given condition must hold; {} or absent = any request

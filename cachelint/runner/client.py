@@ -30,10 +30,10 @@ from cachelint.canonical import cache_key
 from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
 from cachelint.jsontext import lone_surrogate
-from cachelint.runner import responses_api
+from cachelint.runner import messages_api, responses_api
 from cachelint.runner.request import (
     build_request,
-    build_responses_request,
+    build_sdk_request,
     closeness,
     request_diff,
 )
@@ -75,9 +75,11 @@ class CompletionLike(Protocol):
 
 
 class Transport(Protocol):
-    def complete(self, body: Mapping[str, Any], route: str = ...) -> CompletionLike:
+    def complete(
+        self, body: Mapping[str, Any], route: str = ..., headers: Mapping[str, str] | None = ...
+    ) -> CompletionLike:
         """One call: `body` POSTed to `route` under the target's url (by default
-        "chat/completions")."""
+        "chat/completions"), with these request `headers` besides the transport's own."""
 
 
 class LiveCallRefused(CachelintError):
@@ -87,7 +89,12 @@ class LiveCallRefused(CachelintError):
 class OfflineRefuser:
     """Stands in for the real transport in replay mode, so a bug can never open a socket."""
 
-    def complete(self, body: Mapping[str, Any], route: str = CHAT_ROUTE) -> CompletionLike:
+    def complete(
+        self,
+        body: Mapping[str, Any],
+        route: str = CHAT_ROUTE,
+        headers: Mapping[str, str] | None = None,
+    ) -> CompletionLike:
         raise LiveCallRefused(
             "replay mode refuses live model calls; rerun with --cache auto or --refresh-cache "
             "to record"
@@ -173,26 +180,30 @@ class CachingClient:
             tools if isinstance(tools, list) else None,
         )
 
-    def respond_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """One Responses API call as an SDK sent it, without its transport fields: keyed by its
-        model, input, tools and every other field, and sent upstream as it is (the target's
-        `params` are chat-completions options and are not added)."""
-        options = {k: v for k, v in body.items() if k not in ("model", "input", "tools")}
-        tools = body.get("tools")
+    def sdk_body(
+        self, api: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """One call an SDK sent to another API than chat completions, without its transport
+        fields: "responses" (OpenAI's Responses API) or "messages" (Anthropic's Messages API).
+        It is keyed by the body (`request.build_sdk_request`) and the request `headers` that
+        change the answer (Anthropic's beta flags), and sent upstream as it is; the target's
+        `params` are chat-completions options and are not added."""
         model = str(body["model"])
-        request = build_responses_request(
+        keyed = dict(body)
+        if headers:
+            keyed["headers"] = dict(headers)
+        request = build_sdk_request(
+            api=api,
             provider=self.provider,
             model=model,
             scenario=self.scenario,
-            given=body["input"],
-            options=options or None,
-            tools=tools if isinstance(tools, list) else None,
+            body=keyed,
             trial=self.trial,
         )
-        sent = responses_api.as_messages(body)
+        sent = _SDK_CONVERSATION[api](body)
         upstream = dict(body)
         return self._answer(
-            request, model, sent, lambda: self.transport.complete(upstream, responses_api.ROUTE)
+            request, model, sent, lambda: self.transport.complete(upstream, api, headers)
         )
 
     def _call(
@@ -274,6 +285,12 @@ class CachingClient:
         """This scenario trial's OpenAI-compatible base URL on the cache endpoint (127.0.0.1):
         `OpenAI(base_url=client.base_url, api_key=client.api_key)`."""
         return self._endpoint().base_url(self)
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """The same base URL without its `/v1`, where Anthropic's SDKs append `/v1/messages`:
+        `Anthropic(base_url=client.anthropic_base_url, api_key=client.api_key)`."""
+        return self.base_url.removesuffix("/v1")
 
     @property
     def api_key(self) -> str:
@@ -376,6 +393,13 @@ def _body(
     if tools:
         body["tools"] = [dict(t) for t in tools]
     return body
+
+
+# The conversation of a call to each SDK API, as chat messages, for the run's records.
+_SDK_CONVERSATION = {
+    responses_api.ROUTE: responses_api.as_messages,
+    messages_api.ROUTE: messages_api.as_messages,
+}
 
 
 # Per store (one per run): tenant directories `cache/<agent>/<tenant>` found to be real

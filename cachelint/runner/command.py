@@ -3,7 +3,8 @@
 `command = ["dotnet", "test", "--filter", "Category=Eval"]` runs once per scenario trial from the
 repository root with the scenario's cache endpoint in its environment, the way every OpenAI SDK
 reads it: `OPENAI_BASE_URL` (ending in /v1, where the SDK appends /chat/completions) and
-`OPENAI_API_KEY` (a placeholder). `CACHELINT_SCENARIO`, `CACHELINT_TRIAL` and
+`OPENAI_API_KEY` (a placeholder), and as Anthropic's SDKs read it: `ANTHROPIC_BASE_URL` (where
+they append /v1/messages) and `ANTHROPIC_API_KEY`. `CACHELINT_SCENARIO`, `CACHELINT_TRIAL` and
 `CACHELINT_SCENARIO_FILE` say which scenario to play. Its stdout is the output the assertions see.
 
 The target's real key variable is removed from the program's environment: a program that ignored
@@ -50,6 +51,8 @@ def command_target(
         env.update(
             OPENAI_BASE_URL=client.base_url,
             OPENAI_API_KEY=client.api_key,
+            ANTHROPIC_BASE_URL=client.anthropic_base_url,
+            ANTHROPIC_API_KEY=client.api_key,
             CACHELINT_SCENARIO=scenario.identity,
             CACHELINT_TRIAL=str(client.trial),
             CACHELINT_SCENARIO_FILE=scenario.path,

@@ -39,7 +39,7 @@ from urllib.parse import quote, unquote
 
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import responses_api
+from cachelint.runner import messages_api, responses_api
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
@@ -65,15 +65,31 @@ def _json(status: int, value: Any, headers: Mapping[str, str] | None = None) -> 
     return status, {"Content-Type": "application/json", **(headers or {})}, data
 
 
-def _error(status: int, message: str, kind: str, code: str | None = None) -> Response:
+def _error(
+    status: int, message: str, kind: str, code: str | None = None, *, anthropic: bool = False
+) -> Response:
+    if anthropic:  # the Messages API's own error shape
+        error = {"type": "error", "error": {"type": kind, "message": message}}
+        return _json(status, error, _NO_RETRY)
     body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return _json(status, body, _NO_RETRY)
 
 
-def answer(client: CachingClient, method: str, route: str, raw: bytes) -> Response:
+# The APIs served besides chat completions, by the last segment of their route.
+_SDK_APIS: dict[str, Any] = {responses_api.ROUTE: responses_api, messages_api.ROUTE: messages_api}
+
+
+def answer(
+    client: CachingClient,
+    method: str,
+    route: str,
+    raw: bytes,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
     """Answer one HTTP request for `client`'s scenario trial; `route` is the path after the
-    trial's base URL prefix (e.g. `/v1/chat/completions`, or `/v1/responses` for the Responses
-    API, `cachelint.runner.responses_api`)."""
+    trial's base URL prefix (e.g. `/v1/chat/completions`; `/v1/responses` for OpenAI's Responses
+    API, `cachelint.runner.responses_api`; `/v1/messages` for Anthropic's Messages API,
+    `cachelint.runner.messages_api`), `headers` the request's (names in any case)."""
     from cachelint.runner.client import CacheMiss
 
     route = route.split("?", 1)[0].rstrip("/")
@@ -81,41 +97,57 @@ def answer(client: CachingClient, method: str, route: str, raw: bytes) -> Respon
         model = {"id": client.model, "object": "model", "created": 0, "owned_by": "cachelint"}
         return _json(200, {"object": "list", "data": [model]})
     chat = route.endswith("/chat/completions")
-    if method != "POST" or not (chat or route.endswith(f"/{responses_api.ROUTE}")):
+    api = None if chat else _SDK_APIS.get(route.rpartition("/")[2])
+    if method != "POST" or not (chat or api):
         return _error(
             404,
-            "the cachelint cache endpoint serves POST .../chat/completions and "
-            f"POST .../responses, not {method} {route}",
+            "the cachelint cache endpoint serves POST .../chat/completions, .../responses and "
+            f".../messages, not {method} {route}",
             "invalid_request_error",
             "unknown_url",
         )
+    anthropic = api is messages_api
     try:
         body = json.loads(raw.decode("utf-8")) if raw else None
     except (UnicodeDecodeError, ValueError, RecursionError):
         body = None
-    problem = _body_problem(body) if chat else responses_api.body_problem(body)
+    problem = _body_problem(body) if api is None else api.body_problem(body)
     if problem is not None:
-        return _error(400, problem, "invalid_request_error")
+        return _error(400, problem, "invalid_request_error", anthropic=anthropic)
     assert isinstance(body, dict)
     call = {k: v for k, v in body.items() if k not in TRANSPORT_FIELDS}
     try:
-        answered = client.complete_body(call) if chat else client.respond_body(call)
+        if api is None:
+            answered = client.complete_body(call)
+        else:
+            answered = client.sdk_body(api.ROUTE, call, _keyed_headers(headers, anthropic))
     except CacheMiss as exc:
-        return _error(404, str(exc), "cache_miss", "cachelint_cache_miss")
+        kind = "not_found_error" if anthropic else "cache_miss"
+        return _error(404, str(exc), kind, "cachelint_cache_miss", anthropic=anthropic)
     except CachelintError as exc:
-        return _error(502, str(exc), "cachelint_error", "cachelint_upstream")
+        kind = "api_error" if anthropic else "cachelint_error"
+        return _error(502, str(exc), kind, "cachelint_upstream", anthropic=anthropic)
     except ValueError as exc:  # e.g. an integer beyond 2**53, which no canonical key can hold
-        return _error(
-            400, f"the request cannot be part of a cache key: {exc}", "invalid_request_error"
-        )
+        message = f"the request cannot be part of a cache key: {exc}"
+        return _error(400, message, "invalid_request_error", anthropic=anthropic)
     if body.get("stream") is not True:
         return _json(200, answered)
-    headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-    if not chat:
-        return 200, headers, responses_api.sse_stream(answered)
+    stream_headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    if api is not None:
+        return 200, stream_headers, api.sse_stream(answered)
     options = body.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
-    return 200, headers, sse_stream(answered, include_usage=include_usage)
+    return 200, stream_headers, sse_stream(answered, include_usage=include_usage)
+
+
+def _keyed_headers(headers: Mapping[str, str] | None, anthropic: bool) -> dict[str, str]:
+    """The request headers that change the answer, and so are part of the key: Anthropic's beta
+    flags. Everything else a request's headers say is transport."""
+    if not anthropic or not headers:
+        return {}
+    lowered = {name.lower(): value for name, value in headers.items()}
+    beta = lowered.get(messages_api.BETA_HEADER)
+    return {messages_api.BETA_HEADER: beta} if beta else {}
 
 
 def _body_problem(body: Any) -> str | None:
@@ -210,16 +242,17 @@ class _Handler(BaseHTTPRequestHandler):
             # A replayed command's children have this endpoint as their proxy, which refuses.
             status, headers, data = refuse_proxied(self.command, self.path, self.headers)
             self.close_connection = True
-        elif self.headers.get("Authorization") != f"Bearer {endpoint.token}":
+        elif not _authorised(self.headers, endpoint.token):
             status, headers, data = _error(
                 401,
                 "the cachelint cache endpoint needs the API key cachelint gave this run "
-                "(OPENAI_API_KEY, or client.api_key)",
+                "(OPENAI_API_KEY or ANTHROPIC_API_KEY, or client.api_key)",
                 "invalid_request_error",
                 "invalid_api_key",
             )
         else:
-            status, headers, data = endpoint.dispatch(self.command, self.path, raw)
+            sent = dict(self.headers.items())
+            status, headers, data = endpoint.dispatch(self.command, self.path, raw, sent)
         reply(self, status, headers, data)
 
     do_GET = _serve
@@ -228,6 +261,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # results and miss messages report what happened; stderr stays quiet
+
+
+def _authorised(headers: Any, token: str) -> bool:
+    """Whether the request carries this run's key: as a bearer token (OpenAI's SDKs) or as
+    `x-api-key` (Anthropic's)."""
+    return headers.get("Authorization") == f"Bearer {token}" or headers.get("x-api-key") == token
 
 
 class _Server(ThreadingHTTPServer):
@@ -275,7 +314,9 @@ class Endpoint:
             if self._clients.get((client.scenario, client.trial)) is client:
                 del self._clients[(client.scenario, client.trial)]
 
-    def dispatch(self, method: str, path: str, raw: bytes) -> Response:
+    def dispatch(
+        self, method: str, path: str, raw: bytes, headers: Mapping[str, str] | None = None
+    ) -> Response:
         match = _PATH.fullmatch(path.split("?", 1)[0])
         if match is None:
             return _error(
@@ -296,7 +337,7 @@ class Endpoint:
                 "invalid_request_error",
                 "unknown_scenario",
             )
-        return answer(client, method, match["rest"] or "/", raw)
+        return answer(client, method, match["rest"] or "/", raw, headers)
 
     def _start(self) -> _Server:
         with self._lock:
@@ -380,7 +421,9 @@ def http_client(
     def handle(request: Any) -> Any:
         path = request.url.path
         route = path[len(base) :] if path.startswith(base) else path
-        status, headers, data = answer(client, request.method, route, request.content)
+        status, headers, data = answer(
+            client, request.method, route, request.content, request.headers
+        )
         return module.Response(status, headers=headers, content=data, request=request)
 
     transport = module.MockTransport(handle)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner import responses_api
+from cachelint.runner import messages_api, responses_api
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def output_from_completion(completion: Mapping[str, Any]) -> Output:
 
 def output_from_value(value: Any) -> Output:
     """Whatever a python target returned: a string, an `Output`, an OpenAI chat.completion or
-    Responses API response (a dict, or the SDK's object), or
+    Responses API response or an Anthropic message (a dict, or the SDK's object), or
     `{"text": ..., "tool_calls": [...]}`."""
     if isinstance(value, Output):
         return value
@@ -109,11 +109,13 @@ def output_from_value(value: Any) -> Output:
     if isinstance(value, Mapping):
         if "choices" in value:
             return output_from_completion(value)
-        if responses_api.is_response(value):
-            text, calls = responses_api.output_of(value)
-            return Output(
-                text, tuple(_tool_call(c, f"response output call {i}") for i, c in enumerate(calls))
-            )
+        for api in (responses_api, messages_api):
+            if api.is_answer(value):
+                text, calls = api.output_of(value)
+                where = f"{api.ROUTE} answer's tool call"
+                return Output(
+                    text, tuple(_tool_call(c, f"{where} {i}") for i, c in enumerate(calls))
+                )
         if "text" in value or "tool_calls" in value:
             unknown = sorted(set(value) - {"text", "tool_calls"})
             if unknown:
@@ -133,6 +135,6 @@ def output_from_value(value: Any) -> Output:
                 text, tuple(_tool_call(c, f"target tool_calls[{i}]") for i, c in enumerate(calls))
             )
     raise CachelintError(
-        f"target returned a {type(value).__name__}; return a string, a chat.completion or "
-        "response dict, or {'text': ..., 'tool_calls': [...]}"
+        f"target returned a {type(value).__name__}; return a string, a chat.completion, "
+        "response or message dict, or {'text': ..., 'tool_calls': [...]}"
     )

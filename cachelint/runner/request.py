@@ -20,7 +20,7 @@ from cachelint.store import FORMAT
 
 __all__ = [
     "build_request",
-    "build_responses_request",
+    "build_sdk_request",
     "closeness",
     "normalise_text",
     "request_diff",
@@ -89,41 +89,48 @@ def build_request(
     return request
 
 
-def build_responses_request(
-    *,
-    provider: str,
-    model: str,
-    scenario: str,
-    given: str | Sequence[Mapping[str, Any]],
-    options: Mapping[str, Any] | None = None,
-    tools: Sequence[Mapping[str, Any]] | None = None,
-    trial: int = 0,
+# Per API an SDK may call besides chat completions: the body field holding the conversation.
+SDK_CONVERSATION = {"responses": "input", "messages": "messages"}
+# Option fields that hold prompt text, normalised like a message's: the Responses API's
+# `instructions`, the Messages API's `system` (a string or a list of text blocks).
+_PROMPT_OPTIONS = ("instructions", "system")
+
+
+def build_sdk_request(
+    *, api: str, provider: str, model: str, scenario: str, body: Mapping[str, Any], trial: int = 0
 ) -> dict[str, Any]:
-    """The canonical request of one Responses API call (`given`: its `input`), keyed like a chat
-    call's but marked `"api": "responses"` and holding `input` where a chat call has `messages`:
-    a chat call's key is what it always was. Texts are normalised as in messages, `instructions`
-    (an option here) included."""
-    opts = dict(options or {})
-    if isinstance(opts.get("instructions"), str):
-        opts["instructions"] = normalise_text(opts["instructions"])
+    """The canonical request of one call an SDK sent to `api` ("responses" or "messages", see
+    `SDK_CONVERSATION`), keyed like a chat call's but marked `"api": api`, so a chat call's key is
+    what it always was: the conversation (`input` for the Responses API), the tools, and every
+    other field of `body` but `model` as options, with prompt texts normalised as in messages."""
+    field = SDK_CONVERSATION[api]
+    options = {k: v for k, v in body.items() if k not in ("model", field, "tools")}
+    for name in _PROMPT_OPTIONS:
+        if name in options:
+            options[name] = _prompt(options[name])
+    tools = body.get("tools")
+    given = body[field]
     request = build_request(
         provider=provider,
         model=model,
         scenario=scenario,
-        messages=(),
-        options=opts,
-        tools=tools,
+        messages=given if isinstance(given, list) else (),
+        options=options,
+        tools=tools if isinstance(tools, list) else None,
         trial=trial,
     )
-    del request["messages"]
-    try:
-        if isinstance(given, str):
-            request["input"] = normalise_text(given)
-        else:
-            request["input"] = [_message(item) for item in given]
-    except RecursionError:
-        raise ValueError("the request is nested too deeply to be part of a cache key") from None
-    return {"api": "responses", **request}
+    if field != "messages":
+        conversation = request.pop("messages")
+        request[field] = normalise_text(given) if isinstance(given, str) else conversation
+    return {"api": api, **request}
+
+
+def _prompt(value: Any) -> Any:
+    if isinstance(value, str):
+        return normalise_text(value)
+    if isinstance(value, list):  # text blocks
+        return _message({"content": value})["content"]
+    return value
 
 
 def request_key(request: Mapping[str, Any]) -> str:

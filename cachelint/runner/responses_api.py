@@ -3,7 +3,7 @@
 `client.responses.create(...)` in the openai SDK, and the OpenAI Agents SDK (whose default model
 calls it), POST to `<base_url>/responses` rather than `/chat/completions`. The endpoint answers
 such a call from the cache like a chat completion: the key is the body as the SDK sent it, less
-the transport fields (`request.build_responses_request`), and the cache holds the whole
+the transport fields (`request.build_sdk_request`), and the cache holds the whole
 `response` object. A streamed request gets that object back as the events the API streams, from
 `response.created` to `response.completed`: the same bytes at record and replay.
 
@@ -42,7 +42,7 @@ def body_problem(body: Any) -> str | None:
     return None
 
 
-def is_response(value: Any) -> bool:
+def is_answer(value: Any) -> bool:
     """Whether `value` is a Responses API `response` object (as JSON)."""
     return (
         isinstance(value, Mapping)

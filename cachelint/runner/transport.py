@@ -35,8 +35,11 @@ if TYPE_CHECKING:
     import httpx
 
 CHAT_ROUTE = "chat/completions"
-# The routes a target's url is called at: chat completions, and the Responses API's.
-ROUTES = (CHAT_ROUTE, "responses")
+# The Anthropic Messages API's route: its key goes in `x-api-key`, with the API version.
+MESSAGES_ROUTE = "messages"
+ANTHROPIC_VERSION = "2023-06-01"
+# The routes a target's url is called at: chat completions, the Responses API and Messages API.
+ROUTES = (CHAT_ROUTE, "responses", MESSAGES_ROUTE)
 
 FIRST_DELAY = 0.5
 MAX_DELAY = 10.0
@@ -114,6 +117,13 @@ def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
     return (found.strip() or None) if found else None
 
 
+# What a successful answer holds, by route: the list field, and what to call it when missing.
+_ANSWER_SHAPE = {
+    CHAT_ROUTE: ("choices", "a chat.completion (no choices list)"),
+    MESSAGES_ROUTE: ("content", "a message (no content list)"),
+}
+
+
 def _is_azure(host: str) -> bool:
     host = host.lower().rstrip(".")
     return host == "azure.com" or host.endswith(".azure.com")
@@ -170,10 +180,12 @@ class OpenAICompatibleTransport:
             "Accept": "application/json",
             "User-Agent": f"cachelint/{__version__}",
         }
+        self._anthropic_headers = {**self._headers, "anthropic-version": ANTHROPIC_VERSION}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
             if _is_azure(base.host):
                 self._headers["api-key"] = api_key
+            self._anthropic_headers["x-api-key"] = api_key
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
         self._timeout = timeout
@@ -197,12 +209,20 @@ class OpenAICompatibleTransport:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def complete(self, body: Mapping[str, Any], route: str = CHAT_ROUTE) -> Completion:
-        """One call to `route` (a chat completion unless told); retries per the deterministic
-        schedule, else `TransportError`."""
+    def complete(
+        self,
+        body: Mapping[str, Any],
+        route: str = CHAT_ROUTE,
+        headers: Mapping[str, str] | None = None,
+    ) -> Completion:
+        """One call to `route` (a chat completion unless told), with these request `headers`
+        besides the transport's own; retries per the deterministic schedule, else
+        `TransportError`."""
         import httpx
 
         endpoint = self._route_url(route)
+        own = self._anthropic_headers if route == MESSAGES_ROUTE else self._headers
+        sent = {**(headers or {}), **own}
         merged = {**self.params, **body}
         try:
             payload = json.dumps(merged, ensure_ascii=False, allow_nan=False).encode("utf-8")
@@ -218,7 +238,7 @@ class OpenAICompatibleTransport:
             retry_after: str | None = None
             try:
                 resp = self._client.post(
-                    endpoint, content=payload, headers=self._headers, timeout=self._timeout
+                    endpoint, content=payload, headers=sent, timeout=self._timeout
                 )
                 latency = time.perf_counter() - started
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
@@ -290,12 +310,8 @@ class OpenAICompatibleTransport:
                 f"not JSON: {self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 "
                 "endpoint?)"
             ) from None
-        if route == CHAT_ROUTE:
-            shape = isinstance(data, dict) and isinstance(data.get("choices"), list)
-            wanted = "a chat.completion (no choices list)"
-        else:
-            shape = isinstance(data, dict) and isinstance(data.get("output"), list)
-            wanted = "a response (no output list)"
+        field, wanted = _ANSWER_SHAPE.get(route, ("output", "a response (no output list)"))
+        shape = isinstance(data, dict) and isinstance(data.get(field), list)
         if not shape:
             raise TransportError(
                 f"{self._where(endpoint)} answered with JSON that is not {wanted}: "
