@@ -5,6 +5,7 @@ over the socket and in process; the beta header in the key; a miss as the SDK's 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,8 @@ import pytest
 
 from cachelint.runner.messages_api import sse_stream
 from tests.conftest import commit_all, run_cachelint
-from tests.helpers import RUN_NOW as NOW
 from tests.helpers import (
+    DEAD,
     TREE_CODES,
     do_run,
     entry_files,
@@ -22,6 +23,7 @@ from tests.helpers import (
     record_requests,
     result,
 )
+from tests.helpers import RUN_NOW as NOW
 from tests.helpers import write_targets_repo as write_repo
 
 anthropic = pytest.importorskip("anthropic")
@@ -301,3 +303,46 @@ def test_a_bad_messages_request_is_a_400_in_anthropics_error_shape(
     error = json.loads(data)
     assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
     assert expected in error["error"]["message"]
+
+
+SHELL_AGENT = """#!/bin/sh
+# A non-Python program on Anthropic's API: the two variables are all it knows of cachelint.
+curl -sS --fail-with-body "$ANTHROPIC_BASE_URL/v1/messages" \\
+  -H "x-api-key: $ANTHROPIC_API_KEY" -H "anthropic-version: 2023-06-01" \\
+  -H "Content-Type: application/json" \\
+  -d '{"model": "shell-model", "max_tokens": 50,
+       "messages": [{"role": "user", "content": "refunds?"}]}' \\
+  | sed -e 's/.*"text": *"\\([^"]*\\)".*/\\1/'
+"""
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_a_command_target_reaches_the_endpoint_through_the_anthropic_variables(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    targets = f"""
+        [tool.cachelint.target]
+        type = "command"
+        command = ["sh", "agent.sh"]
+        url = "{DEAD}"
+        provider = "anthropic"
+        model = "configured-model"
+        api-key-env = "CACHELINT_TEST_KEY"
+    """
+    scenario = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
+    write_repo(
+        git_repo,
+        targets=targets,
+        scenarios={"support/acme/refund": scenario},
+        files={"agent.sh": SHELL_AGENT},
+    )
+    # The program never sees a real Anthropic key, even one set in the environment.
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-must-not-leak")
+    outcome, requests = record(git_repo)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    assert [r.body["model"] for r in requests] == ["shell-model"]
+    assert requests[0].header("x-api-key") != "sk-ant-must-not-leak"
+    replay = do_run(git_repo)
+    assert replay.rc == 0, replay.out
+    output = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
+    assert output.strip() == "Refunds take 30 days."
