@@ -255,18 +255,26 @@ def test_the_event_stream_rebuilds_the_recorded_message_in_the_sdk() -> None:
     assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
     assert kinds.count("content_block_start") == kinds.count("content_block_stop") == 3
     # The SDK's own accumulator, fed these events, gives back the message that was recorded.
+    rebuilt = accumulated(stream)
+    assert rebuilt["content"] == MESSAGE["content"]
+    assert rebuilt["stop_reason"] == "tool_use" and rebuilt["usage"] == MESSAGE["usage"]
+    # A message from a server that sent no usage still streams: the accumulator needs one.
+    bare = {k: v for k, v in MESSAGE.items() if k != "usage"}
+    assert accumulated(sse_stream(bare))["content"] == MESSAGE["content"]
+
+
+def accumulated(stream: bytes) -> dict[str, Any]:
+    """The message the anthropic SDK's stream accumulator builds from `stream`."""
     from anthropic.lib.streaming._messages import accumulate_event
     from anthropic.types import RawMessageStreamEvent
 
     snapshot = None
-    for block in blocks:
+    for block in (b for b in stream.decode().split("\n\n") if b):
         data = json.loads(block.split("\n")[1].removeprefix("data: "))
         event = anthropic._models.construct_type(type_=RawMessageStreamEvent, value=data)
         snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs={})
     assert snapshot is not None
-    rebuilt = snapshot.model_dump(exclude_none=True)
-    assert rebuilt["content"] == MESSAGE["content"]
-    assert rebuilt["stop_reason"] == "tool_use" and rebuilt["usage"] == MESSAGE["usage"]
+    return dict(snapshot.model_dump(exclude_none=True))
 
 
 @pytest.mark.parametrize(

@@ -130,12 +130,16 @@ def sse_stream(message: Mapping[str, Any]) -> bytes:
     `message_stop`. The SDK's accumulator rebuilds the recorded message from them."""
     content = message.get("content")
     blocks = [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
+    # The SDK's accumulator counts on a usage object; a server that sent none gets zeros.
     usage = message.get("usage")
+    usage = usage if isinstance(usage, dict) else {"input_tokens": 0, "output_tokens": 0}
     started = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+    started["usage"] = usage
     events: list[dict[str, Any]] = [{"type": "message_start", "message": started}]
     for index, block in enumerate(blocks):
         events.extend(_block_events(index, block))
     stop = {name: message.get(name) for name in ("stop_reason", "stop_sequence")}
+    stop.update((name, message[name]) for name in _LATE_FIELDS if name in message)
     events.append({"type": "message_delta", "delta": stop, "usage": usage})
     events.append({"type": "message_stop"})
     chunks = []
@@ -143,6 +147,10 @@ def sse_stream(message: Mapping[str, Any]) -> bytes:
         data = json.dumps(event, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         chunks.append(f"event: {event['type']}\ndata: {data}\n\n")
     return "".join(chunks).encode("utf-8")
+
+
+# Fields of a message the API sends in its `message_delta`, when the message has them.
+_LATE_FIELDS = ("stop_details", "container")
 
 
 def _block_events(index: int, block: Mapping[str, Any]) -> list[dict[str, Any]]:
