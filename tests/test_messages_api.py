@@ -176,12 +176,13 @@ def test_the_beta_header_is_sent_upstream_and_part_of_the_key(git_repo: Path) ->
     assert entry["request"]["options"]["headers"] == {"anthropic-beta": "tools-2024-04-04"}
 
     agent = git_repo / "beta_agent.py"
-    agent.write_text(BETA_AGENT.replace("@BETA@", "other-2025-01-01"), encoding="utf-8")
-    # A process of its own: this one has imported the agent as it was.
+    agent.write_text(BETA_AGENT.replace("@BETA@", "output-128k-2025-02-19"), encoding="utf-8")
+    # A process of its own: this one has imported the agent as it was. (A source of the same
+    # size written in the same second would be taken for its stale bytecode.)
     replay = run_cachelint(git_repo, "run", "--execution", "beta")
     assert replay.returncode == 1, replay.stdout + replay.stderr
     error = result(git_repo, "support/acme/refund", "beta")["trials"][0]["error"]
-    assert "options.headers.anthropic-beta: 'tools-2024-04-04' -> 'other-2025-01-01'" in error
+    assert "options.headers.anthropic-beta: 'tools-2024-04-04' -> 'output-128k-2025-02-19'" in error
 
 
 def test_a_miss_is_the_sdks_not_found_error_with_the_miss_explanation(git_repo: Path) -> None:

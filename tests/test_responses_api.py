@@ -377,12 +377,19 @@ def test_the_event_stream_is_deterministic_and_ends_with_the_whole_response() ->
         (b'{"model": "m", "input": "hi", "instructions": 1}', "'instructions' must be a string"),
         (b'{"model": "m", "input": "hi", "tools": {}}', "'tools' must be a list"),
         (b'{"model": "m", "input": "hi", "seed": 1152921504606846976}', "cannot be part of a"),
-        (b'{"model": "m", "input": ' + b"[" * 3000 + b"]" * 3000 + b"}", "must be a JSON object"),
+        # Too deep for the JSON parser before Python 3.12, too deep to key from then on.
+        (
+            b'{"model": "m", "input": [{"role": "user", "content": '
+            + b"[" * 3000
+            + b"]" * 3000
+            + b"}]}",
+            ("must be a JSON object", "cannot be part of a cache key"),
+        ),
     ],
     ids=["array", "no-model", "no-input", "bare-item", "instructions", "tools", "huge-int", "deep"],
 )
 def test_a_bad_responses_request_is_a_400_the_sdk_does_not_retry(
-    tmp_path: Path, body: bytes, expected: str
+    tmp_path: Path, body: bytes, expected: str | tuple[str, ...]
 ) -> None:
     from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder
     from cachelint.runner.endpoint import answer
@@ -400,4 +407,5 @@ def test_a_bad_responses_request_is_a_400_the_sdk_does_not_retry(
     )
     status, headers, data = answer(client, "POST", "/v1/responses", body)
     assert status == 400 and headers["x-should-retry"] == "false", data
-    assert expected in json.loads(data)["error"]["message"]
+    message = json.loads(data)["error"]["message"]
+    assert any(part in message for part in ([expected] if isinstance(expected, str) else expected))
