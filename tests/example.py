@@ -25,6 +25,10 @@ EXAMPLE_SCENARIOS = sorted(
 )
 
 
+# How many entries the bundled example's cache holds.
+EXAMPLE_ENTRIES = len(list((PROJECT / "eval-cache").rglob("entry.json")))
+
+
 def example_config() -> str:
     """The project's own `[tool.cachelint]` tables, as a cachelint.toml (the keys are the same)."""
     text = (PROJECT / "pyproject.toml").read_text(encoding="utf-8")

@@ -24,7 +24,7 @@ from cachelint.commands.check import check
 from cachelint.commands.run import run
 from cachelint.commands.stamp import stamp
 from cachelint.config import load
-from tests.example import EXAMPLE_SCENARIOS, make_example_repo
+from tests.example import EXAMPLE_ENTRIES, EXAMPLE_SCENARIOS, make_example_repo
 from tests.helpers import NOW
 from tests.trees import copy_bundled
 
@@ -109,7 +109,7 @@ def test_check_draws_no_bar_for_few_entries_or_nothing_to_read(
     bundled: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with terminal(monkeypatch) as tty:
-        assert _check(bundled, tty.stream)[0] == 0  # 8 entries, under BAR_MIN
+        assert _check(bundled, tty.stream)[0] == 0  # a few entries, under BAR_MIN
     assert tty.text == ""
     monkeypatch.setattr(collect_module, "BAR_MIN", 1)
     assert _check(bundled, io.StringIO(), entry_cache=True)[0] == 0  # writes the entry cache
@@ -133,11 +133,11 @@ def test_stamp_draws_the_bar_too_when_it_reads_the_entries(
     bundled: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(collect_module, "BAR_MIN", 1)
-    shutil.rmtree(bundled / ".git" / "cachelint", ignore_errors=True)  # all 8 entries are read
+    shutil.rmtree(bundled / ".git" / "cachelint", ignore_errors=True)  # every entry is read
     out = io.StringIO()
     with terminal(monkeypatch) as tty:
         assert stamp(bundled, config_path=None, now=NOW, out=out, err=tty.stream) == 0
-    assert "eval-cache/.eval-cache-stamp.json: 8 entries" in out.getvalue()
+    assert f"eval-cache/.eval-cache-stamp.json: {EXAMPLE_ENTRIES} entries" in out.getvalue()
     assert LABEL in tty.text
     assert "100%" in tty.text
 
@@ -167,9 +167,9 @@ def test_every_entry_read_is_counted_once_by_this_process_or_a_worker(
 ) -> None:
     counted = Counted()
     facts = collect(load(bundled), now=NOW, entry_cache=False, jobs=jobs, progress=counted)
-    assert len(facts.entries) == 8
-    assert counted.totals == [8]
-    assert sum(counted.steps) == 8
+    assert len(facts.entries) == EXAMPLE_ENTRIES
+    assert counted.totals == [EXAMPLE_ENTRIES]
+    assert sum(counted.steps) == EXAMPLE_ENTRIES
     assert counted.closed == 1
 
 
