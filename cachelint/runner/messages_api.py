@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 ROUTE = "messages"
-# The API version a recording asks for when the SDK named none (the one version there is).
+# The API version a recording asks for (`anthropic-version`; the one version there is).
 VERSION = "2023-06-01"
 # The request header that turns on beta features: part of the key, and sent upstream.
 BETA_HEADER = "anthropic-beta"

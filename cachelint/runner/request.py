@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cachelint.canonical import cache_key
+from cachelint.runner import messages_api, responses_api
 from cachelint.store import FORMAT
 
 __all__ = [
@@ -90,7 +91,7 @@ def build_request(
 
 
 # Per API an SDK may call besides chat completions: the body field holding the conversation.
-SDK_CONVERSATION = {"responses": "input", "messages": "messages"}
+SDK_CONVERSATION = {responses_api.ROUTE: "input", messages_api.ROUTE: "messages"}
 # Option fields that hold prompt text, normalised like a message's: the Responses API's
 # `instructions`, the Messages API's `system` (a string or a list of text blocks).
 _PROMPT_OPTIONS = ("instructions", "system")

@@ -29,17 +29,13 @@ from typing import TYPE_CHECKING, Any
 from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
+from cachelint.runner import messages_api, responses_api
 from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
     import httpx
 
 CHAT_ROUTE = "chat/completions"
-# The Anthropic Messages API's route: its key goes in `x-api-key`, with the API version.
-MESSAGES_ROUTE = "messages"
-ANTHROPIC_VERSION = "2023-06-01"
-# The routes a target's url is called at: chat completions, the Responses API and Messages API.
-ROUTES = (CHAT_ROUTE, "responses", MESSAGES_ROUTE)
 
 FIRST_DELAY = 0.5
 MAX_DELAY = 10.0
@@ -117,10 +113,12 @@ def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
     return (found.strip() or None) if found else None
 
 
-# What a successful answer holds, by route: the list field, and what to call it when missing.
+# The routes a target's url is called at, with the list field a successful answer holds there
+# and what to call the answer when that field is missing.
 _ANSWER_SHAPE = {
     CHAT_ROUTE: ("choices", "a chat.completion (no choices list)"),
-    MESSAGES_ROUTE: ("content", "a message (no content list)"),
+    responses_api.ROUTE: ("output", "a response (no output list)"),
+    messages_api.ROUTE: ("content", "a message (no content list)"),
 }
 
 
@@ -130,8 +128,9 @@ def _is_azure(host: str) -> bool:
 
 
 class OpenAICompatibleTransport:
-    """POSTs request bodies to `<url>/chat/completions` (or another route of the same API, such
-    as `<url>/responses`); thread-safe (one httpx.Client)."""
+    """POSTs request bodies to `<url>/chat/completions`, `<url>/responses` (OpenAI's Responses
+    API) or `<url>/messages` (Anthropic's Messages API, its key sent as `x-api-key`); thread-safe
+    (one httpx.Client)."""
 
     def __init__(
         self,
@@ -180,7 +179,8 @@ class OpenAICompatibleTransport:
             "Accept": "application/json",
             "User-Agent": f"cachelint/{__version__}",
         }
-        self._anthropic_headers = {**self._headers, "anthropic-version": ANTHROPIC_VERSION}
+        # Anthropic's API takes its key as x-api-key and wants its version named.
+        self._anthropic_headers = {**self._headers, "anthropic-version": messages_api.VERSION}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
             if _is_azure(base.host):
@@ -221,7 +221,7 @@ class OpenAICompatibleTransport:
         import httpx
 
         endpoint = self._route_url(route)
-        own = self._anthropic_headers if route == MESSAGES_ROUTE else self._headers
+        own = self._anthropic_headers if route == messages_api.ROUTE else self._headers
         sent = {**(headers or {}), **own}
         merged = {**self.params, **body}
         try:
@@ -289,7 +289,7 @@ class OpenAICompatibleTransport:
         if self._api_key:
             text = text.replace(self._api_key, "***")
         # userinfo and ?key= in the url are credentials too: never in a message or report.
-        for raw in (*(str(self._route_url(route)) for route in ROUTES), self.url):
+        for raw in (*(str(self._route_url(route)) for route in _ANSWER_SHAPE), self.url):
             text = text.replace(raw, redact_url(raw))
         return text
 
@@ -310,7 +310,7 @@ class OpenAICompatibleTransport:
                 f"not JSON: {self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 "
                 "endpoint?)"
             ) from None
-        field, wanted = _ANSWER_SHAPE.get(route, ("output", "a response (no output list)"))
+        field, wanted = _ANSWER_SHAPE[route]
         shape = isinstance(data, dict) and isinstance(data.get(field), list)
         if not shape:
             raise TransportError(
