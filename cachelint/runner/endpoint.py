@@ -1,5 +1,5 @@
-"""The cache endpoint: an OpenAI-compatible server (chat completions and the Responses API) backed
-by the committed cache.
+"""The cache endpoint: a server of OpenAI's chat-completions and Responses APIs and Anthropic's
+Messages API, backed by the committed cache.
 
 Code written against a provider SDK (`openai`, LiteLLM, LangChain, a .NET or Node program) runs
 unchanged under record and replay: it is pointed at this endpoint's base URL instead of the
@@ -7,17 +7,20 @@ provider's. Each scenario trial has its own base URL,
 `http://127.0.0.1:<port>/scenario/<quoted identity>/trial/<n>/v1`, so concurrent scenarios never
 share an answer, and the SDK appends `/chat/completions` (or `/responses`, for
 `client.responses.create` and the OpenAI Agents SDK: `cachelint.runner.responses_api`) as it does
-for any provider.
+for any provider. Anthropic's SDK appends `/v1/messages` to the same URL less its `/v1`
+(`cachelint.runner.messages_api`) and sends the key as `x-api-key`.
 
-A request is answered by the scenario's `CachingClient` (`complete_body`), so the run's mode
-decides as for any other call: replay answers from the cache only (a miss is an HTTP 404 whose
-error message is the usual miss explanation, which the SDK raises as its own error), auto records
-misses, live re-records. The key is built from the body as the SDK sent it, less the transport
-fields in `TRANSPORT_FIELDS`; the model the code asked for is the model recorded and replayed.
+A request is answered by the scenario's `CachingClient` (`complete_body`; `sdk_body` for the
+Responses and Messages APIs), so the run's mode decides as for any other call: replay answers from
+the cache only (a miss is an HTTP 404 whose error message is the usual miss explanation, which the
+SDK raises as its own error), auto records misses, live re-records. The key is built from the body
+as the SDK sent it, less the transport fields in `TRANSPORT_FIELDS`; the model the code asked for is
+the model recorded and replayed.
 
-Streaming: the cache holds one whole `chat.completion` per key (whether the code streamed is a
-transport detail, not part of the key), and a streamed request gets it back as a deterministic
-server-sent-event stream of `chat.completion.chunk` objects, the same bytes at record and replay.
+Streaming: the cache holds one whole answer per key (whether the code streamed is a transport
+detail, not part of the key), and a streamed request gets it back as a deterministic
+server-sent-event stream in its API's events (`chat.completion.chunk` objects for a chat
+completion), the same bytes at record and replay.
 Upstream is always called without streaming, so the whole answer is what gets recorded.
 
 Python code can skip the socket: `http_client()` returns an httpx2 or httpx client whose transport
