@@ -98,15 +98,8 @@ def _text(content: Any) -> str:
     """The text of a content: a string, or its text blocks joined."""
     if isinstance(content, str):
         return content
-    if not isinstance(content, list):
-        return ""
-    return "".join(
-        block["text"]
-        for block in content
-        if isinstance(block, Mapping)
-        and block.get("type") == "text"
-        and isinstance(block.get("text"), str)
-    )
+    texts = (block.get("text") for block in _blocks(content, "text"))
+    return "".join(text for text in texts if isinstance(text, str))
 
 
 def output_of(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
