@@ -240,7 +240,7 @@ class FakeProvider:
             return _json_response(
                 400, _error_body(400, "the body must be a JSON object", "invalid_request_error")
             )
-        problem = _chat_problem(body) if api is None else api.body_problem(body)
+        problem = _chat_problem(body) if api is None else api.conversation_problem(body)
         if problem is not None:
             return _json_response(400, _error_body(400, problem, "invalid_request_error", None))
         if body.get("stream"):

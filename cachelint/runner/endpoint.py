@@ -114,7 +114,7 @@ def answer(
         body = json.loads(raw.decode("utf-8")) if raw else None
     except (UnicodeDecodeError, ValueError, RecursionError):
         body = None
-    problem = _body_problem(body) if api is None else api.body_problem(body)
+    problem = _body_problem(body, api)
     if problem is not None:
         return _error(400, problem, "invalid_request_error", anthropic=anthropic)
     assert isinstance(body, dict)
@@ -153,20 +153,25 @@ def _keyed_headers(headers: Mapping[str, str] | None, anthropic: bool) -> dict[s
     return {messages_api.BETA_HEADER: beta} if beta else {}
 
 
-def _body_problem(body: Any) -> str | None:
+def _body_problem(body: Any, api: Any) -> str | None:
+    """Why `body` is no request of its API (`api`: None for chat completions, else the module of
+    the API) that the endpoint can key, or None."""
     if not isinstance(body, dict):
         return "the request body must be a JSON object"
     if not isinstance(body.get("model"), str) or not body["model"]:
         return "'model' must be a non-empty string: the model asked for is part of the key"
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        return "'messages' must be a list of message objects"
     tools = body.get("tools")
-    if tools is not None and not (
-        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
-    ):
+    if tools is not None and not _objects(tools):
         return "'tools' must be a list of tool objects"
+    if api is not None:
+        return api.conversation_problem(body)
+    if not _objects(body.get("messages")):
+        return "'messages' must be a list of message objects"
     return None
+
+
+def _objects(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
 
 def sse_stream(completion: Mapping[str, Any], *, include_usage: bool) -> bytes:

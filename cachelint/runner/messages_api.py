@@ -25,23 +25,14 @@ VERSION = "2023-06-01"
 BETA_HEADER = "anthropic-beta"
 
 
-def body_problem(body: Any) -> str | None:
-    """Why `body` is not a Messages API request the endpoint can key, or None."""
-    if not isinstance(body, dict):
-        return "the request body must be a JSON object"
-    if not isinstance(body.get("model"), str) or not body["model"]:
-        return "'model' must be a non-empty string: the model asked for is part of the key"
+def conversation_problem(body: Mapping[str, Any]) -> str | None:
+    """Why the conversation of a request (a JSON object) is not one this API takes, or None."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         return "'messages' must be a list of message objects"
     system = body.get("system")
     if system is not None and not isinstance(system, (str, list)):
         return "'system' must be a string or a list of text blocks"
-    tools = body.get("tools")
-    if tools is not None and not (
-        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
-    ):
-        return "'tools' must be a list of tool objects"
     return None
 
 

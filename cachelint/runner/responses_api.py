@@ -21,12 +21,8 @@ from typing import Any
 ROUTE = "responses"
 
 
-def body_problem(body: Any) -> str | None:
-    """Why `body` is not a Responses API request the endpoint can key, or None."""
-    if not isinstance(body, dict):
-        return "the request body must be a JSON object"
-    if not isinstance(body.get("model"), str) or not body["model"]:
-        return "'model' must be a non-empty string: the model asked for is part of the key"
+def conversation_problem(body: Mapping[str, Any]) -> str | None:
+    """Why the conversation of a request (a JSON object) is not one this API takes, or None."""
     given = body.get("input")
     if not isinstance(given, str) and not (
         isinstance(given, list) and all(isinstance(item, dict) for item in given)
@@ -34,11 +30,6 @@ def body_problem(body: Any) -> str | None:
         return "'input' must be a string or a list of input items"
     if body.get("instructions") is not None and not isinstance(body["instructions"], str):
         return "'instructions' must be a string"
-    tools = body.get("tools")
-    if tools is not None and not (
-        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
-    ):
-        return "'tools' must be a list of tool objects"
     return None
 
 
