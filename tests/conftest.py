@@ -62,6 +62,18 @@ def commit_all(repo: Path, message: str = "commit", *, committer_date: str | Non
     git(repo, *commit, env=env)
 
 
+RUN_NOW = "2026-01-15T10:00:00Z"  # CACHELINT_NOW for the run tests
+
+
+@pytest.fixture
+def recording_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment the endpoint tests record and replay in: no test key, no execution name
+    from outside, the clock pinned (so recorded dates do not depend on the day)."""
+    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
+    monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
+    monkeypatch.setenv("CACHELINT_NOW", RUN_NOW)
+
+
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Iterator[Path]:
     """An empty git repository with a first commit, on branch main."""

@@ -31,6 +31,7 @@ from cachelint.runner.dataset import Scenario
 from cachelint.store import Store
 from cachelint.tree import TreeFacts
 from tests.conftest import PROJECT, commit_all, git
+from tests.conftest import RUN_NOW as RUN_NOW  # CACHELINT_NOW for the run tests
 from tests.fakes import ReceivedRequest, fake_server
 from tests.meai_tree import stj_indented
 
@@ -210,7 +211,6 @@ def framework_commit(
 
 # ---- `cachelint run` repositories, recorded through the fake provider --------------------------
 
-RUN_NOW = "2026-01-15T10:00:00Z"  # CACHELINT_NOW for the run tests
 DEAD = "http://127.0.0.1:9/v1"  # port 9 (discard): nothing listens; swapped in while recording
 
 SCRIPT: dict[str, Any] = {
@@ -364,6 +364,44 @@ def record_requests(
             pyproject.write_text(text, encoding="utf-8")
         requests = list(fake.requests)
     return outcome, requests
+
+
+# A small model asked with tools by a system prompt about orders calls `lookup_order`; with the
+# tool's result in the conversation, a model answers from it: a tool round trip, on any API.
+ROUND_TRIP_SCRIPT: dict[str, Any] = {
+    "rules": [
+        {"match": {"has_tool_result": True}, "reply": {"content": "Order A-1 has shipped."}},
+        {
+            "match": {"has_tools": True, "system_contains": "orders"},
+            "reply": {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]},
+        },
+    ],
+    "default": {"content": "Refunds take 30 days."},
+}
+
+
+def direct_client(root: Path, mode: Any, transport: Any, endpoint: Any = None) -> Any:
+    """A `CachingClient` for scenario support/acme/refund, trial 1, on the cache at `root`: what
+    the endpoint answers for, without a run around it."""
+    from cachelint.runner.client import CachingClient, Recorder
+
+    return CachingClient(
+        store=Store(root),
+        scenario="support/acme/refund",
+        trial=1,
+        mode=mode,
+        transport=transport,
+        provider="cachelint-fake",
+        model="configured-model",
+        recorder=Recorder("cachelint run --refresh-cache", DEAD, "CACHELINT_TEST_KEY", None),
+        endpoint=endpoint,
+    )
+
+
+def recorded_entries(repo: Path) -> list[dict[str, Any]]:
+    """Every entry.json of the repository's cache, in path order."""
+    entries = sorted((repo / "eval-cache").rglob("entry.json"))
+    return [json.loads(p.read_text(encoding="utf-8")) for p in entries]
 
 
 def python_target(function: str, *, name: str = "") -> str:

@@ -18,17 +18,19 @@ from tests.conftest import PROJECT
 from tests.fakes import fake_server
 from tests.helpers import (
     DEAD,
+    direct_client,
     do_run,
     entry_files,
     network_blocked,
     python_target,
     record_requests,
+    recorded_entries,
     result,
 )
-from tests.helpers import RUN_NOW as NOW
 from tests.helpers import write_targets_repo as write_repo
 
 openai = pytest.importorskip("openai")
+pytestmark = pytest.mark.usefixtures("recording_env")
 
 SCRIPT: dict[str, Any] = {
     "rules": [
@@ -122,15 +124,7 @@ def record(repo: Path, **kw: Any) -> tuple[Any, list[Any]]:
 
 
 def recorded_requests(repo: Path) -> list[dict[str, Any]]:
-    entries = sorted((repo / "eval-cache").rglob("entry.json"))
-    return [json.loads(p.read_text(encoding="utf-8"))["request"] for p in entries]
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
-    monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
-    monkeypatch.setenv("CACHELINT_NOW", NOW)
+    return [entry["request"] for entry in recorded_entries(repo)]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -408,23 +402,6 @@ def test_replay_in_a_network_namespace_with_only_loopback(git_repo: Path, kind: 
     assert "1 passed, 0 failed" in done.stdout
 
 
-def _direct_client(root: Path, mode: Any, transport: Any, endpoint: Any) -> Any:
-    from cachelint.runner.client import CachingClient, Recorder
-    from cachelint.store import Store
-
-    return CachingClient(
-        store=Store(root),
-        scenario="support/acme/refund",
-        trial=1,
-        mode=mode,
-        transport=transport,
-        provider="cachelint-fake",
-        model="configured-model",
-        recorder=Recorder("cachelint run --refresh-cache", DEAD, "CACHELINT_TEST_KEY", None),
-        endpoint=endpoint,
-    )
-
-
 @pytest.mark.parametrize("library", ["httpx", "httpx2"])
 def test_a_streamed_answer_replays_as_the_same_event_stream(tmp_path: Path, library: str) -> None:
     module = pytest.importorskip(library)
@@ -445,7 +422,7 @@ def test_a_streamed_answer_replays_as_the_same_event_stream(tmp_path: Path, libr
             fake.url, api_key=None, params={}, timeout=5, max_retries=0
         )
         for mode, transport in ((Mode.AUTO, upstream), (Mode.REPLAY, OfflineRefuser())):
-            client = _direct_client(tmp_path / "eval-cache", mode, transport, endpoint)
+            client = direct_client(tmp_path / "eval-cache", mode, transport, endpoint)
             with client.http_client(library) as http:
                 assert isinstance(http, module.Client)
                 reply = http.post(f"{client.base_url}/chat/completions", json=body)
@@ -468,7 +445,7 @@ def test_a_request_for_a_scenario_that_is_not_running_is_refused(tmp_path: Path)
     from cachelint.runner.endpoint import Endpoint
 
     with Endpoint() as endpoint:
-        client = _direct_client(tmp_path, Mode.REPLAY, OfflineRefuser(), endpoint)
+        client = direct_client(tmp_path, Mode.REPLAY, OfflineRefuser(), endpoint)
         url = client.base_url
         endpoint.release(client)
         auth = {"Authorization": f"Bearer {client.api_key}"}
@@ -502,7 +479,7 @@ def test_a_bad_request_is_a_400_the_sdk_does_not_retry(
     from cachelint.runner.client import Mode, OfflineRefuser
     from cachelint.runner.endpoint import answer
 
-    client = _direct_client(tmp_path, Mode.REPLAY, OfflineRefuser(), None)
+    client = direct_client(tmp_path, Mode.REPLAY, OfflineRefuser(), None)
     status, headers, data = answer(client, "POST", "/v1/chat/completions", body)
     assert status == 400 and headers["x-should-retry"] == "false"
     assert expected in json.loads(data)["error"]["message"]

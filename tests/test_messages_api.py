@@ -15,29 +15,21 @@ from cachelint.runner.messages_api import sse_stream
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
     DEAD,
+    ROUND_TRIP_SCRIPT,
     TREE_CODES,
+    direct_client,
     do_run,
     entry_files,
     network_blocked,
     python_target,
     record_requests,
+    recorded_entries,
     result,
 )
-from tests.helpers import RUN_NOW as NOW
 from tests.helpers import write_targets_repo as write_repo
 
 anthropic = pytest.importorskip("anthropic")
-
-SCRIPT: dict[str, Any] = {
-    "rules": [
-        {"match": {"has_tool_result": True}, "reply": {"content": "Order A-1 has shipped."}},
-        {
-            "match": {"has_tools": True, "system_contains": "orders"},
-            "reply": {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]},
-        },
-    ],
-    "default": {"content": "Refunds take 30 days."},
-}
+pytestmark = pytest.mark.usefixtures("recording_env")
 
 # A small model asks for a tool, the agent runs it and sends the result back in a user turn, a
 # big model answers. Streamed, it reads the events through the SDK's accumulating helper.
@@ -87,21 +79,9 @@ def agent_code(*, stream: bool, in_process: bool) -> str:
 
 def record(repo: Path) -> tuple[Any, list[Any]]:
     """Record through the fake provider; every request must have gone to the Messages API."""
-    outcome, requests = record_requests(repo, SCRIPT)
+    outcome, requests = record_requests(repo, ROUND_TRIP_SCRIPT)
     assert {r.path for r in requests} == {"/v1/messages"}, [r.path for r in requests]
     return outcome, requests
-
-
-def recorded(repo: Path) -> list[dict[str, Any]]:
-    entries = sorted((repo / "eval-cache").rglob("entry.json"))
-    return [json.loads(p.read_text(encoding="utf-8")) for p in entries]
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
-    monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
-    monkeypatch.setenv("CACHELINT_NOW", NOW)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -127,7 +107,7 @@ def test_anthropic_agent_records_a_tool_round_trip_then_replays_offline(
     assert {r.header("anthropic-version") for r in requests} == {"2023-06-01"}
     assert all(r.header("authorization") is None for r in requests)
     assert bodies[1]["messages"][-1]["content"][0]["type"] == "tool_result"
-    entries = recorded(git_repo)
+    entries = recorded_entries(git_repo)
     assert [e["request"]["api"] for e in entries] == ["messages", "messages"]
     assert all(e["request"]["options"]["system"] for e in entries)
     before = entry_files(git_repo)
@@ -172,7 +152,7 @@ def test_the_beta_header_is_sent_upstream_and_part_of_the_key(git_repo: Path) ->
     outcome, requests = record(git_repo)
     assert outcome.rc == 0, outcome.out + outcome.err
     assert [r.header("anthropic-beta") for r in requests] == ["tools-2024-04-04"]
-    [entry] = recorded(git_repo)
+    [entry] = recorded_entries(git_repo)
     assert entry["request"]["options"]["headers"] == {"anthropic-beta": "tools-2024-04-04"}
 
     agent = git_repo / "beta_agent.py"
@@ -293,20 +273,10 @@ def accumulated(stream: bytes) -> dict[str, Any]:
 def test_a_bad_messages_request_is_a_400_in_anthropics_error_shape(
     tmp_path: Path, body: bytes, expected: str
 ) -> None:
-    from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder
+    from cachelint.runner.client import Mode, OfflineRefuser
     from cachelint.runner.endpoint import answer
-    from cachelint.store import Store
 
-    client = CachingClient(
-        store=Store(tmp_path),
-        scenario="support/acme/refund",
-        trial=0,
-        mode=Mode.REPLAY,
-        transport=OfflineRefuser(),
-        provider="p",
-        model="m",
-        recorder=Recorder("cachelint run --refresh-cache", "http://127.0.0.1:9/v1", "K", None),
-    )
+    client = direct_client(tmp_path, Mode.REPLAY, OfflineRefuser())
     status, headers, data = answer(client, "POST", "/v1/messages", body)
     assert status == 400 and headers["x-should-retry"] == "false", data
     error = json.loads(data)

@@ -14,30 +14,22 @@ from cachelint.canonical import cache_key
 from cachelint.runner.request import build_request, build_sdk_request
 from cachelint.runner.responses_api import sse_stream
 from tests.conftest import commit_all, run_cachelint
-from tests.helpers import RUN_NOW as NOW
 from tests.helpers import (
+    ROUND_TRIP_SCRIPT,
     TREE_CODES,
+    direct_client,
     do_run,
     entry_files,
     network_blocked,
     python_target,
     record_requests,
+    recorded_entries,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
 
 openai = pytest.importorskip("openai")
-
-SCRIPT: dict[str, Any] = {
-    "rules": [
-        {"match": {"has_tool_result": True}, "reply": {"content": "Order A-1 has shipped."}},
-        {
-            "match": {"has_tools": True, "system_contains": "orders"},
-            "reply": {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]},
-        },
-    ],
-    "default": {"content": "Refunds take 30 days."},
-}
+pytestmark = pytest.mark.usefixtures("recording_env")
 
 # One agent that asks a small model for a tool call, runs the tool, and asks a big model for the
 # answer, sending the call and its output back as input items (as the Agents SDK does). Streamed,
@@ -81,21 +73,9 @@ def agent_code(*, stream: bool, in_process: bool) -> str:
 
 def record(repo: Path) -> tuple[Any, list[Any]]:
     """Record through the fake provider; every request must have gone to the Responses API."""
-    outcome, requests = record_requests(repo, SCRIPT)
+    outcome, requests = record_requests(repo, ROUND_TRIP_SCRIPT)
     assert {r.path for r in requests} == {"/v1/responses"}, [r.path for r in requests]
     return outcome, [r.body for r in requests]
-
-
-def recorded(repo: Path) -> list[dict[str, Any]]:
-    entries = sorted((repo / "eval-cache").rglob("entry.json"))
-    return [json.loads(p.read_text(encoding="utf-8")) for p in entries]
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
-    monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
-    monkeypatch.setenv("CACHELINT_NOW", NOW)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -119,7 +99,7 @@ def test_responses_agent_records_a_tool_round_trip_then_replays_offline(
         "call_id": bodies[1]["input"][-2]["call_id"],
         "output": "shipped",
     }
-    entries = recorded(git_repo)
+    entries = recorded_entries(git_repo)
     assert sorted(e["request"]["model"] for e in entries) == ["big-model", "small-model"]
     assert all(e["request"]["api"] == "responses" for e in entries)
     before = entry_files(git_repo)
@@ -192,7 +172,7 @@ def test_an_agents_sdk_agent_records_and_replays_with_no_socket(
     outcome, bodies = record(git_repo)  # every request went to /v1/responses
     assert outcome.rc == 0, outcome.out + outcome.err
     assert len(bodies) == 2 and all(b["model"] == "small-model" for b in bodies)
-    assert [e["request"]["api"] for e in recorded(git_repo)] == ["responses", "responses"]
+    assert [e["request"]["api"] for e in recorded_entries(git_repo)] == ["responses", "responses"]
 
     with network_blocked() as attempts:
         replay = do_run(git_repo)
@@ -391,20 +371,10 @@ def test_the_event_stream_is_deterministic_and_ends_with_the_whole_response() ->
 def test_a_bad_responses_request_is_a_400_the_sdk_does_not_retry(
     tmp_path: Path, body: bytes, expected: str | tuple[str, ...]
 ) -> None:
-    from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder
+    from cachelint.runner.client import Mode, OfflineRefuser
     from cachelint.runner.endpoint import answer
-    from cachelint.store import Store
 
-    client = CachingClient(
-        store=Store(tmp_path),
-        scenario="support/acme/refund",
-        trial=0,
-        mode=Mode.REPLAY,
-        transport=OfflineRefuser(),
-        provider="p",
-        model="m",
-        recorder=Recorder("cachelint run --refresh-cache", "http://127.0.0.1:9/v1", "K", None),
-    )
+    client = direct_client(tmp_path, Mode.REPLAY, OfflineRefuser())
     status, headers, data = answer(client, "POST", "/v1/responses", body)
     assert status == 400 and headers["x-should-retry"] == "false", data
     message = json.loads(data)["error"]["message"]
