@@ -3,9 +3,11 @@
     python benchmarks/bench_endpoint.py                       # 200, 2,000 and 20,000 calls
     python benchmarks/bench_endpoint.py --sizes 200 2000
     python benchmarks/bench_endpoint.py --vcr-calls 2000      # vcrpy's share (default 2,000)
+    python benchmarks/bench_endpoint.py --api responses       # the Responses API's calls
 
-Every variant makes the same N chat-completions calls with the real SDK (`openai.OpenAI`, one
-client, a distinct user message per call) and reports ms/call:
+Every variant makes the same N calls with the real SDK (`openai.OpenAI`, one client, a distinct
+user message per call): chat completions, or with `--api responses` `client.responses.create`
+(the Responses API, which the OpenAI Agents SDK calls). It reports ms/call:
 
 - floor: the SDK answered by `MockTransport` of its own HTTP library (httpx2 for openai 3.x) with
   a canned completion: request building and response parsing only, no transport can be cheaper;
@@ -62,11 +64,44 @@ class _InProcessFake:
     def __init__(self) -> None:
         self.provider = FakeProvider(parse_script(dict(SCRIPT), source="<bench>"))
 
-    def complete(self, body: Mapping[str, Any]) -> _Completion:
+    def complete(
+        self, body: Mapping[str, Any], route: str = "chat/completions", headers: Any = None
+    ) -> _Completion:
         raw = json.dumps(dict(body)).encode("utf-8")
-        status, _, data = self.provider.respond("POST", "/v1/chat/completions", {}, raw)
+        status, _, data = self.provider.respond("POST", f"/v1/{route}", {}, raw)
         assert status == 200, data
         return _Completion(json.loads(data))
+
+
+@dataclass(frozen=True)
+class _Api:
+    """One API's call: its body for call `i`, how the SDK makes it, and the text it answered."""
+
+    route: str
+    body: Callable[[int], dict[str, Any]]
+    call: Callable[[openai.OpenAI, dict[str, Any]], Any]
+    text: Callable[[Any], str]
+
+
+def _question(i: int) -> str:
+    return f"question number {i}: where is my order?"
+
+
+APIS = {
+    "chat": _Api(
+        "chat/completions",
+        lambda i: {"model": MODEL, "messages": [{"role": "user", "content": _question(i)}]},
+        lambda sdk, body: sdk.chat.completions.create(**body),
+        lambda reply: reply.choices[0].message.content,
+    ),
+    "responses": _Api(
+        "responses",
+        lambda i: {"model": MODEL, "input": _question(i)},
+        lambda sdk, body: sdk.responses.create(**body),
+        lambda reply: reply.output_text,
+    ),
+}
+API = APIS["chat"]  # set by --api
 
 
 def _client(root: Path, mode: Mode, transport: Any, endpoint: Endpoint) -> CachingClient:
@@ -83,15 +118,11 @@ def _client(root: Path, mode: Mode, transport: Any, endpoint: Endpoint) -> Cachi
     )
 
 
-def _messages(i: int) -> list[dict[str, str]]:
-    return [{"role": "user", "content": f"question number {i}: where is my order?"}]
-
-
 def _calls(sdk: openai.OpenAI, n: int) -> float:
+    bodies = [API.body(i) for i in range(n)]
     started = time.perf_counter()
-    for i in range(n):
-        reply = sdk.chat.completions.create(model=MODEL, messages=_messages(i))  # type: ignore[arg-type]
-        assert reply.choices[0].message.content
+    for body in bodies:
+        assert API.text(API.call(sdk, body))
     return (time.perf_counter() - started) / n * 1000
 
 
@@ -102,7 +133,7 @@ def _best(run: Callable[[], float], repeat: int) -> float:
 
 def _floor_sdk() -> openai.OpenAI:
     library = importlib.import_module(default_library())
-    canned = _InProcessFake().complete({"model": MODEL, "messages": _messages(0)}).response
+    canned = _InProcessFake().complete(API.body(0), API.route).response
     body = json.dumps(canned).encode("utf-8")
 
     def handle(request: Any) -> Any:
@@ -152,7 +183,10 @@ def paired_size(n: int, repeat: int) -> Size:
         recorder = _client(root, Mode.LIVE, _InProcessFake(), endpoint)
         with _no_fsync():
             for i in range(n):
-                recorder.complete_body({"model": MODEL, "messages": _messages(i)})
+                if API.route == "chat/completions":
+                    recorder.complete_body(API.body(i))
+                else:
+                    recorder.sdk_body(API.route, API.body(i))
         client = _client(root, Mode.REPLAY, OfflineRefuser(), endpoint)
         in_process = openai.OpenAI(
             base_url=client.base_url, api_key=client.api_key, http_client=client.http_client()
@@ -184,14 +218,14 @@ def vcr_per_test(n: int, repeat: int) -> float | None:
             sdk = openai.OpenAI(base_url=fake.url, api_key="x")
             for i in range(n):
                 with vcr.use_cassette(str(cassettes / f"test_{i}.yaml"), record_mode="once"):
-                    sdk.chat.completions.create(model=MODEL, messages=_messages(i))  # type: ignore[arg-type]
+                    API.call(sdk, API.body(i))
 
         # Replayed with the fake gone: a cassette miss would raise, not call out.
         def replay() -> float:
             started = time.perf_counter()
             for i in range(n):
                 with vcr.use_cassette(str(cassettes / f"test_{i}.yaml"), record_mode="none"):
-                    sdk.chat.completions.create(model=MODEL, messages=_messages(i))  # type: ignore[arg-type]
+                    API.call(sdk, API.body(i))
             return (time.perf_counter() - started) / n * 1000
 
         return _best(replay, repeat)
@@ -204,11 +238,15 @@ def main() -> int:
     )
     parser.add_argument("--repeat", type=int, default=3, help="the median of this many passes")
     parser.add_argument("--vcr-calls", type=int, default=2000, help="calls replayed by vcrpy")
+    parser.add_argument("--api", choices=sorted(APIS), default="chat", help="the API called")
     args = parser.parse_args()
+    global API
+    API = APIS[args.api]
     library = default_library()
     print(
-        f"openai {openai.__version__} on {library}; ms/call, medians of {args.repeat} paired "
-        "passes (floor, in-process, loopback), ratios to the floor of the same pass"
+        f"openai {openai.__version__} on {library}, {args.api} calls; ms/call, medians of "
+        f"{args.repeat} paired passes (floor, in-process, loopback), ratios to the floor of the "
+        "same pass"
     )
     measured: list[Size] = []
     for n in args.sizes:
