@@ -28,7 +28,7 @@ from cachelint.devtools.fake_script import (
 )
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import messages_api, responses_api
+from cachelint.runner import gemini_api, messages_api, responses_api
 
 __all__ = [
     "FakeProvider",
@@ -181,18 +181,22 @@ class FakeProvider:
                 "owned_by": "cachelint-fake-provider",
             }
             return _json_response(200, {"object": "list", "data": [model]})
-        if route not in _APIS or method != "POST":
+        from_path = None if route in _APIS else gemini_api.route_model(route)
+        if (route not in _APIS and from_path is None) or method != "POST":
             return _json_response(
                 404,
                 _error_body(
                     404,
-                    f"the fake provider serves POST {', '.join(_APIS)} and "
-                    f"GET /v1/models, not {method} {route}",
+                    f"the fake provider serves POST {', '.join(_APIS)}, "
+                    "/v1beta/models/MODEL:generateContent (or /v1/...) and GET /v1/models, "
+                    f"not {method} {route}",
                     "invalid_request_error",
                     "unknown_url",
                 ),
             )
-        api = _APIS[route]
+        api = _APIS[route] if from_path is None else gemini_api
+        if from_path is not None and isinstance(body, dict):
+            body = {**body, "model": from_path[0], "stream": from_path[1]}
         refused = self._refusal(api, headers, body, bad_json)
         if refused is not None:
             return refused
@@ -216,6 +220,8 @@ class FakeProvider:
             return _json_response(200, _as_response(completion, body))
         if api is messages_api:
             return _json_response(200, _as_message(completion))
+        if api is gemini_api:
+            return _json_response(200, _as_gemini(completion))
         return _json_response(200, completion)
 
     def _refusal(
@@ -227,8 +233,10 @@ class FakeProvider:
             missing = "anthropic-version: header is required"
             return _json_response(400, _error_body(400, missing, "invalid_request_error"))
         expected_key = self.script.api_key
-        sent_key = headers.get("x-api-key") if anthropic else headers.get("authorization")
-        wanted_key = expected_key if anthropic else f"Bearer {expected_key}"
+        sent_key = headers.get("authorization")
+        wanted_key: str | None = f"Bearer {expected_key}"
+        if api in _KEY_HEADERS:
+            sent_key, wanted_key = headers.get(_KEY_HEADERS[api]), expected_key
         if expected_key is not None and sent_key != wanted_key:
             return _json_response(
                 401,
@@ -322,7 +330,11 @@ class FakeProvider:
         return completion
 
 
-# The routes served, with the module that knows each API's shapes (None: chat completions).
+# The header each API other than OpenAI's takes its key in.
+_KEY_HEADERS = {messages_api: "x-api-key", gemini_api: "x-goog-api-key"}
+
+# The routes served, with the module that knows each API's shapes (None: chat completions);
+# Gemini's, /v1beta/models/MODEL:generateContent, name the model.
 _APIS: dict[str, Any] = {
     "/v1/chat/completions": None,
     f"/v1/{responses_api.ROUTE}": responses_api,
@@ -535,4 +547,35 @@ def _as_message(completion: Mapping[str, Any]) -> dict[str, Any]:
         "stop_reason": stop,
         "stop_sequence": None,
         "usage": tokens,
+    }
+
+
+def _as_gemini(completion: Mapping[str, Any]) -> dict[str, Any]:
+    """The chat.completion as a Gemini `generateContent` response: its text and tool calls as
+    the parts of one candidate, its usage as prompt and candidates token counts."""
+    message = completion["choices"][0]["message"]
+    parts: list[dict[str, Any]] = []
+    if message.get("content") is not None:
+        parts.append({"text": message["content"]})
+    for call in message.get("tool_calls") or []:
+        function = call["function"]
+        arguments = json.loads(function["arguments"])
+        parts.append({"functionCall": {"name": function["name"], "args": arguments}})
+    finish = completion["choices"][0]["finish_reason"]
+    usage = completion["usage"]
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": parts},
+                "finishReason": "MAX_TOKENS" if finish == "length" else "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": usage["prompt_tokens"],
+            "candidatesTokenCount": usage["completion_tokens"],
+            "totalTokenCount": usage["total_tokens"],
+        },
+        "modelVersion": completion["model"],
+        "responseId": completion["id"].removeprefix("chatcmpl-"),
     }

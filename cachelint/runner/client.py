@@ -30,7 +30,7 @@ from cachelint.canonical import cache_key
 from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
 from cachelint.jsontext import lone_surrogate
-from cachelint.runner import messages_api, responses_api
+from cachelint.runner import gemini_api, messages_api, responses_api
 from cachelint.runner.request import (
     build_request,
     build_sdk_request,
@@ -184,7 +184,8 @@ class CachingClient:
         self, api: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         """One call an SDK sent to another API than chat completions, without its transport
-        fields: "responses" (OpenAI's Responses API) or "messages" (Anthropic's Messages API).
+        fields: "responses" (OpenAI's Responses API), "messages" (Anthropic's Messages API) or
+        "generateContent" (Google's Gemini API, with the model of its path in `body`).
         It is keyed by the body (`request.build_sdk_request`) and the request `headers` that
         change the answer (Anthropic's beta flags), and sent upstream as it is; the target's
         `params` are chat-completions options and are not added."""
@@ -200,10 +201,13 @@ class CachingClient:
             body=keyed,
             trial=self.trial,
         )
-        sent = _SDK_CONVERSATION[api](body)
-        upstream = dict(body)
+        module = _SDK_APIS[api]
+        route, upstream = module.upstream(body)
         return self._answer(
-            request, model, sent, lambda: self.transport.complete(upstream, api, headers)
+            request,
+            model,
+            module.as_messages(body),
+            lambda: self.transport.complete(upstream, route, headers),
         )
 
     def _call(
@@ -293,6 +297,13 @@ class CachingClient:
         return self.base_url.removesuffix("/v1")
 
     @property
+    def gemini_base_url(self) -> str:
+        """The same base URL without its `/v1`, where Google's SDK appends
+        `/<version>/models/<model>:generateContent`: `genai.Client(api_key=client.api_key,
+        http_options={"base_url": client.gemini_base_url})`."""
+        return self.base_url.removesuffix("/v1")
+
+    @property
     def api_key(self) -> str:
         """The key to give the SDK: a per-run placeholder the endpoint checks, never the real key
         (which stays with cachelint and is read only when recording)."""
@@ -326,7 +337,7 @@ class CachingClient:
         response: dict[str, Any],
         model: str | None = None,
     ) -> None:
-        usage = response.get("usage")
+        usage = response.get("usage", response.get("usageMetadata"))  # Gemini's name
         record = CallRecord(
             purpose=self.purpose,
             key=key,
@@ -395,10 +406,10 @@ def _body(
     return body
 
 
-# The conversation of a call to each SDK API, as chat messages, for the run's records.
-_SDK_CONVERSATION = {
-    responses_api.ROUTE: responses_api.as_messages,
-    messages_api.ROUTE: messages_api.as_messages,
+# The APIs besides chat completions, by name: each module knows its call's conversation (as chat
+# messages, for the run's records) and what a recording sends upstream.
+_SDK_APIS: dict[str, Any] = {
+    module.ROUTE: module for module in (responses_api, messages_api, gemini_api)
 }
 
 

@@ -53,6 +53,10 @@ def command_target(
             OPENAI_API_KEY=client.api_key,
             ANTHROPIC_BASE_URL=client.anthropic_base_url,
             ANTHROPIC_API_KEY=client.api_key,
+            # Google's SDKs take no base URL from the environment; a real key must not reach
+            # them either.
+            GEMINI_API_KEY=client.api_key,
+            GOOGLE_API_KEY=client.api_key,
             CACHELINT_SCENARIO=scenario.identity,
             CACHELINT_TRIAL=str(client.trial),
             CACHELINT_SCENARIO_FILE=scenario.path,

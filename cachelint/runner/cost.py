@@ -3,11 +3,11 @@
     [tool.cachelint.prices]
     "gpt-4o-mini" = { input = 0.15, output = 0.60 }   # US dollars per million tokens
 
-Replay reads the usage recorded in each cache entry's response, so a cost figure is the same
-offline as it was when recorded. Providers name the counts differently (OpenAI
+Replay reads the usage recorded in each cache entry's response, so a cost figure is the same offline
+as it was when recorded. Providers name the counts differently (OpenAI
 `prompt_tokens`/`completion_tokens`, Anthropic and the Responses API `input_tokens`/
-`output_tokens`); both spellings are read. The `cost` assertion, the run reports and the budget
-share this module and this one price table.
+`output_tokens`, Gemini `promptTokenCount`/`candidatesTokenCount`); every spelling is read. The
+`cost` assertion, the run reports and the budget share this module and this one price table.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# OpenAI chat completions say prompt/completion; the Responses API and Anthropic say input/output.
-_INPUT_KEYS = ("prompt_tokens", "input_tokens")
-_OUTPUT_KEYS = ("completion_tokens", "output_tokens")
+# OpenAI chat completions say prompt/completion; the Responses API and Anthropic say input/output;
+# Gemini counts the prompt and the candidates.
+_INPUT_KEYS = ("prompt_tokens", "input_tokens", "promptTokenCount")
+_OUTPUT_KEYS = ("completion_tokens", "output_tokens", "candidatesTokenCount")
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from urllib.parse import quote, unquote
 
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import messages_api, responses_api
+from cachelint.runner import gemini_api, messages_api, responses_api
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
@@ -69,13 +69,19 @@ def _json(status: int, value: Any, headers: Mapping[str, str] | None = None) -> 
 
 
 def _error(
-    status: int, message: str, kind: str, code: str | None = None, *, anthropic: bool = False
+    status: int, message: str, kind: str, code: str | None = None, *, api: Any = None
 ) -> Response:
-    if anthropic:  # the Messages API's own error shape
+    """An error answer in the shape of the API asked (`api`: its module, None for OpenAI's),
+    `kind` and `code` as OpenAI words them."""
+    if api is messages_api:
+        kind = {"cache_miss": "not_found_error", "cachelint_error": "api_error"}.get(kind, kind)
         error = {"type": "error", "error": {"type": kind, "message": message}}
-        return _json(status, error, _NO_RETRY)
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return _json(status, body, _NO_RETRY)
+    elif api is gemini_api:
+        word = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}.get(status, "INTERNAL")
+        error = {"error": {"code": status, "message": message, "status": word}}
+    else:
+        error = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return _json(status, error, _NO_RETRY)
 
 
 # The APIs served besides chat completions, by the last segment of their route.
@@ -91,49 +97,50 @@ def answer(
 ) -> Response:
     """Answer one HTTP request for `client`'s scenario trial; `route` is the path after the
     trial's base URL prefix (e.g. `/v1/chat/completions`; `/v1/responses` for OpenAI's Responses
-    API, `cachelint.runner.responses_api`; `/v1/messages` for Anthropic's Messages API,
-    `cachelint.runner.messages_api`), `headers` the request's (names in any case)."""
+    API, `responses_api`; `/v1/messages` for Anthropic's Messages API, `messages_api`;
+    `/v1beta/models/<model>:generateContent` for Google's Gemini API, `gemini_api`), `headers`
+    the request's (names in any case)."""
     from cachelint.runner.client import CacheMiss
 
     route = route.split("?", 1)[0].rstrip("/")
     if method == "GET" and route.endswith("/models"):
         model = {"id": client.model, "object": "model", "created": 0, "owned_by": "cachelint"}
         return _json(200, {"object": "list", "data": [model]})
-    chat = route.endswith("/chat/completions")
-    api = None if chat else _SDK_APIS.get(route.rpartition("/")[2])
-    if method != "POST" or not (chat or api):
+    found = _api_of(route)
+    if method != "POST" or found is None:
         return _error(
             404,
-            "the cachelint cache endpoint serves POST .../chat/completions, .../responses and "
-            f".../messages, not {method} {route}",
+            "the cachelint cache endpoint serves POST .../chat/completions, .../responses, "
+            f".../messages and .../models/MODEL:generateContent, not {method} {route}",
             "invalid_request_error",
             "unknown_url",
         )
-    anthropic = api is messages_api
+    api, from_path = found
     try:
         body = json.loads(raw.decode("utf-8")) if raw else None
     except (UnicodeDecodeError, ValueError, RecursionError):
         body = None
+    if isinstance(body, dict) and from_path is not None:  # Gemini's model is in the path
+        body = {**body, "model": from_path[0]}
     problem = _body_problem(body, api)
     if problem is not None:
-        return _error(400, problem, "invalid_request_error", anthropic=anthropic)
+        return _error(400, problem, "invalid_request_error", api=api)
     assert isinstance(body, dict)
     call = {k: v for k, v in body.items() if k not in TRANSPORT_FIELDS}
     try:
         if api is None:
             answered = client.complete_body(call)
         else:
-            answered = client.sdk_body(api.ROUTE, call, _keyed_headers(headers, anthropic))
+            answered = client.sdk_body(api.ROUTE, call, _keyed_headers(headers, api))
     except CacheMiss as exc:
-        kind = "not_found_error" if anthropic else "cache_miss"
-        return _error(404, str(exc), kind, "cachelint_cache_miss", anthropic=anthropic)
+        return _error(404, str(exc), "cache_miss", "cachelint_cache_miss", api=api)
     except CachelintError as exc:
-        kind = "api_error" if anthropic else "cachelint_error"
-        return _error(502, str(exc), kind, "cachelint_upstream", anthropic=anthropic)
+        return _error(502, str(exc), "cachelint_error", "cachelint_upstream", api=api)
     except ValueError as exc:  # e.g. an integer beyond 2**53, which no canonical key can hold
         message = f"the request cannot be part of a cache key: {exc}"
-        return _error(400, message, "invalid_request_error", anthropic=anthropic)
-    if body.get("stream") is not True:
+        return _error(400, message, "invalid_request_error", api=api)
+    streamed = from_path[1] if from_path is not None else body.get("stream") is True
+    if not streamed:
         return _json(200, answered)
     stream_headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     if api is not None:
@@ -143,10 +150,22 @@ def answer(
     return 200, stream_headers, sse_stream(answered, include_usage=include_usage)
 
 
-def _keyed_headers(headers: Mapping[str, str] | None, anthropic: bool) -> dict[str, str]:
+def _api_of(route: str) -> tuple[Any, tuple[str, bool] | None] | None:
+    """The API a route calls (None for chat completions, else its module) and, for Gemini's,
+    the model its path names and whether it asks for a stream; None for no API served."""
+    if route.endswith("/chat/completions"):
+        return None, None
+    api = _SDK_APIS.get(route.rpartition("/")[2])
+    if api is not None:
+        return api, None
+    from_path = gemini_api.route_model(route)
+    return None if from_path is None else (gemini_api, from_path)
+
+
+def _keyed_headers(headers: Mapping[str, str] | None, api: Any) -> dict[str, str]:
     """The request headers that change the answer, and so are part of the key: Anthropic's beta
     flags. Everything else a request's headers say is transport."""
-    if not anthropic or not headers:
+    if api is not messages_api or not headers:
         return {}
     lowered = {name.lower(): value for name, value in headers.items()}
     beta = lowered.get(messages_api.BETA_HEADER)
@@ -254,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
             status, headers, data = _error(
                 401,
                 "the cachelint cache endpoint needs the API key cachelint gave this run "
-                "(OPENAI_API_KEY or ANTHROPIC_API_KEY, or client.api_key)",
+                "(OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, or client.api_key)",
                 "invalid_request_error",
                 "invalid_api_key",
             )
@@ -272,9 +291,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _authorised(headers: Any, token: str) -> bool:
-    """Whether the request carries this run's key: as a bearer token (OpenAI's SDKs) or as
-    `x-api-key` (Anthropic's)."""
-    return headers.get("Authorization") == f"Bearer {token}" or headers.get("x-api-key") == token
+    """Whether the request carries this run's key: as a bearer token (OpenAI's SDKs), as
+    `x-api-key` (Anthropic's) or as `x-goog-api-key` (Google's)."""
+    if headers.get("Authorization") == f"Bearer {token}":
+        return True
+    return token in (headers.get("x-api-key"), headers.get("x-goog-api-key"))
 
 
 class _Server(ThreadingHTTPServer):

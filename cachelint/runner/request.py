@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cachelint.canonical import cache_key
-from cachelint.runner import messages_api, responses_api
+from cachelint.runner import gemini_api, messages_api, responses_api
 from cachelint.store import FORMAT
 
 __all__ = [
@@ -91,7 +91,11 @@ def build_request(
 
 
 # Per API an SDK may call besides chat completions: the body field holding the conversation.
-SDK_CONVERSATION = {responses_api.ROUTE: "input", messages_api.ROUTE: "messages"}
+SDK_CONVERSATION = {
+    responses_api.ROUTE: "input",
+    messages_api.ROUTE: "messages",
+    gemini_api.ROUTE: "contents",
+}
 # Option fields that hold prompt text, normalised like a message's: the Responses API's
 # `instructions`, the Messages API's `system` (a string or a list of text blocks).
 _PROMPT_OPTIONS = ("instructions", "system")
@@ -100,9 +104,9 @@ _PROMPT_OPTIONS = ("instructions", "system")
 def build_sdk_request(
     *, api: str, provider: str, model: str, scenario: str, body: Mapping[str, Any], trial: int = 0
 ) -> dict[str, Any]:
-    """The canonical request of one call an SDK sent to `api` ("responses" or "messages", see
-    `SDK_CONVERSATION`), keyed like a chat call's but marked `"api": api`, so a chat call's key is
-    what it always was: the conversation (`input` for the Responses API), the tools, and every
+    """The canonical request of one call an SDK sent to `api` (see `SDK_CONVERSATION`), keyed
+    like a chat call's but marked `"api": api`, so a chat call's key is what it always was: the
+    conversation (`input` for the Responses API, `contents` for Gemini's), the tools, and every
     other field of `body` but `model` as options, with prompt texts normalised as in messages."""
     field = SDK_CONVERSATION[api]
     options = {k: v for k, v in body.items() if k not in ("model", field, "tools")}
@@ -150,10 +154,11 @@ _TOP_ORDER = (
     "trial",
     "messages",
     "input",
+    "contents",
     "options",
     "tools",
 )
-_CONVERSATIONS = ("messages", "input")  # lists whose items are labelled by role
+_CONVERSATIONS = ("messages", "input", "contents")  # lists whose items are labelled by role
 _MAX_REPR = 80
 _MAX_TEXT_LINES = 8  # per changed text; a rewritten prompt should not flood the miss message
 

@@ -21,6 +21,11 @@ from typing import Any
 ROUTE = "responses"
 
 
+def upstream(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The route under the target's url and the body a recording sends for a keyed call."""
+    return ROUTE, dict(body)
+
+
 def conversation_problem(body: Mapping[str, Any]) -> str | None:
     """Why the conversation of a request (a JSON object) is not one this API takes, or None."""
     given = body.get("input")

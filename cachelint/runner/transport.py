@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
-from cachelint.runner import messages_api, responses_api
+from cachelint.runner import gemini_api, messages_api, responses_api
 from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
@@ -113,13 +113,22 @@ def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
     return (found.strip() or None) if found else None
 
 
-# The routes a target's url is called at, with the list field a successful answer holds there
-# and what to call the answer when that field is missing.
+# The APIs a target's url is called at, by their route (Gemini's by the method after the model
+# in its path, `models/<model>:generateContent`): the list field a successful answer holds, and
+# what to call the answer when that field is missing.
 _ANSWER_SHAPE = {
     CHAT_ROUTE: ("choices", "a chat.completion (no choices list)"),
     responses_api.ROUTE: ("output", "a response (no output list)"),
     messages_api.ROUTE: ("content", "a message (no content list)"),
+    gemini_api.ROUTE: ("candidates", "a generateContent response (no candidates list)"),
 }
+# The routes that are the same for every call (Gemini's names the model).
+_FIXED_ROUTES = (CHAT_ROUTE, responses_api.ROUTE, messages_api.ROUTE)
+
+
+def _api(route: str) -> str:
+    """The API a route calls: itself, or the method after the model in Gemini's path."""
+    return route.rpartition(":")[2]
 
 
 def _is_azure(host: str) -> bool:
@@ -129,8 +138,9 @@ def _is_azure(host: str) -> bool:
 
 class OpenAICompatibleTransport:
     """POSTs request bodies to `<url>/chat/completions`, `<url>/responses` (OpenAI's Responses
-    API) or `<url>/messages` (Anthropic's Messages API, its key sent as `x-api-key`); thread-safe
-    (one httpx.Client)."""
+    API), `<url>/messages` (Anthropic's Messages API, its key sent as `x-api-key`) or
+    `<url>/models/<model>:generateContent` (Google's Gemini API, its key as `x-goog-api-key`);
+    thread-safe (one httpx.Client)."""
 
     def __init__(
         self,
@@ -179,13 +189,17 @@ class OpenAICompatibleTransport:
             "Accept": "application/json",
             "User-Agent": f"cachelint/{__version__}",
         }
-        # Anthropic's API takes its key as x-api-key and wants its version named.
-        self._anthropic_headers = {**self._headers, "anthropic-version": messages_api.VERSION}
+        # Anthropic's API takes its key as x-api-key and wants its version named; Google's takes
+        # it as x-goog-api-key.
+        anthropic = {**self._headers, "anthropic-version": messages_api.VERSION}
+        google = dict(self._headers)
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
             if _is_azure(base.host):
                 self._headers["api-key"] = api_key
-            self._anthropic_headers["x-api-key"] = api_key
+            anthropic["x-api-key"] = api_key
+            google["x-goog-api-key"] = api_key
+        self._api_headers = {messages_api.ROUTE: anthropic, gemini_api.ROUTE: google}
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
         self._timeout = timeout
@@ -221,7 +235,7 @@ class OpenAICompatibleTransport:
         import httpx
 
         endpoint = self._route_url(route)
-        own = self._anthropic_headers if route == messages_api.ROUTE else self._headers
+        own = self._api_headers.get(_api(route), self._headers)
         sent = {**(headers or {}), **own}
         merged = {**self.params, **body}
         try:
@@ -242,19 +256,20 @@ class OpenAICompatibleTransport:
                 )
                 latency = time.perf_counter() - started
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-                failure = f"{type(exc).__name__}: {self._redact(str(exc)) or 'no detail'}"
+                failure = f"{type(exc).__name__}: {self._redact(str(exc), endpoint) or 'no detail'}"
                 hint = "check that the server is running and the url is right"
                 if isinstance(exc, httpx.TimeoutException):
                     hint = f"no answer within {self._timeout:g} s; raise timeout or retry later"
             except httpx.HTTPError as exc:
                 # Proxy errors, unsupported protocols: retrying cannot help.
                 raise TransportError(
-                    f"{self._where(endpoint)}: {type(exc).__name__}: {self._redact(str(exc))}"
+                    f"{self._where(endpoint)}: {type(exc).__name__}: "
+                    f"{self._redact(str(exc), endpoint)}"
                 ) from None
             else:
                 if resp.status_code < 300:
                     return Completion(self._parse(resp, endpoint, route), latency, attempt)
-                failure = f"HTTP {resp.status_code}: {self._excerpt(resp.text)}"
+                failure = f"HTTP {resp.status_code}: {self._excerpt(resp.text, endpoint)}"
                 hint = self._hint(resp.status_code)
                 if not (resp.status_code in RETRYABLE_STATUS or resp.status_code >= 500):
                     raise TransportError(f"{self._where(endpoint)} failed with {failure} ({hint})")
@@ -271,7 +286,7 @@ class OpenAICompatibleTransport:
         return self._base.copy_with(path=f"{self._base.path.rstrip('/')}/{route}")
 
     def _where(self, endpoint: httpx.URL) -> str:
-        return f"POST {self._redact(str(endpoint))}"
+        return f"POST {self._redact(str(endpoint), endpoint)}"
 
     def _hint(self, status: int) -> str:
         if status == 401:
@@ -285,18 +300,22 @@ class OpenAICompatibleTransport:
             return "the provider failed; retry later"
         return "see the provider's documentation for this status"
 
-    def _redact(self, text: str) -> str:
+    def _redact(self, text: str, endpoint: httpx.URL | None = None) -> str:
+        """`text` without the key, nor the credentials of the url or of `endpoint` (the url
+        called, which for Gemini names the model)."""
         if self._api_key:
             text = text.replace(self._api_key, "***")
         # userinfo and ?key= in the url are credentials too: never in a message or report.
-        for raw in (*(str(self._route_url(route)) for route in _ANSWER_SHAPE), self.url):
+        called = [str(endpoint)] if endpoint is not None else []
+        fixed = (str(self._route_url(route)) for route in _FIXED_ROUTES)
+        for raw in (*called, *fixed, self.url):
             text = text.replace(raw, redact_url(raw))
         return text
 
-    def _excerpt(self, text: str) -> str:
+    def _excerpt(self, text: str, endpoint: httpx.URL) -> str:
         # The body goes into a one-line terminal message: whitespace runs become one space, other
         # controls visible escapes (the one output sanitizer), no key, short.
-        flat = sanitize(" ".join(self._redact(text).split()))
+        flat = sanitize(" ".join(self._redact(text, endpoint).split()))
         if not flat:
             return "(empty body)"
         return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS] + "..."
@@ -305,16 +324,17 @@ class OpenAICompatibleTransport:
         try:
             data = resp.json()
         except ValueError:
+            excerpt = self._excerpt(resp.text, endpoint)
             raise TransportError(
                 f"{self._where(endpoint)} answered HTTP {resp.status_code} with a body that is "
-                f"not JSON: {self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 "
-                "endpoint?)"
+                f"not JSON: {excerpt} (is the url an OpenAI-compatible /v1 endpoint?)"
             ) from None
-        field, wanted = _ANSWER_SHAPE[route]
+        field, wanted = _ANSWER_SHAPE[_api(route)]
         shape = isinstance(data, dict) and isinstance(data.get(field), list)
         if not shape:
+            excerpt = self._excerpt(resp.text, endpoint)
             raise TransportError(
-                f"{self._where(endpoint)} answered with JSON that is not {wanted}: "
-                f"{self._excerpt(resp.text)} (is the url an OpenAI-compatible /v1 endpoint?)"
+                f"{self._where(endpoint)} answered with JSON that is not {wanted}: {excerpt} "
+                "(is the url an OpenAI-compatible /v1 endpoint?)"
             )
         return data
