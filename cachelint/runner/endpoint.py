@@ -1,5 +1,5 @@
-"""The cache endpoint: a server of OpenAI's chat-completions and Responses APIs and Anthropic's
-Messages API, backed by the committed cache.
+"""The cache endpoint: a server of OpenAI's chat-completions and Responses APIs, Anthropic's
+Messages API and Google's Gemini API, backed by the committed cache.
 
 Code written against a provider SDK (`openai`, LiteLLM, LangChain, a .NET or Node program) runs
 unchanged under record and replay: it is pointed at this endpoint's base URL instead of the
@@ -8,7 +8,9 @@ provider's. Each scenario trial has its own base URL,
 share an answer, and the SDK appends `/chat/completions` (or `/responses`, for
 `client.responses.create` and the OpenAI Agents SDK: `cachelint.runner.responses_api`) as it does
 for any provider. Anthropic's SDK appends `/v1/messages` to the same URL less its `/v1`
-(`cachelint.runner.messages_api`) and sends the key as `x-api-key`.
+(`cachelint.runner.messages_api`) and sends the key as `x-api-key`; Google's appends
+`/<version>/models/<model>:generateContent` (`cachelint.runner.gemini_api`) and sends it as
+`x-goog-api-key`.
 
 A request is answered by the scenario's `CachingClient` (`complete_body`; `sdk_body` for the
 Responses and Messages APIs), so the run's mode decides as for any other call: replay answers from
