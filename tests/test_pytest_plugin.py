@@ -142,3 +142,63 @@ def test_a_bad_mode_is_a_usage_error(git_repo: Path) -> None:
     done = inner_pytest(git_repo, "--cachelint-cache", "replya")
     assert done.returncode == 4
     assert "cachelint: --cachelint-cache 'replya'" in done.stderr
+
+
+SDK_TESTS = """
+import anthropic
+import openai
+import pytest
+from google import genai
+from google.genai import types
+
+
+@pytest.mark.eval
+def test_responses_api(cachelint):
+    sdk = openai.OpenAI(base_url=cachelint.base_url, api_key=cachelint.api_key, max_retries=0)
+    assert "30 days" in sdk.responses.create(model="gpt-model", input="refunds?").output_text
+
+
+@pytest.mark.eval
+def test_claude(cachelint):
+    sdk = anthropic.Anthropic(
+        base_url=cachelint.anthropic_base_url, api_key=cachelint.api_key, max_retries=0)
+    reply = sdk.messages.create(
+        model="claude-model", max_tokens=50, messages=[{"role": "user", "content": "refunds?"}])
+    assert "30 days" in reply.content[0].text
+
+
+@pytest.mark.eval
+def test_gemini(cachelint):
+    options = types.HttpOptions(base_url=cachelint.gemini_base_url, api_version="v1beta")
+    sdk = genai.Client(api_key=cachelint.api_key, http_options=options)
+    assert "30 days" in sdk.models.generate_content(model="gemini-model", contents="refunds?").text
+"""
+
+
+def test_pytest_m_eval_serves_the_openai_anthropic_and_gemini_sdks(git_repo: Path) -> None:
+    pytest.importorskip("anthropic")
+    pytest.importorskip("google.genai")
+    (git_repo / "pyproject.toml").write_text(
+        "[tool.cachelint]\n"
+        "[tool.cachelint.target]\n"
+        f'url = "{DEAD}"\nprovider = "cachelint-fake"\nmodel = "scripted-v1"\n'
+        'api-key-env = "CACHELINT_TEST_KEY"\n',
+        encoding="utf-8",
+    )
+    (git_repo / "tests").mkdir()
+    (git_repo / "tests/test_sdks.py").write_text(SDK_TESTS, encoding="utf-8")
+    pyproject = git_repo / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    with fake_server(SCRIPT) as fake:
+        pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
+        recorded = inner_pytest(git_repo, "-m", "eval", "--cachelint-cache", "auto")
+        pyproject.write_text(text, encoding="utf-8")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert sorted(r.path for r in fake.requests) == [
+        "/v1/messages",
+        "/v1/models/gemini-model:generateContent",
+        "/v1/responses",
+    ]
+    replay = inner_pytest(git_repo, "-m", "eval", netns=can_unshare())
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "3 passed" in replay.stdout
