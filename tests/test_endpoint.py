@@ -483,3 +483,25 @@ def test_a_bad_request_is_a_400_the_sdk_does_not_retry(
     status, headers, data = answer(client, "POST", "/v1/chat/completions", body)
     assert status == 400 and headers["x-should-retry"] == "false"
     assert expected in json.loads(data)["error"]["message"]
+
+
+def test_a_bug_on_the_way_is_one_500_naming_it_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cachelint.runner.client import CachingClient, Mode, OfflineRefuser
+    from cachelint.runner.endpoint import answer
+
+    def broken(self: Any, body: Any) -> Any:
+        raise AttributeError("'str' object has no attribute 'get'")
+
+    monkeypatch.setattr(CachingClient, "complete_body", broken)
+    client = direct_client(tmp_path, Mode.REPLAY, OfflineRefuser())
+    body = b'{"model": "m", "messages": []}'
+    status, headers, data = answer(client, "POST", "/v1/chat/completions", body)
+    assert status == 500 and headers["x-should-retry"] == "false"
+    message = json.loads(data)["error"]["message"]
+    assert message == (
+        "internal error in the cachelint cache endpoint (AttributeError: 'str' object has no "
+        "attribute 'get'); please report it"
+    )
+    assert capsys.readouterr().err == ""

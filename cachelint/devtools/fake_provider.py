@@ -6,7 +6,6 @@ on 127.0.0.1 over real HTTP. It binds loopback only: it has no authentication wo
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -18,6 +17,7 @@ from typing import Any
 import blake3
 
 from cachelint.canonical import canonical_bytes
+from cachelint.devtools import fake_shapes
 from cachelint.devtools.fake_script import (
     LOOPBACK,
     Rule,
@@ -28,7 +28,7 @@ from cachelint.devtools.fake_script import (
 )
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import gemini_api, messages_api, responses_api
+from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
 
 __all__ = [
     "FakeProvider",
@@ -114,10 +114,6 @@ def _matches(match: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
     return True
 
 
-def _tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
-
-
 def _hash(data: bytes) -> str:
     return blake3.blake3(data).hexdigest()
 
@@ -200,6 +196,8 @@ class FakeProvider:
         refused = self._refusal(api, headers, body, bad_json)
         if refused is not None:
             return refused
+        if api is embeddings_api:  # no rules: vectors derived from the texts
+            return _json_response(200, fake_shapes.embeddings(body, self.script.model))
         asked = body if api is None else _as_chat(body, api)
         rule = self._pick(asked)
         if rule is None:
@@ -217,11 +215,11 @@ class FakeProvider:
             return _scripted_error(rule)
         completion = self._completion(rule, asked)
         if api is responses_api:
-            return _json_response(200, _as_response(completion, body))
+            return _json_response(200, fake_shapes.as_response(completion, body))
         if api is messages_api:
-            return _json_response(200, _as_message(completion))
+            return _json_response(200, fake_shapes.as_message(completion))
         if api is gemini_api:
-            return _json_response(200, _as_gemini(completion))
+            return _json_response(200, fake_shapes.as_gemini(completion))
         return _json_response(200, completion)
 
     def _refusal(
@@ -308,8 +306,8 @@ class FakeProvider:
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         prompt_text = "".join(_text(m.get("content")) for m in _messages(body))
         usage = {
-            "prompt_tokens": _tokens(prompt_text),
-            "completion_tokens": _tokens(completion_text),
+            "prompt_tokens": fake_shapes.tokens(prompt_text),
+            "completion_tokens": fake_shapes.tokens(completion_text),
         }
         usage.update({k: v for k, v in (rule.usage or {}).items() if k != "total_tokens"})
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -338,6 +336,7 @@ _KEY_HEADERS = {messages_api: "x-api-key", gemini_api: "x-goog-api-key"}
 _APIS: dict[str, Any] = {
     "/v1/chat/completions": None,
     f"/v1/{responses_api.ROUTE}": responses_api,
+    f"/v1/{embeddings_api.ROUTE}": embeddings_api,
     f"/v1/{messages_api.ROUTE}": messages_api,
 }
 
@@ -368,61 +367,6 @@ def _as_chat(body: Mapping[str, Any], api: Any) -> dict[str, Any]:
     if body.get("tools"):
         chat["tools"] = body["tools"]
     return chat
-
-
-def _as_response(completion: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
-    """The chat.completion as the Responses API's `response` object for `body`: its message as
-    a message item, its tool calls as function_call items, its usage as input/output tokens."""
-    ident = completion["id"].removeprefix("chatcmpl-")
-    message = completion["choices"][0]["message"]
-    output: list[dict[str, Any]] = []
-    for call in message.get("tool_calls") or []:
-        function = call["function"]
-        output.append(
-            {
-                "type": "function_call",
-                "id": f"fc_{call['id'].removeprefix('call_')}",
-                "call_id": call["id"],
-                "name": function["name"],
-                "arguments": function["arguments"],
-                "status": "completed",
-            }
-        )
-    if message.get("content") is not None:
-        text = {"type": "output_text", "text": message["content"], "annotations": []}
-        output.insert(
-            0,
-            {
-                "type": "message",
-                "id": f"msg_{ident}",
-                "role": "assistant",
-                "status": "completed",
-                "content": [text],
-            },
-        )
-    usage = completion["usage"]
-    finish = completion["choices"][0]["finish_reason"]
-    return {
-        "id": f"resp_{ident}",
-        "object": "response",
-        "created_at": completion["created"],
-        "model": completion["model"],
-        "status": "incomplete" if finish == "length" else "completed",
-        "incomplete_details": {"reason": "max_output_tokens"} if finish == "length" else None,
-        "error": None,
-        "instructions": body.get("instructions"),
-        "output": output,
-        "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "tool_choice": body.get("tool_choice", "auto"),
-        "tools": body.get("tools") or [],
-        "usage": {
-            "input_tokens": usage["prompt_tokens"],
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": usage["completion_tokens"],
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage["total_tokens"],
-        },
-    }
 
 
 # ---- HTTP ------------------------------------------------------------------------------------
@@ -515,67 +459,3 @@ def running(script: Script, *, port: int = 0) -> Iterator[FakeServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
-
-
-def _as_message(completion: Mapping[str, Any]) -> dict[str, Any]:
-    """The chat.completion as the Messages API's `message`: its text as a text block, its tool
-    calls as tool_use blocks (their arguments decoded), its usage as input/output tokens."""
-    message = completion["choices"][0]["message"]
-    content: list[dict[str, Any]] = []
-    if message.get("content") is not None:
-        content.append({"type": "text", "text": message["content"]})
-    for call in message.get("tool_calls") or []:
-        function = call["function"]
-        content.append(
-            {
-                "type": "tool_use",
-                "id": f"toolu_{call['id'].removeprefix('call_')}",
-                "name": function["name"],
-                "input": json.loads(function["arguments"]),
-            }
-        )
-    finish = completion["choices"][0]["finish_reason"]
-    stop = {"length": "max_tokens", "tool_calls": "tool_use"}.get(finish, "end_turn")
-    usage = completion["usage"]
-    tokens = {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]}
-    return {
-        "id": f"msg_{completion['id'].removeprefix('chatcmpl-')}",
-        "type": "message",
-        "role": "assistant",
-        "model": completion["model"],
-        "content": content,
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": tokens,
-    }
-
-
-def _as_gemini(completion: Mapping[str, Any]) -> dict[str, Any]:
-    """The chat.completion as a Gemini `generateContent` response: its text and tool calls as
-    the parts of one candidate, its usage as prompt and candidates token counts."""
-    message = completion["choices"][0]["message"]
-    parts: list[dict[str, Any]] = []
-    if message.get("content") is not None:
-        parts.append({"text": message["content"]})
-    for call in message.get("tool_calls") or []:
-        function = call["function"]
-        arguments = json.loads(function["arguments"])
-        parts.append({"functionCall": {"name": function["name"], "args": arguments}})
-    finish = completion["choices"][0]["finish_reason"]
-    usage = completion["usage"]
-    return {
-        "candidates": [
-            {
-                "content": {"role": "model", "parts": parts},
-                "finishReason": "MAX_TOKENS" if finish == "length" else "STOP",
-                "index": 0,
-            }
-        ],
-        "usageMetadata": {
-            "promptTokenCount": usage["prompt_tokens"],
-            "candidatesTokenCount": usage["completion_tokens"],
-            "totalTokenCount": usage["total_tokens"],
-        },
-        "modelVersion": completion["model"],
-        "responseId": completion["id"].removeprefix("chatcmpl-"),
-    }

@@ -6,10 +6,11 @@ usage is counted from text length), so a recorded cache reproduces exactly.
 
 It serves `POST /v1/chat/completions`, `POST /v1/responses` (OpenAI's Responses API),
 `POST /v1/messages` (Anthropic's Messages API), `POST /v1beta/models/MODEL:generateContent`
-(Google's Gemini API) and `GET /v1/models`. The last three answer by the same rules, matched
-against the request's conversation as chat messages, with the reply in their own shape. It binds
-127.0.0.1 only: it has no authentication worth the name and must never be reachable from another
-machine.
+(Google's Gemini API), `POST /v1/embeddings` and `GET /v1/models`. The Responses, Messages and
+Gemini APIs answer by the same rules, matched against the request's conversation as chat
+messages, with the reply in their own shape (`cachelint.devtools.fake_shapes`); embeddings are
+derived from the texts, with no rule. It binds 127.0.0.1 only: it has no authentication worth
+the name and must never be reachable from another machine.
 
 Script format (a JSON object; every key is optional, an unknown key is an error)::
 

@@ -30,7 +30,7 @@ from cachelint.canonical import cache_key
 from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
 from cachelint.jsontext import lone_surrogate
-from cachelint.runner import gemini_api, messages_api, responses_api
+from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
 from cachelint.runner.request import (
     build_request,
     build_sdk_request,
@@ -184,8 +184,9 @@ class CachingClient:
         self, api: str, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
         """One call an SDK sent to another API than chat completions, without its transport
-        fields: "responses" (OpenAI's Responses API), "messages" (Anthropic's Messages API) or
-        "generateContent" (Google's Gemini API, with the model of its path in `body`).
+        fields: "responses" (OpenAI's Responses API), "embeddings" (OpenAI's), "messages"
+        (Anthropic's Messages API) or "generateContent" (Google's Gemini API, with the model of
+        its path in `body`).
         It is keyed by the body (`request.build_sdk_request`) and the request `headers` that
         change the answer (Anthropic's beta flags), and sent upstream as it is; the target's
         `params` are chat-completions options and are not added."""
@@ -409,7 +410,7 @@ def _body(
 # The APIs besides chat completions, by name: each module knows its call's conversation (as chat
 # messages, for the run's records) and what a recording sends upstream.
 _SDK_APIS: dict[str, Any] = {
-    module.ROUTE: module for module in (responses_api, messages_api, gemini_api)
+    module.ROUTE: module for module in (responses_api, messages_api, gemini_api, embeddings_api)
 }
 
 

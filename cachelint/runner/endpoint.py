@@ -1,23 +1,23 @@
-"""The cache endpoint: a server of OpenAI's chat-completions and Responses APIs, Anthropic's
-Messages API and Google's Gemini API, backed by the committed cache.
+"""The cache endpoint: a server of OpenAI's chat-completions, Responses and embeddings APIs,
+Anthropic's Messages API and Google's Gemini API, backed by the committed cache.
 
 Code written against a provider SDK (`openai`, LiteLLM, LangChain, a .NET or Node program) runs
 unchanged under record and replay: it is pointed at this endpoint's base URL instead of the
 provider's. Each scenario trial has its own base URL,
 `http://127.0.0.1:<port>/scenario/<quoted identity>/trial/<n>/v1`, so concurrent scenarios never
-share an answer, and the SDK appends `/chat/completions` (or `/responses`, for
-`client.responses.create` and the OpenAI Agents SDK: `cachelint.runner.responses_api`) as it does
-for any provider. Anthropic's SDK appends `/v1/messages` to the same URL less its `/v1`
-(`cachelint.runner.messages_api`) and sends the key as `x-api-key`; Google's appends
-`/<version>/models/<model>:generateContent` (`cachelint.runner.gemini_api`) and sends it as
-`x-goog-api-key`.
+share an answer. OpenAI's SDKs append `/chat/completions`, `/responses` (`client.responses`, and
+the OpenAI Agents SDK: `cachelint.runner.responses_api`) or `/embeddings` (an agent that
+retrieves: `cachelint.runner.embeddings_api`) as they do for any provider. Anthropic's SDK
+appends `/v1/messages` to the same URL less its `/v1` (`cachelint.runner.messages_api`) and sends
+the key as `x-api-key`; Google's appends `/<version>/models/<model>:generateContent`
+(`cachelint.runner.gemini_api`) and sends it as `x-goog-api-key`.
 
-A request is answered by the scenario's `CachingClient` (`complete_body`; `sdk_body` for the
-Responses and Messages APIs), so the run's mode decides as for any other call: replay answers from
-the cache only (a miss is an HTTP 404 whose error message is the usual miss explanation, which the
-SDK raises as its own error), auto records misses, live re-records. The key is built from the body
-as the SDK sent it, less the transport fields in `TRANSPORT_FIELDS`; the model the code asked for is
-the model recorded and replayed.
+A request is answered by the scenario's `CachingClient` (`complete_body`; `sdk_body` for the other
+APIs), so the run's mode decides as for any other call: replay answers from the cache only (a miss
+is an HTTP 404 whose error message is the usual miss explanation, which the SDK raises as its own
+error), auto records misses, live re-records. The key is built from the body as the SDK sent it,
+less the transport fields in `TRANSPORT_FIELDS`; the model the code asked for is the model recorded
+and replayed.
 
 Streaming: the cache holds one whole answer per key (whether the code streamed is a transport
 detail, not part of the key), and a streamed request gets it back as a deterministic
@@ -44,7 +44,7 @@ from urllib.parse import quote, unquote
 
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import gemini_api, messages_api, responses_api
+from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
@@ -87,7 +87,9 @@ def _error(
 
 
 # The APIs served besides chat completions, by the last segment of their route.
-_SDK_APIS: dict[str, Any] = {responses_api.ROUTE: responses_api, messages_api.ROUTE: messages_api}
+_SDK_APIS: dict[str, Any] = {
+    api.ROUTE: api for api in (responses_api, messages_api, embeddings_api)
+}
 
 
 def answer(
@@ -97,11 +99,30 @@ def answer(
     raw: bytes,
     headers: Mapping[str, str] | None = None,
 ) -> Response:
+    """Answer one HTTP request for `client`'s scenario trial (`_answer`). A bug of cachelint's
+    on the way is one 500 naming it, which the SDK raises, never a traceback on the run's stderr
+    or a dropped connection the SDK would retry."""
+    try:
+        return _answer(client, method, route, raw, headers)
+    except Exception as exc:  # the one boundary where any failure becomes an answer
+        message = (
+            f"internal error in the cachelint cache endpoint ({type(exc).__name__}: {exc}); "
+            "please report it"
+        )
+        return _error(500, message, "cachelint_error", "cachelint_internal")
+
+
+def _answer(
+    client: CachingClient,
+    method: str,
+    route: str,
+    raw: bytes,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
     """Answer one HTTP request for `client`'s scenario trial; `route` is the path after the
-    trial's base URL prefix (e.g. `/v1/chat/completions`; `/v1/responses` for OpenAI's Responses
-    API, `responses_api`; `/v1/messages` for Anthropic's Messages API, `messages_api`;
-    `/v1beta/models/<model>:generateContent` for Google's Gemini API, `gemini_api`), `headers`
-    the request's (names in any case)."""
+    trial's base URL prefix: `/v1/chat/completions`, or another API's (`/v1/responses`,
+    `/v1/embeddings`, `/v1/messages`, `/v1beta/models/<model>:generateContent`: the modules in
+    `_SDK_APIS` and `gemini_api`); `headers` are the request's (names in any case)."""
     from cachelint.runner.client import CacheMiss
 
     route = route.split("?", 1)[0].rstrip("/")
@@ -113,7 +134,8 @@ def answer(
         return _error(
             404,
             "the cachelint cache endpoint serves POST .../chat/completions, .../responses, "
-            f".../messages and .../models/MODEL:generateContent, not {method} {route}",
+            ".../embeddings, .../messages and .../models/MODEL:generateContent, "
+            f"not {method} {route}",
             "invalid_request_error",
             "unknown_url",
         )
@@ -142,7 +164,7 @@ def answer(
         message = f"the request cannot be part of a cache key: {exc}"
         return _error(400, message, "invalid_request_error", api=api)
     streamed = from_path[1] if from_path is not None else body.get("stream") is True
-    if not streamed:
+    if not streamed or (api is not None and api.sse_stream is None):
         return _json(200, answered)
     stream_headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     if api is not None:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cachelint.canonical import cache_key
-from cachelint.runner import gemini_api, messages_api, responses_api
+from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
 from cachelint.store import FORMAT
 
 __all__ = [
@@ -95,6 +95,7 @@ SDK_CONVERSATION = {
     responses_api.ROUTE: "input",
     messages_api.ROUTE: "messages",
     gemini_api.ROUTE: "contents",
+    embeddings_api.ROUTE: "input",
 }
 # Option fields that hold prompt text, normalised like a message's: the Responses API's
 # `instructions`, the Messages API's `system` (a string or a list of text blocks).
@@ -106,28 +107,47 @@ def build_sdk_request(
 ) -> dict[str, Any]:
     """The canonical request of one call an SDK sent to `api` (see `SDK_CONVERSATION`), keyed
     like a chat call's but marked `"api": api`, so a chat call's key is what it always was: the
-    conversation (`input` for the Responses API, `contents` for Gemini's), the tools, and every
-    other field of `body` but `model` as options, with prompt texts normalised as in messages."""
+    conversation (`input` for the Responses and Embeddings APIs, `contents` for Gemini's), the
+    tools, and every other field of `body` but `model` as options, with prompt texts normalised
+    as in messages."""
     field = SDK_CONVERSATION[api]
     options = {k: v for k, v in body.items() if k not in ("model", field, "tools")}
     for name in _PROMPT_OPTIONS:
         if name in options:
             options[name] = _prompt(options[name])
     tools = body.get("tools")
-    given = body[field]
     request = build_request(
         provider=provider,
         model=model,
         scenario=scenario,
-        messages=given if isinstance(given, list) else (),
+        messages=(),
         options=options,
         tools=tools if isinstance(tools, list) else None,
         trial=trial,
     )
-    if field != "messages":
-        conversation = request.pop("messages")
-        request[field] = normalise_text(given) if isinstance(given, str) else conversation
+    del request["messages"]
+    try:
+        request[field] = _conversation(body[field])
+    except RecursionError:  # bad input, not a crash
+        raise ValueError("the request is nested too deeply to be part of a cache key") from None
     return {"api": api, **request}
+
+
+def _conversation(given: Any) -> Any:
+    """A conversation as keyed: a text normalised, a list's messages and texts normalised (the
+    Embeddings API's input is a list of texts), anything else as plain JSON."""
+    if isinstance(given, str):
+        return normalise_text(given)
+    if not isinstance(given, list):
+        return _plain(given)
+    return [
+        _message(item)
+        if isinstance(item, Mapping)
+        else normalise_text(item)
+        if isinstance(item, str)
+        else _plain(item)
+        for item in given
+    ]
 
 
 def _prompt(value: Any) -> Any:

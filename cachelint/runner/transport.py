@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
-from cachelint.runner import gemini_api, messages_api, responses_api
+from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
 from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
@@ -119,11 +119,12 @@ def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
 _ANSWER_SHAPE = {
     CHAT_ROUTE: ("choices", "a chat.completion (no choices list)"),
     responses_api.ROUTE: ("output", "a response (no output list)"),
+    embeddings_api.ROUTE: ("data", "an embeddings list (no data list)"),
     messages_api.ROUTE: ("content", "a message (no content list)"),
     gemini_api.ROUTE: ("candidates", "a generateContent response (no candidates list)"),
 }
 # The routes that are the same for every call (Gemini's names the model).
-_FIXED_ROUTES = (CHAT_ROUTE, responses_api.ROUTE, messages_api.ROUTE)
+_FIXED_ROUTES = (CHAT_ROUTE, responses_api.ROUTE, embeddings_api.ROUTE, messages_api.ROUTE)
 
 
 def _api(route: str) -> str:
