@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -402,6 +403,16 @@ def recorded_entries(repo: Path) -> list[dict[str, Any]]:
     """Every entry.json of the repository's cache, in path order."""
     entries = sorted((repo / "eval-cache").rglob("entry.json"))
     return [json.loads(p.read_text(encoding="utf-8")) for p in entries]
+
+
+def edit_module(path: Path, old: str, new: str) -> None:
+    """Replace `old` by `new` in the Python module at `path` and drop its bytecode: a process
+    that imports it next must see the edit, even one of the same size within the same second
+    (which the bytecode's timestamp check takes for unchanged)."""
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
 
 
 def python_target(function: str, *, name: str = "") -> str:

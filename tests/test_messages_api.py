@@ -19,6 +19,7 @@ from tests.helpers import (
     TREE_CODES,
     direct_client,
     do_run,
+    edit_module,
     entry_files,
     network_blocked,
     python_target,
@@ -155,10 +156,8 @@ def test_the_beta_header_is_sent_upstream_and_part_of_the_key(git_repo: Path) ->
     [entry] = recorded_entries(git_repo)
     assert entry["request"]["options"]["headers"] == {"anthropic-beta": "tools-2024-04-04"}
 
-    agent = git_repo / "beta_agent.py"
-    agent.write_text(BETA_AGENT.replace("@BETA@", "output-128k-2025-02-19"), encoding="utf-8")
-    # A process of its own: this one has imported the agent as it was. (A source of the same
-    # size written in the same second would be taken for its stale bytecode.)
+    edit_module(git_repo / "beta_agent.py", "tools-2024-04-04", "output-128k-2025-02-19")
+    # A process of its own: this one has imported the agent as it was.
     replay = run_cachelint(git_repo, "run", "--execution", "beta")
     assert replay.returncode == 1, replay.stdout + replay.stderr
     error = result(git_repo, "support/acme/refund", "beta")["trials"][0]["error"]

@@ -19,6 +19,7 @@ from tests.helpers import (
     TREE_CODES,
     direct_client,
     do_run,
+    edit_module,
     entry_files,
     network_blocked,
     python_target,
@@ -244,10 +245,8 @@ def test_a_changed_instruction_is_a_miss_naming_it(git_repo: Path) -> None:
     )
     outcome, _ = record(git_repo)
     assert outcome.rc == 0, outcome.out + outcome.err
-    code = (git_repo / "responses_agent.py").read_text(encoding="utf-8")
-    (git_repo / "responses_agent.py").write_text(
-        code.replace("questions about orders", "questions about parcels"), encoding="utf-8"
-    )
+    agent = git_repo / "responses_agent.py"
+    edit_module(agent, "questions about orders", "questions about parcels")
     # A process of its own: this one has imported the agent as it was.
     replay = run_cachelint(git_repo, "run", "--execution", "changed")
     assert replay.returncode == 1, replay.stdout + replay.stderr
