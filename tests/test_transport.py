@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -17,16 +18,17 @@ from typing import Any
 
 import pytest
 
+from cachelint.runner.credentials import load_api_key
 from cachelint.runner.transport import (
     Completion,
     OpenAICompatibleTransport,
     TransportError,
-    load_api_key,
     parse_retry_after,
     retry_delays,
 )
 from tests.conftest import PROJECT
 from tests.fakes import fake_server
+from tests.helpers import put
 
 KEY = "sk-test-SECRET-4242"
 USER = {"role": "user", "content": "hello"}
@@ -408,3 +410,26 @@ def test_importing_the_transport_and_the_fake_command_does_not_import_httpx() ->
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+def test_a_check_does_not_import_the_transport(tmp_path: Path) -> None:
+    # The secret rule reads the configured key (`credentials`), not the HTTP machinery: a
+    # pre-commit hook's check pays for neither the transport nor what it imports.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    put(repo)
+    code = (
+        "import sys; from cachelint.cli import main; main(['check']); "
+        "print([m for m in ('cachelint.runner.transport', 'email.utils', 'httpx') "
+        "if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+    )
+    assert "eval-cache" in out.stdout, out.stdout + out.stderr  # the check ran
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr

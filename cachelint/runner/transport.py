@@ -18,12 +18,10 @@ for it (the CLI imports every command module, and `run` imports this one).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachelint import __version__
@@ -88,29 +86,6 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     if seconds != seconds:  # NaN
         return None
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-
-
-def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
-    """The API key from the environment, else from `env_file` (relative to `repo`); never sets env.
-
-    python-dotenv's `dotenv_values` reads the file without touching os.environ, so a key loaded
-    for one target never leaks into subprocesses or other targets.
-    """
-    value = os.environ.get(env_var, "").strip()
-    if value:
-        return value
-    if not env_file:
-        return None
-    path = repo / env_file
-    if not path.is_file():
-        return None
-    from dotenv import dotenv_values
-
-    try:
-        found = dotenv_values(path).get(env_var)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CachelintError(f"{env_file}: cannot read env-file: {exc}") from None
-    return (found.strip() or None) if found else None
 
 
 # The APIs a target's url is called at, by their route (Gemini's by the method after the model

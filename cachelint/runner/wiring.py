@@ -30,7 +30,8 @@ TransportFactory = Callable[[TargetConfig], Any]
 def upstream_transport(repo: Path, target: TargetConfig) -> Any:
     """The live transport a recording calls: the target's url, its key from api-key-env or
     env-file. Params are not added here: the client already put them into the body (and key)."""
-    from cachelint.runner.transport import OpenAICompatibleTransport, load_api_key
+    from cachelint.runner.credentials import load_api_key
+    from cachelint.runner.transport import OpenAICompatibleTransport
 
     return OpenAICompatibleTransport(
         target.url,

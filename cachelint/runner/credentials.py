@@ -1,0 +1,36 @@
+"""Where a recording reads its target's API key: the environment, else the target's env-file.
+
+`cachelint check`'s secret rule reads it too (the configured key's value is one more secret to
+look for), so this module stays off the transport: a pre-commit hook's check does not import the
+HTTP machinery to learn one key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cachelint.errors import CachelintError
+
+
+def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
+    """The API key from the environment, else from `env_file` (relative to `repo`); never sets env.
+
+    python-dotenv's `dotenv_values` reads the file without touching os.environ, so a key loaded
+    for one target never leaks into subprocesses or other targets.
+    """
+    value = os.environ.get(env_var, "").strip()
+    if value:
+        return value
+    if not env_file:
+        return None
+    path = repo / env_file
+    if not path.is_file():
+        return None
+    from dotenv import dotenv_values
+
+    try:
+        found = dotenv_values(path).get(env_var)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CachelintError(f"{env_file}: cannot read env-file: {exc}") from None
+    return (found.strip() or None) if found else None
