@@ -233,8 +233,8 @@ class FakeProvider:
         expected_key = self.script.api_key
         sent_key = headers.get("authorization")
         wanted_key: str | None = f"Bearer {expected_key}"
-        if api in _KEY_HEADERS:
-            sent_key, wanted_key = headers.get(_KEY_HEADERS[api]), expected_key
+        if api is not None and api.KEY_HEADER:
+            sent_key, wanted_key = headers.get(api.KEY_HEADER), expected_key
         if expected_key is not None and sent_key != wanted_key:
             return _json_response(
                 401,
@@ -327,9 +327,6 @@ class FakeProvider:
         }
         return completion
 
-
-# The header each API other than OpenAI's takes its key in.
-_KEY_HEADERS = {messages_api: "x-api-key", gemini_api: "x-goog-api-key"}
 
 # The routes served, with the module that knows each API's shapes (None: chat completions);
 # Gemini's, /v1beta/models/MODEL:generateContent, name the model.

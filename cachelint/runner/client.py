@@ -30,7 +30,7 @@ from cachelint.canonical import cache_key
 from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
 from cachelint.jsontext import lone_surrogate
-from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
+from cachelint.runner import apis
 from cachelint.runner.request import (
     build_request,
     build_sdk_request,
@@ -202,7 +202,7 @@ class CachingClient:
             body=keyed,
             trial=self.trial,
         )
-        module = _SDK_APIS[api]
+        module = apis.BY_NAME[api]
         route, upstream = module.upstream(body)
         return self._answer(
             request,
@@ -405,13 +405,6 @@ def _body(
     if tools:
         body["tools"] = [dict(t) for t in tools]
     return body
-
-
-# The APIs besides chat completions, by name: each module knows its call's conversation (as chat
-# messages, for the run's records) and what a recording sends upstream.
-_SDK_APIS: dict[str, Any] = {
-    module.ROUTE: module for module in (responses_api, messages_api, gemini_api, embeddings_api)
-}
 
 
 # Per store (one per run): tenant directories `cache/<agent>/<tenant>` found to be real

@@ -14,6 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 ROUTE = "embeddings"
+CONVERSATION = "input"
+ANSWER_LIST, ANSWER_NAME = "data", "an embeddings list"
+KEY_HEADER: str | None = None
+UPSTREAM_HEADERS: dict[str, str] = {}
 
 
 def upstream(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

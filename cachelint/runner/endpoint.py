@@ -44,7 +44,7 @@ from urllib.parse import quote, unquote
 
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
+from cachelint.runner import apis, gemini_api, messages_api
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
@@ -87,9 +87,8 @@ def _error(
 
 
 # The APIs served besides chat completions, by the last segment of their route.
-_SDK_APIS: dict[str, Any] = {
-    api.ROUTE: api for api in (responses_api, messages_api, embeddings_api)
-}
+# (Gemini's path names the model: `gemini_api.route_model` finds it.)
+_SDK_APIS: dict[str, Any] = {api.ROUTE: api for api in apis.SDK_APIS if api is not gemini_api}
 
 
 def answer(
@@ -314,12 +313,16 @@ class _Handler(BaseHTTPRequestHandler):
         return  # results and miss messages report what happened; stderr stays quiet
 
 
+# The headers besides Authorization that an SDK may send the key in.
+_KEY_HEADERS = tuple(api.KEY_HEADER for api in apis.SDK_APIS if api.KEY_HEADER)
+
+
 def _authorised(headers: Any, token: str) -> bool:
     """Whether the request carries this run's key: as a bearer token (OpenAI's SDKs), as
     `x-api-key` (Anthropic's) or as `x-goog-api-key` (Google's)."""
     if headers.get("Authorization") == f"Bearer {token}":
         return True
-    return token in (headers.get("x-api-key"), headers.get("x-goog-api-key"))
+    return any(headers.get(name) == token for name in _KEY_HEADERS)
 
 
 class _Server(ThreadingHTTPServer):

@@ -21,6 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 ROUTE = "generateContent"
+CONVERSATION = "contents"
+ANSWER_LIST, ANSWER_NAME = "candidates", "a generateContent response"
+KEY_HEADER: str | None = "x-goog-api-key"
+UPSTREAM_HEADERS: dict[str, str] = {}
 # The API's name in a recorded request, and the method in a path that calls it.
 _PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)")
 

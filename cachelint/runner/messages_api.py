@@ -19,8 +19,12 @@ from collections.abc import Mapping
 from typing import Any
 
 ROUTE = "messages"
-# The API version a recording asks for (`anthropic-version`; the one version there is).
+CONVERSATION = "messages"
+ANSWER_LIST, ANSWER_NAME = "content", "a message"
+# The API version a recording asks for (the one version there is), with the key as x-api-key.
 VERSION = "2023-06-01"
+KEY_HEADER: str | None = "x-api-key"
+UPSTREAM_HEADERS = {"anthropic-version": VERSION}
 # The request header that turns on beta features: part of the key, and sent upstream.
 BETA_HEADER = "anthropic-beta"
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cachelint.canonical import cache_key
-from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
+from cachelint.runner import apis
 from cachelint.store import FORMAT
 
 __all__ = [
@@ -90,13 +90,6 @@ def build_request(
     return request
 
 
-# Per API an SDK may call besides chat completions: the body field holding the conversation.
-SDK_CONVERSATION = {
-    responses_api.ROUTE: "input",
-    messages_api.ROUTE: "messages",
-    gemini_api.ROUTE: "contents",
-    embeddings_api.ROUTE: "input",
-}
 # Option fields that hold prompt text, normalised like a message's: the Responses API's
 # `instructions`, the Messages API's `system` (a string or a list of text blocks).
 _PROMPT_OPTIONS = ("instructions", "system")
@@ -105,12 +98,12 @@ _PROMPT_OPTIONS = ("instructions", "system")
 def build_sdk_request(
     *, api: str, provider: str, model: str, scenario: str, body: Mapping[str, Any], trial: int = 0
 ) -> dict[str, Any]:
-    """The canonical request of one call an SDK sent to `api` (see `SDK_CONVERSATION`), keyed
+    """The canonical request of one call an SDK sent to `api` (see `cachelint.runner.apis`), keyed
     like a chat call's but marked `"api": api`, so a chat call's key is what it always was: the
     conversation (`input` for the Responses and Embeddings APIs, `contents` for Gemini's), the
     tools, and every other field of `body` but `model` as options, with prompt texts normalised
     as in messages."""
-    field = SDK_CONVERSATION[api]
+    field = apis.BY_NAME[api].CONVERSATION
     options = {k: v for k, v in body.items() if k not in ("model", field, "tools")}
     for name in _PROMPT_OPTIONS:
         if name in options:

@@ -19,6 +19,13 @@ from collections.abc import Mapping
 from typing import Any
 
 ROUTE = "responses"
+# The body field holding the conversation, and the list a successful answer holds.
+CONVERSATION = "input"
+ANSWER_LIST, ANSWER_NAME = "output", "a response"
+# The header the API takes its key in besides a bearer token (None: the bearer token), and the
+# headers a recording sends with it.
+KEY_HEADER: str | None = None
+UPSTREAM_HEADERS: dict[str, str] = {}
 
 
 def upstream(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

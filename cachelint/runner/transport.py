@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
-from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
+from cachelint.runner import apis, gemini_api
 from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
@@ -93,13 +93,13 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 # what to call the answer when that field is missing.
 _ANSWER_SHAPE = {
     CHAT_ROUTE: ("choices", "a chat.completion (no choices list)"),
-    responses_api.ROUTE: ("output", "a response (no output list)"),
-    embeddings_api.ROUTE: ("data", "an embeddings list (no data list)"),
-    messages_api.ROUTE: ("content", "a message (no content list)"),
-    gemini_api.ROUTE: ("candidates", "a generateContent response (no candidates list)"),
+    **{
+        api.ROUTE: (api.ANSWER_LIST, f"{api.ANSWER_NAME} (no {api.ANSWER_LIST} list)")
+        for api in apis.SDK_APIS
+    },
 }
 # The routes that are the same for every call (Gemini's names the model).
-_FIXED_ROUTES = (CHAT_ROUTE, responses_api.ROUTE, embeddings_api.ROUTE, messages_api.ROUTE)
+_FIXED_ROUTES = (CHAT_ROUTE, *(api.ROUTE for api in apis.SDK_APIS if api is not gemini_api))
 
 
 def _api(route: str) -> str:
@@ -165,17 +165,19 @@ class OpenAICompatibleTransport:
             "Accept": "application/json",
             "User-Agent": f"cachelint/{__version__}",
         }
-        # Anthropic's API takes its key as x-api-key and wants its version named; Google's takes
-        # it as x-goog-api-key.
-        anthropic = {**self._headers, "anthropic-version": messages_api.VERSION}
-        google = dict(self._headers)
+        # Anthropic's and Google's APIs take the key in a header of their own (`KEY_HEADER`).
+        self._api_headers = {
+            api.ROUTE: {**self._headers, **api.UPSTREAM_HEADERS}
+            for api in apis.SDK_APIS
+            if api.KEY_HEADER
+        }
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
             if _is_azure(base.host):
                 self._headers["api-key"] = api_key
-            anthropic["x-api-key"] = api_key
-            google["x-goog-api-key"] = api_key
-        self._api_headers = {messages_api.ROUTE: anthropic, gemini_api.ROUTE: google}
+            for api in apis.SDK_APIS:
+                if api.KEY_HEADER:
+                    self._api_headers[api.ROUTE][api.KEY_HEADER] = api_key
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
         self._timeout = timeout
