@@ -305,6 +305,13 @@ class CachingClient:
         return self.base_url.removesuffix("/v1")
 
     @property
+    def azure_endpoint(self) -> str:
+        """The same base URL without its `/v1`, where Azure OpenAI's clients append
+        `/openai/deployments/<deployment>/...`: `AzureOpenAI(azure_endpoint=client.azure_endpoint,
+        api_key=client.api_key, api_version=...)`."""
+        return self.base_url.removesuffix("/v1")
+
+    @property
     def api_key(self) -> str:
         """The key to give the SDK: a per-run placeholder the endpoint checks, never the real key
         (which stays with cachelint and is read only when recording)."""

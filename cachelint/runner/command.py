@@ -4,8 +4,10 @@
 repository root with the scenario's cache endpoint in its environment, the way every OpenAI SDK
 reads it: `OPENAI_BASE_URL` (ending in /v1, where the SDK appends /chat/completions) and
 `OPENAI_API_KEY` (a placeholder), and as Anthropic's SDKs read it: `ANTHROPIC_BASE_URL` (where
-they append /v1/messages) and `ANTHROPIC_API_KEY`. `CACHELINT_SCENARIO`, `CACHELINT_TRIAL` and
-`CACHELINT_SCENARIO_FILE` say which scenario to play. Its stdout is the output the assertions see.
+they append /v1/messages) and `ANTHROPIC_API_KEY`, and as Azure OpenAI's read it:
+`AZURE_OPENAI_ENDPOINT` (where they append /openai/deployments/...) and `AZURE_OPENAI_API_KEY`.
+`CACHELINT_SCENARIO`, `CACHELINT_TRIAL` and `CACHELINT_SCENARIO_FILE` say which scenario to
+play. Its stdout is the output the assertions see.
 
 The target's real key variable is removed from the program's environment: a program that ignored
 OPENAI_BASE_URL must fail, not quietly call the provider around the cache. In replay its Python
@@ -30,6 +32,9 @@ from cachelint.runner.output import Output, output_from_value
 from cachelint.runner.pytarget import Target
 
 _STDERR_LINES = 5
+# Credentials an SDK would send instead of the placeholder key: Azure's clients prefer an Entra
+# token from the environment to AZURE_OPENAI_API_KEY. Never handed to the program.
+_TOKENS = frozenset({"AZURE_OPENAI_AD_TOKEN"})
 
 
 def command_target(
@@ -47,7 +52,7 @@ def command_target(
     shown = shlex.join(command)
 
     def target(scenario: Scenario, client: CachingClient) -> Output:
-        env = {k: v for k, v in os.environ.items() if k not in hidden_env}
+        env = {k: v for k, v in os.environ.items() if k not in hidden_env and k not in _TOKENS}
         env.update(
             OPENAI_BASE_URL=client.base_url,
             OPENAI_API_KEY=client.api_key,
@@ -57,6 +62,8 @@ def command_target(
             # them either.
             GEMINI_API_KEY=client.api_key,
             GOOGLE_API_KEY=client.api_key,
+            AZURE_OPENAI_ENDPOINT=client.azure_endpoint,
+            AZURE_OPENAI_API_KEY=client.api_key,
             CACHELINT_SCENARIO=scenario.identity,
             CACHELINT_TRIAL=str(client.trial),
             CACHELINT_SCENARIO_FILE=scenario.path,

@@ -10,7 +10,11 @@ the OpenAI Agents SDK: `cachelint.runner.responses_api`) or `/embeddings` (an ag
 retrieves: `cachelint.runner.embeddings_api`) as they do for any provider. Anthropic's SDK
 appends `/v1/messages` to the same URL less its `/v1` (`cachelint.runner.messages_api`) and sends
 the key as `x-api-key`; Google's appends `/<version>/models/<model>:generateContent`
-(`cachelint.runner.gemini_api`) and sends it as `x-goog-api-key`.
+(`cachelint.runner.gemini_api`) and sends it as `x-goog-api-key`. Azure OpenAI's client
+(`AzureOpenAI`, and .NET's `AzureOpenAIClient`) appends
+`/openai/deployments/<deployment>/chat/completions?api-version=...` (or `/embeddings`) to the URL
+less its `/v1` and sends the key as `api-key`; the deployment is the model keyed, since it is what
+answers there whatever model the body names.
 
 A request is answered by the scenario's `CachingClient` (`complete_body`; `sdk_body` for the other
 APIs), so the run's mode decides as for any other call: replay answers from the cache only (a miss
@@ -61,6 +65,10 @@ TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "user", "metadata"})
 Response = tuple[int, dict[str, str], bytes]
 
 _PATH = re.compile(r"/scenario/(?P<scenario>[^/]+)/trial/(?P<trial>\d{1,4})(?P<rest>/.*)?")
+# Azure OpenAI's routes that name a deployment (the openai SDK's `_deployments_endpoints` that
+# the endpoint serves), and the header its clients send the key in.
+_DEPLOYMENT = re.compile(r".*/openai/deployments/(?P<name>[^/]+)/(?:chat/completions|embeddings)")
+AZURE_KEY_HEADER = "api-key"
 # The SDKs retry 5xx and 429; a cache miss or a failed recording is not fixed by asking again.
 _NO_RETRY = {"x-should-retry": "false"}
 
@@ -143,8 +151,9 @@ def _answer(
         body = json.loads(raw.decode("utf-8")) if raw else None
     except (UnicodeDecodeError, ValueError, RecursionError):
         body = None
-    if isinstance(body, dict) and from_path is not None:  # Gemini's model is in the path
-        body = {**body, "model": from_path[0]}
+    named = from_path[0] if from_path is not None else _deployment(route)
+    if isinstance(body, dict) and named is not None:  # Gemini's and Azure's path names it
+        body = {**body, "model": named}
     problem = _body_problem(body, api)
     if problem is not None:
         return _error(400, problem, "invalid_request_error", api=api)
@@ -183,6 +192,12 @@ def _api_of(route: str) -> tuple[Any, tuple[str, bool] | None] | None:
         return api, None
     from_path = gemini_api.route_model(route)
     return None if from_path is None else (gemini_api, from_path)
+
+
+def _deployment(route: str) -> str | None:
+    """The Azure OpenAI deployment a route names, or None."""
+    match = _DEPLOYMENT.fullmatch(route)
+    return unquote(match["name"]) if match is not None else None
 
 
 def _keyed_headers(headers: Mapping[str, str] | None, api: Any) -> dict[str, str]:
@@ -296,7 +311,8 @@ class _Handler(BaseHTTPRequestHandler):
             status, headers, data = _error(
                 401,
                 "the cachelint cache endpoint needs the API key cachelint gave this run "
-                "(OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, or client.api_key)",
+                "(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or AZURE_OPENAI_API_KEY, "
+                "or client.api_key)",
                 "invalid_request_error",
                 "invalid_api_key",
             )
@@ -314,12 +330,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # The headers besides Authorization that an SDK may send the key in.
-_KEY_HEADERS = tuple(api.KEY_HEADER for api in apis.SDK_APIS if api.KEY_HEADER)
+_KEY_HEADERS = (*(api.KEY_HEADER for api in apis.SDK_APIS if api.KEY_HEADER), AZURE_KEY_HEADER)
 
 
 def _authorised(headers: Any, token: str) -> bool:
     """Whether the request carries this run's key: as a bearer token (OpenAI's SDKs), as
-    `x-api-key` (Anthropic's) or as `x-goog-api-key` (Google's)."""
+    `x-api-key` (Anthropic's), as `x-goog-api-key` (Google's) or as `api-key` (Azure's)."""
     if headers.get("Authorization") == f"Bearer {token}":
         return True
     return any(headers.get(name) == token for name in _KEY_HEADERS)
