@@ -241,8 +241,9 @@ def sse_stream(completion: Mapping[str, Any], *, include_usage: bool) -> bytes:
         "created": completion.get("created"),
         "model": completion.get("model"),
     }
-    if "system_fingerprint" in completion:
-        base["system_fingerprint"] = completion["system_fingerprint"]
+    for name in ("service_tier", "system_fingerprint"):  # every chunk carries them
+        if name in completion:
+            base[name] = completion[name]
     chunks: list[dict[str, Any]] = []
     choices = completion.get("choices")
     for position, choice in enumerate(choices if isinstance(choices, list) else []):
@@ -272,7 +273,7 @@ def sse_stream(completion: Mapping[str, Any], *, include_usage: bool) -> bytes:
 
 def _delta(message: Mapping[str, Any]) -> dict[str, Any]:
     delta: dict[str, Any] = {"role": message.get("role") or "assistant"}
-    for name in ("content", "refusal"):
+    for name in ("content", "refusal", "annotations"):  # annotations: a search's citations
         if message.get(name) is not None:
             delta[name] = message[name]
     if "content" not in delta and not message.get("tool_calls"):
