@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cachelint.runner.gemini_api import output_of, route_model, sse_stream
+from cachelint.runner.gemini_api import event_stream, output_of, route_model
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
     ROUND_TRIP_SCRIPT,
@@ -201,7 +201,7 @@ def test_a_response_dumped_by_the_sdk_reads_as_its_wire_form() -> None:
     dumped = json.loads(json.dumps(wire).replace("functionCall", "function_call"))
     expected = ("Let me look.", [{"name": "f", "arguments": {"a": 1}}])
     assert output_of(wire) == output_of(dumped) == expected
-    stream = sse_stream(wire)
+    stream = event_stream(wire)
     assert stream.startswith(b"data: ") and stream.endswith(b"\r\n\r\n")
     assert json.loads(stream[len(b"data: ") :]) == wire
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cachelint.runner.messages_api import sse_stream
+from cachelint.runner.messages_api import event_stream
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
     DEAD,
@@ -228,8 +228,8 @@ MESSAGE: dict[str, Any] = {
 
 
 def test_the_event_stream_rebuilds_the_recorded_message_in_the_sdk() -> None:
-    stream = sse_stream(MESSAGE)
-    assert stream == sse_stream(json.loads(json.dumps(MESSAGE)))
+    stream = event_stream(MESSAGE)
+    assert stream == event_stream(json.loads(json.dumps(MESSAGE)))
     blocks = [b for b in stream.decode().split("\n\n") if b]
     kinds = [b.split("\n")[0].removeprefix("event: ") for b in blocks]
     assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
@@ -240,7 +240,7 @@ def test_the_event_stream_rebuilds_the_recorded_message_in_the_sdk() -> None:
     assert rebuilt["stop_reason"] == "tool_use" and rebuilt["usage"] == MESSAGE["usage"]
     # A message from a server that sent no usage still streams: the accumulator needs one.
     bare = {k: v for k, v in MESSAGE.items() if k != "usage"}
-    assert accumulated(sse_stream(bare))["content"] == MESSAGE["content"]
+    assert accumulated(event_stream(bare))["content"] == MESSAGE["content"]
 
 
 def accumulated(stream: bytes) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import pytest
 
 from cachelint.canonical import cache_key
 from cachelint.runner.request import build_request, build_sdk_request
-from cachelint.runner.responses_api import sse_stream
+from cachelint.runner.responses_api import event_stream
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
     ROUND_TRIP_SCRIPT,
@@ -314,8 +314,8 @@ RESPONSE: dict[str, Any] = {
 
 
 def test_the_event_stream_is_deterministic_and_ends_with_the_whole_response() -> None:
-    stream = sse_stream(RESPONSE)
-    assert stream == sse_stream(json.loads(json.dumps(RESPONSE)))
+    stream = event_stream(RESPONSE)
+    assert stream == event_stream(json.loads(json.dumps(RESPONSE)))
     blocks = [b for b in stream.decode().split("\n\n") if b]
     events = []
     for block in blocks:
@@ -342,7 +342,7 @@ def test_the_event_stream_is_deterministic_and_ends_with_the_whole_response() ->
     assert events[0]["response"]["output"] == [] and events[0]["response"]["usage"] is None
     assert events[4]["delta"] == "hi" and events[9]["delta"] == '{"a":1}'
     assert events[-1]["response"] == RESPONSE
-    incomplete = sse_stream({**RESPONSE, "status": "incomplete"})
+    incomplete = event_stream({**RESPONSE, "status": "incomplete"})
     assert incomplete.decode().rsplit("event: ", 1)[1].startswith("response.incomplete\n")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 ROUTE = "embeddings"
 CONVERSATION = "input"
-ANSWER_LIST, ANSWER_NAME = "data", "an embeddings list"
+ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "data", list, "an embeddings list"
 KEY_HEADER: str | None = None
 UPSTREAM_HEADERS: dict[str, str] = {}
 
@@ -51,4 +51,5 @@ def as_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 # Embeddings do not stream: a request that asks for a stream gets the whole response.
-sse_stream = None
+event_stream = None
+STREAM_TYPE = None

@@ -172,11 +172,12 @@ def _answer(
         message = f"the request cannot be part of a cache key: {exc}"
         return _error(400, message, "invalid_request_error", api=api)
     streamed = from_path[1] if from_path is not None else body.get("stream") is True
-    if not streamed or (api is not None and api.sse_stream is None):
+    if not streamed or (api is not None and api.event_stream is None):
         return _json(200, answered)
     stream_headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     if api is not None:
-        return 200, stream_headers, api.sse_stream(answered)
+        stream_headers["Content-Type"] = api.STREAM_TYPE
+        return 200, stream_headers, api.event_stream(answered)
     options = body.get("stream_options")
     include_usage = isinstance(options, dict) and options.get("include_usage") is True
     return 200, stream_headers, sse_stream(answered, include_usage=include_usage)

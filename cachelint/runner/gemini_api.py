@@ -22,7 +22,7 @@ from typing import Any
 
 ROUTE = "generateContent"
 CONVERSATION = "contents"
-ANSWER_LIST, ANSWER_NAME = "candidates", "a generateContent response"
+ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "candidates", list, "a generateContent response"
 KEY_HEADER: str | None = "x-goog-api-key"
 UPSTREAM_HEADERS: dict[str, str] = {}
 # The API's name in a recorded request, and the method in a path that calls it.
@@ -119,7 +119,10 @@ def output_of(response: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     return _text(content), calls
 
 
-def sse_stream(response: Mapping[str, Any]) -> bytes:
+STREAM_TYPE = "text/event-stream"
+
+
+def event_stream(response: Mapping[str, Any]) -> bytes:
     """The response as the API streams it with `alt=sse`, in one event: the SDK joins the
     chunks' text, and one chunk holding all of it is what was recorded."""
     data = json.dumps(response, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

@@ -20,7 +20,7 @@ from typing import Any
 
 ROUTE = "messages"
 CONVERSATION = "messages"
-ANSWER_LIST, ANSWER_NAME = "content", "a message"
+ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "content", list, "a message"
 # The API version a recording asks for (the one version there is), with the key as x-api-key.
 VERSION = "2023-06-01"
 KEY_HEADER: str | None = "x-api-key"
@@ -116,7 +116,10 @@ def output_of(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 # ---- streaming ----------------------------------------------------------------------------------
 
 
-def sse_stream(message: Mapping[str, Any]) -> bytes:
+STREAM_TYPE = "text/event-stream"
+
+
+def event_stream(message: Mapping[str, Any]) -> bytes:
     """The message as the server-sent events the Messages API streams: `message_start` (the
     message with no content yet), then each content block started, its text, thinking or tool
     input as one delta, and stopped, then `message_delta` (the stop reason and usage) and

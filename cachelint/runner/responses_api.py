@@ -21,7 +21,7 @@ from typing import Any
 ROUTE = "responses"
 # The body field holding the conversation, and the list a successful answer holds.
 CONVERSATION = "input"
-ANSWER_LIST, ANSWER_NAME = "output", "a response"
+ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "output", list, "a response"
 # The header the API takes its key in besides a bearer token (None: the bearer token), and the
 # headers a recording sends with it.
 KEY_HEADER: str | None = None
@@ -118,7 +118,10 @@ def output_of(response: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 _FINAL_EVENT = {"incomplete": "response.incomplete", "failed": "response.failed"}
 
 
-def sse_stream(response: Mapping[str, Any]) -> bytes:
+STREAM_TYPE = "text/event-stream"
+
+
+def event_stream(response: Mapping[str, Any]) -> bytes:
     """The response as the server-sent events the Responses API streams: `response.created` and
     `response.in_progress` (the response with no output yet), then each output item added, its
     text or arguments as one delta and done, then the whole response as `response.completed`

@@ -89,12 +89,16 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 
 
 # The APIs a target's url is called at, by their route (Gemini's by the method after the model
-# in its path, `models/<model>:generateContent`): the list field a successful answer holds, and
-# what to call the answer when that field is missing.
+# in its path, `models/<model>:generateContent`): the field a successful answer holds, its type,
+# and what to call the answer when that field is missing.
 _ANSWER_SHAPE = {
-    CHAT_ROUTE: ("choices", "a chat.completion (no choices list)"),
+    CHAT_ROUTE: ("choices", list, "a chat.completion (no choices list)"),
     **{
-        api.ROUTE: (api.ANSWER_LIST, f"{api.ANSWER_NAME} (no {api.ANSWER_LIST} list)")
+        api.ROUTE: (
+            api.ANSWER_FIELD,
+            api.ANSWER_TYPE,
+            f"{api.ANSWER_NAME} (no {api.ANSWER_FIELD} {api.ANSWER_TYPE.__name__})",
+        )
         for api in apis.SDK_APIS
     },
 }
@@ -307,8 +311,8 @@ class OpenAICompatibleTransport:
                 f"{self._where(endpoint)} answered HTTP {resp.status_code} with a body that is "
                 f"not JSON: {excerpt} (is the url an OpenAI-compatible /v1 endpoint?)"
             ) from None
-        field, wanted = _ANSWER_SHAPE[_api(route)]
-        shape = isinstance(data, dict) and isinstance(data.get(field), list)
+        field, kind, wanted = _ANSWER_SHAPE[_api(route)]
+        shape = isinstance(data, dict) and isinstance(data.get(field), kind)
         if not shape:
             excerpt = self._excerpt(resp.text, endpoint)
             raise TransportError(
