@@ -28,7 +28,14 @@ from cachelint.devtools.fake_script import (
 )
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import embeddings_api, gemini_api, messages_api, responses_api
+from cachelint.runner import (
+    apis,
+    converse_api,
+    embeddings_api,
+    gemini_api,
+    messages_api,
+    responses_api,
+)
 
 __all__ = [
     "FakeProvider",
@@ -177,20 +184,21 @@ class FakeProvider:
                 "owned_by": "cachelint-fake-provider",
             }
             return _json_response(200, {"object": "list", "data": [model]})
-        from_path = None if route in _APIS else gemini_api.route_model(route)
-        if (route not in _APIS and from_path is None) or method != "POST":
+        found = _api_of(route)
+        if found is None or method != "POST":
             return _json_response(
                 404,
                 _error_body(
                     404,
                     f"the fake provider serves POST {', '.join(_APIS)}, "
-                    "/v1beta/models/MODEL:generateContent (or /v1/...) and GET /v1/models, "
+                    "/v1beta/models/MODEL:generateContent (or /v1/...), /model/MODEL/converse "
+                    "and GET /v1/models, "
                     f"not {method} {route}",
                     "invalid_request_error",
                     "unknown_url",
                 ),
             )
-        api = _APIS[route] if from_path is None else gemini_api
+        api, from_path = found
         if from_path is not None and isinstance(body, dict):
             body = {**body, "model": from_path[0], "stream": from_path[1]}
         refused = self._refusal(api, headers, body, bad_json)
@@ -220,6 +228,8 @@ class FakeProvider:
             return _json_response(200, fake_shapes.as_message(completion))
         if api is gemini_api:
             return _json_response(200, fake_shapes.as_gemini(completion))
+        if api is converse_api:
+            return _json_response(200, fake_shapes.as_converse(completion))
         return _json_response(200, completion)
 
     def _refusal(
@@ -338,6 +348,18 @@ _APIS: dict[str, Any] = {
 }
 
 
+def _api_of(route: str) -> tuple[Any, tuple[str, bool] | None] | None:
+    """The API a path calls (its module, None for chat completions) and, when the path names
+    it, the model and whether it asks for a stream; None for a path not served."""
+    if route in _APIS:
+        return _APIS[route], None
+    for api in apis.MODEL_IN_PATH:
+        named = api.route_model(route)
+        if named is not None:
+            return api, named
+    return None
+
+
 def _chat_problem(body: Mapping[str, Any]) -> str | None:
     if not isinstance(body.get("messages"), list) or not body["messages"]:
         return "'messages' must be a non-empty list"
@@ -361,8 +383,10 @@ def _scripted_error(rule: Rule) -> _Response:
 def _as_chat(body: Mapping[str, Any], api: Any) -> dict[str, Any]:
     """A Responses or Messages API request as the chat request the script's rules match."""
     chat = {"model": body.get("model"), "messages": api.as_messages(body)}
-    if body.get("tools"):
-        chat["tools"] = body["tools"]
+    config = body.get("toolConfig")  # Bedrock's Converse API holds its tools there
+    tools = body.get("tools") or (config.get("tools") if isinstance(config, Mapping) else None)
+    if tools:
+        chat["tools"] = tools
     return chat
 
 

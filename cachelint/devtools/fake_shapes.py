@@ -142,6 +142,32 @@ def as_gemini(completion: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def as_converse(completion: Mapping[str, Any]) -> dict[str, Any]:
+    """The chat.completion as a Bedrock Converse response: its text and tool calls as the
+    content blocks of the output message, its usage as input and output tokens."""
+    message = completion["choices"][0]["message"]
+    content: list[dict[str, Any]] = []
+    if message.get("content") is not None:
+        content.append({"text": message["content"]})
+    for call in message.get("tool_calls") or []:
+        function = call["function"]
+        use = {"toolUseId": call["id"], "name": function["name"]}
+        content.append({"toolUse": {**use, "input": json.loads(function["arguments"])}})
+    finish = completion["choices"][0]["finish_reason"]
+    stop = {"length": "max_tokens", "tool_calls": "tool_use"}.get(finish, "end_turn")
+    usage = completion["usage"]
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": stop,
+        "usage": {
+            "inputTokens": usage["prompt_tokens"],
+            "outputTokens": usage["completion_tokens"],
+            "totalTokens": usage["total_tokens"],
+        },
+        "metrics": {"latencyMs": 1},
+    }
+
+
 # Dimensions of a fake embedding when the request names none.
 _DIMENSIONS = 8
 

@@ -185,8 +185,8 @@ class CachingClient:
     ) -> dict[str, Any]:
         """One call an SDK sent to another API than chat completions, without its transport
         fields: "responses" (OpenAI's Responses API), "embeddings" (OpenAI's), "messages"
-        (Anthropic's Messages API) or "generateContent" (Google's Gemini API, with the model of
-        its path in `body`).
+        (Anthropic's Messages API), "generateContent" (Google's Gemini API) or "converse"
+        (Amazon Bedrock's), the last two with the model of their path in `body`.
         It is keyed by the body (`request.build_sdk_request`) and the request `headers` that
         change the answer (Anthropic's beta flags), and sent upstream as it is; the target's
         `params` are chat-completions options and are not added."""
@@ -302,6 +302,13 @@ class CachingClient:
         """The same base URL without its `/v1`, where Google's SDK appends
         `/<version>/models/<model>:generateContent`: `genai.Client(api_key=client.api_key,
         http_options={"base_url": client.gemini_base_url})`."""
+        return self.base_url.removesuffix("/v1")
+
+    @property
+    def bedrock_endpoint_url(self) -> str:
+        """The same base URL without its `/v1`, where boto3 appends `/model/<model id>/converse`:
+        `boto3.client("bedrock-runtime", endpoint_url=client.bedrock_endpoint_url,
+        aws_access_key_id=client.api_key, aws_secret_access_key="unused", region_name=...)`."""
         return self.base_url.removesuffix("/v1")
 
     @property

@@ -5,7 +5,10 @@ repository root with the scenario's cache endpoint in its environment, the way e
 reads it: `OPENAI_BASE_URL` (ending in /v1, where the SDK appends /chat/completions) and
 `OPENAI_API_KEY` (a placeholder), and as Anthropic's SDKs read it: `ANTHROPIC_BASE_URL` (where
 they append /v1/messages) and `ANTHROPIC_API_KEY`, and as Azure OpenAI's read it:
-`AZURE_OPENAI_ENDPOINT` (where they append /openai/deployments/...) and `AZURE_OPENAI_API_KEY`.
+`AZURE_OPENAI_ENDPOINT` (where they append /openai/deployments/...) and `AZURE_OPENAI_API_KEY`,
+and as the AWS SDKs read it for Bedrock: `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, with the placeholder
+as `AWS_ACCESS_KEY_ID` (and a placeholder secret): the program's own AWS credentials are withheld,
+so its calls to other AWS services have none under `cachelint run`.
 `CACHELINT_SCENARIO`, `CACHELINT_TRIAL` and `CACHELINT_SCENARIO_FILE` say which scenario to
 play. Its stdout is the output the assertions see.
 
@@ -28,13 +31,24 @@ from cachelint.errors import CachelintError
 from cachelint.runner.childguard import offline_children
 from cachelint.runner.client import CacheMiss, CachingClient
 from cachelint.runner.dataset import Scenario
+from cachelint.runner.endpoint import PLACEHOLDER_KEY
 from cachelint.runner.output import Output, output_from_value
 from cachelint.runner.pytarget import Target
 
 _STDERR_LINES = 5
-# Credentials an SDK would send instead of the placeholder key: Azure's clients prefer an Entra
-# token from the environment to AZURE_OPENAI_API_KEY. Never handed to the program.
-_TOKENS = frozenset({"AZURE_OPENAI_AD_TOKEN"})
+# Credentials an SDK would send instead of the placeholder key, never handed to the program:
+# Azure's clients prefer an Entra token from the environment to AZURE_OPENAI_API_KEY; the AWS
+# SDKs prefer a Bedrock API key to signing, and a profile's credentials or a session token would
+# change what they sign with.
+_TOKENS = frozenset(
+    {
+        "AZURE_OPENAI_AD_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+    }
+)
 
 
 def command_target(
@@ -64,6 +78,11 @@ def command_target(
             GOOGLE_API_KEY=client.api_key,
             AZURE_OPENAI_ENDPOINT=client.azure_endpoint,
             AZURE_OPENAI_API_KEY=client.api_key,
+            # The AWS SDKs sign with these; the endpoint reads the access key id. (They send a
+            # Bedrock API key only over HTTPS, so none is given.)
+            AWS_ENDPOINT_URL_BEDROCK_RUNTIME=client.bedrock_endpoint_url,
+            AWS_ACCESS_KEY_ID=client.api_key,
+            AWS_SECRET_ACCESS_KEY=PLACEHOLDER_KEY,
             CACHELINT_SCENARIO=scenario.identity,
             CACHELINT_TRIAL=str(client.trial),
             CACHELINT_SCENARIO_FILE=scenario.path,

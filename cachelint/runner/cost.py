@@ -6,7 +6,8 @@
 Replay reads the usage recorded in each cache entry's response, so a cost figure is the same offline
 as it was when recorded. Providers name the counts differently (OpenAI
 `prompt_tokens`/`completion_tokens`, Anthropic and the Responses API `input_tokens`/
-`output_tokens`, Gemini `promptTokenCount`/`candidatesTokenCount`); every spelling is read. The
+`output_tokens`, Gemini `promptTokenCount`/`candidatesTokenCount`, Bedrock's Converse
+`inputTokens`/`outputTokens`); every spelling is read. The
 `cost` assertion, the run reports and the budget share this module and this one price table.
 """
 
@@ -18,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 # OpenAI chat completions say prompt/completion; the Responses API and Anthropic say input/output;
-# Gemini counts the prompt and the candidates.
-_INPUT_KEYS = ("prompt_tokens", "input_tokens", "promptTokenCount")
-_OUTPUT_KEYS = ("completion_tokens", "output_tokens", "candidatesTokenCount")
+# Gemini counts the prompt and the candidates; Bedrock's Converse says input/output in camelCase.
+_INPUT_KEYS = ("prompt_tokens", "input_tokens", "promptTokenCount", "inputTokens")
+_OUTPUT_KEYS = ("completion_tokens", "output_tokens", "candidatesTokenCount", "outputTokens")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The cache endpoint: a server of OpenAI's chat-completions, Responses and embeddings APIs,
-Anthropic's Messages API and Google's Gemini API, backed by the committed cache.
+Anthropic's Messages API, Google's Gemini API and Amazon Bedrock's Converse API, backed by the
+committed cache.
 
 Code written against a provider SDK (`openai`, LiteLLM, LangChain, a .NET or Node program) runs
 unchanged under record and replay: it is pointed at this endpoint's base URL instead of the
@@ -10,7 +11,10 @@ the OpenAI Agents SDK: `cachelint.runner.responses_api`) or `/embeddings` (an ag
 retrieves: `cachelint.runner.embeddings_api`) as they do for any provider. Anthropic's SDK
 appends `/v1/messages` to the same URL less its `/v1` (`cachelint.runner.messages_api`) and sends
 the key as `x-api-key`; Google's appends `/<version>/models/<model>:generateContent`
-(`cachelint.runner.gemini_api`) and sends it as `x-goog-api-key`. Azure OpenAI's client
+(`cachelint.runner.gemini_api`) and sends it as `x-goog-api-key`. boto3's `bedrock-runtime` client
+appends `/model/<model id>/converse` to the same URL less its `/v1`
+(`cachelint.runner.converse_api`) and signs with SigV4, the key as its access key id (or sends
+it as a bearer token, from AWS_BEARER_TOKEN_BEDROCK). Azure OpenAI's client
 (`AzureOpenAI`, and .NET's `AzureOpenAIClient`) appends
 `/openai/deployments/<deployment>/chat/completions?api-version=...` (or `/embeddings`) to the URL
 less its `/v1` and sends the key as `api-key`; the deployment is the model keyed, since it is what
@@ -48,7 +52,7 @@ from urllib.parse import quote, unquote
 
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import apis, gemini_api, messages_api
+from cachelint.runner import apis, converse_api, gemini_api, messages_api
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
@@ -60,7 +64,7 @@ LOOPBACK = "127.0.0.1"
 PLACEHOLDER_KEY = "cachelint-endpoint"
 # Request fields that say how to deliver the answer or who asked, not what to answer: not in the
 # key, and never sent upstream (upstream is always called without streaming).
-TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "user", "metadata"})
+TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "user", "metadata", "requestMetadata"})
 
 Response = tuple[int, dict[str, str], bytes]
 
@@ -89,14 +93,29 @@ def _error(
     elif api is gemini_api:
         word = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}.get(status, "INTERNAL")
         error = {"error": {"code": status, "message": message, "status": word}}
+    elif api is converse_api:
+        return _aws_error(status, message)
     else:
         error = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return _json(status, error, _NO_RETRY)
 
 
-# The APIs served besides chat completions, by the last segment of their route.
-# (Gemini's path names the model: `gemini_api.route_model` finds it.)
-_SDK_APIS: dict[str, Any] = {api.ROUTE: api for api in apis.SDK_APIS if api is not gemini_api}
+def _aws_error(status: int, message: str) -> Response:
+    """An error as Bedrock words it: its type in `x-amzn-ErrorType`, the message in the body. A
+    failed recording is the model's error (424), which boto3 does not retry."""
+    if status >= 500:
+        status = 424
+    kind = {
+        400: "ValidationException",
+        404: "ResourceNotFoundException",
+        424: "ModelErrorException",
+    }.get(status, "InternalServerException")
+    return _json(status, {"message": message}, {"x-amzn-ErrorType": kind})
+
+
+# The APIs served besides chat completions whose route is the same for every call, by its last
+# segment. (Gemini's and Bedrock's paths name the model: `route_model` finds it.)
+_SDK_APIS: dict[str, Any] = {api.ROUTE: api for api in apis.FIXED_ROUTE}
 
 
 def answer(
@@ -129,7 +148,7 @@ def _answer(
     """Answer one HTTP request for `client`'s scenario trial; `route` is the path after the
     trial's base URL prefix: `/v1/chat/completions`, or another API's (`/v1/responses`,
     `/v1/embeddings`, `/v1/messages`, `/v1beta/models/<model>:generateContent`: the modules in
-    `_SDK_APIS` and `gemini_api`); `headers` are the request's (names in any case)."""
+    `_SDK_APIS` and `apis.MODEL_IN_PATH`); `headers` are the request's (names in any case)."""
     from cachelint.runner.client import CacheMiss
 
     route = route.split("?", 1)[0].rstrip("/")
@@ -141,7 +160,8 @@ def _answer(
         return _error(
             404,
             "the cachelint cache endpoint serves POST .../chat/completions, .../responses, "
-            ".../embeddings, .../messages and .../models/MODEL:generateContent, "
+            ".../embeddings, .../messages, .../models/MODEL:generateContent and "
+            ".../model/MODEL/converse, "
             f"not {method} {route}",
             "invalid_request_error",
             "unknown_url",
@@ -152,7 +172,7 @@ def _answer(
     except (UnicodeDecodeError, ValueError, RecursionError):
         body = None
     named = from_path[0] if from_path is not None else _deployment(route)
-    if isinstance(body, dict) and named is not None:  # Gemini's and Azure's path names it
+    if isinstance(body, dict) and named is not None:  # the path names it: Gemini, Bedrock, Azure
         body = {**body, "model": named}
     problem = _body_problem(body, api)
     if problem is not None:
@@ -191,8 +211,11 @@ def _api_of(route: str) -> tuple[Any, tuple[str, bool] | None] | None:
     api = _SDK_APIS.get(route.rpartition("/")[2])
     if api is not None:
         return api, None
-    from_path = gemini_api.route_model(route)
-    return None if from_path is None else (gemini_api, from_path)
+    for api in apis.MODEL_IN_PATH:
+        from_path = api.route_model(route)
+        if from_path is not None:
+            return api, from_path
+    return None
 
 
 def _deployment(route: str) -> str | None:
@@ -313,8 +336,8 @@ class _Handler(BaseHTTPRequestHandler):
             status, headers, data = _error(
                 401,
                 "the cachelint cache endpoint needs the API key cachelint gave this run "
-                "(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or AZURE_OPENAI_API_KEY, "
-                "or client.api_key)",
+                "(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, AZURE_OPENAI_API_KEY or "
+                "AWS_BEARER_TOKEN_BEDROCK, or client.api_key)",
                 "invalid_request_error",
                 "invalid_api_key",
             )
@@ -331,14 +354,17 @@ class _Handler(BaseHTTPRequestHandler):
         return  # results and miss messages report what happened; stderr stays quiet
 
 
+_SIGV4 = "AWS4-HMAC-SHA256 "
 # The headers besides Authorization that an SDK may send the key in.
 _KEY_HEADERS = (*(api.KEY_HEADER for api in apis.SDK_APIS if api.KEY_HEADER), AZURE_KEY_HEADER)
 
 
 def _authorised(headers: Any, token: str) -> bool:
     """Whether the request carries this run's key: as a bearer token (OpenAI's SDKs), as
-    `x-api-key` (Anthropic's), as `x-goog-api-key` (Google's) or as `api-key` (Azure's)."""
-    if headers.get("Authorization") == f"Bearer {token}":
+    `x-api-key` (Anthropic's), as `x-goog-api-key` (Google's), as `api-key` (Azure's) or as the
+    access key id of a SigV4 signature (AWS's, whose secret the endpoint has no use for)."""
+    given = headers.get("Authorization") or ""
+    if given == f"Bearer {token}" or given.startswith(f"{_SIGV4}Credential={token}/"):
         return True
     return any(headers.get(name) == token for name in _KEY_HEADERS)
 

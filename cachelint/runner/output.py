@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner import gemini_api, messages_api, responses_api
+from cachelint.runner import converse_api, gemini_api, messages_api, responses_api
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,8 @@ def output_from_completion(completion: Mapping[str, Any]) -> Output:
 
 def output_from_value(value: Any) -> Output:
     """Whatever a python target returned: a string, an `Output`, an OpenAI chat.completion or
-    Responses API response, an Anthropic message or a Gemini response (a dict, or the SDK's
-    object), or `{"text": ..., "tool_calls": [...]}`."""
+    Responses API response, an Anthropic message, a Gemini response or a Bedrock Converse
+    response (a dict, or the SDK's object), or `{"text": ..., "tool_calls": [...]}`."""
     if isinstance(value, Output):
         return value
     if isinstance(value, str):
@@ -109,7 +109,7 @@ def output_from_value(value: Any) -> Output:
     if isinstance(value, Mapping):
         if "choices" in value:
             return output_from_completion(value)
-        for api in (responses_api, messages_api, gemini_api):
+        for api in (responses_api, messages_api, gemini_api, converse_api):
             if api.is_answer(value):
                 text, calls = api.output_of(value)
                 where = f"{api.ROUTE} answer's tool call"

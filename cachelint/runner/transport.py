@@ -18,6 +18,7 @@ for it (the CLI imports every command module, and `run` imports this one).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
-from cachelint.runner import apis, gemini_api
+from cachelint.runner import apis
 from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
@@ -102,13 +103,14 @@ _ANSWER_SHAPE = {
         for api in apis.SDK_APIS
     },
 }
-# The routes that are the same for every call (Gemini's names the model).
-_FIXED_ROUTES = (CHAT_ROUTE, *(api.ROUTE for api in apis.SDK_APIS if api is not gemini_api))
+# The routes that are the same for every call (Gemini's and Bedrock's name the model).
+_FIXED_ROUTES = (CHAT_ROUTE, *(api.ROUTE for api in apis.FIXED_ROUTE))
 
 
 def _api(route: str) -> str:
-    """The API a route calls: itself, or the method after the model in Gemini's path."""
-    return route.rpartition(":")[2]
+    """The API a route calls: itself, or what follows the model in its path
+    (`models/<model>:generateContent`, `model/<model id>/converse`)."""
+    return route if route in _ANSWER_SHAPE else re.split("[:/]", route)[-1]
 
 
 def _is_azure(host: str) -> bool:
@@ -118,9 +120,10 @@ def _is_azure(host: str) -> bool:
 
 class OpenAICompatibleTransport:
     """POSTs request bodies to `<url>/chat/completions`, `<url>/responses` (OpenAI's Responses
-    API), `<url>/messages` (Anthropic's Messages API, its key sent as `x-api-key`) or
-    `<url>/models/<model>:generateContent` (Google's Gemini API, its key as `x-goog-api-key`);
-    thread-safe (one httpx.Client)."""
+    API), `<url>/messages` (Anthropic's Messages API, its key sent as `x-api-key`),
+    `<url>/models/<model>:generateContent` (Google's Gemini API, its key as `x-goog-api-key`) or
+    `<url>/model/<model id>/converse` (Amazon Bedrock's Converse API, a Bedrock API key as the
+    bearer token); thread-safe (one httpx.Client)."""
 
     def __init__(
         self,
