@@ -13,10 +13,12 @@ import pytest
 from cachelint.runner.gemini_api import event_stream, output_of, route_model
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
+    DEAD,
     ROUND_TRIP_SCRIPT,
     TREE_CODES,
     direct_client,
     do_run,
+    edit_module,
     entry_files,
     network_blocked,
     python_target,
@@ -43,11 +45,15 @@ TOOLS = [types.Tool(function_declarations=[types.FunctionDeclaration(
 RULES = "You answer questions about orders."
 
 
-def answer(scenario, client):
+def make_sdk(client):
     options = {"base_url": client.gemini_base_url, "api_version": "v1beta"}
     if IN_PROCESS:
         options["httpx_client"] = client.http_client()
-    sdk = genai.Client(api_key=client.api_key, http_options=types.HttpOptions(**options))
+    return genai.Client(api_key=client.api_key, http_options=types.HttpOptions(**options))
+
+
+def answer(scenario, client):
+    sdk = make_sdk(client)
     question = scenario.messages[-1]["content"]
     contents = [types.Content(role="user", parts=[types.Part(text=question)])]
     manual = types.AutomaticFunctionCallingConfig(disable=True)
@@ -123,6 +129,74 @@ def test_gemini_agent_records_a_function_call_round_trip_then_replays_offline(
     assert trial["output"]["text"] == "Order A-1 has shipped."
     assert trial["usage"]["promptTokenCount"] > 0
     assert entry_files(git_repo) == before
+
+
+# The same conversation on Vertex AI: google-genai with `vertexai=True`, in express mode (an API
+# key, which a recording sends upstream) or for a project and location (an OAuth token, here the
+# run's key as the token: the endpoint takes it as a bearer token).
+VERTEX_AGENT = """
+from google import genai
+from google.genai import types
+from google.oauth2.credentials import Credentials
+
+import gemini_agent
+
+EXPRESS = @EXPRESS@
+
+
+def make_sdk(client):
+    options = types.HttpOptions(base_url=client.gemini_base_url)
+    if EXPRESS:
+        return genai.Client(vertexai=True, api_key=client.api_key, http_options=options)
+    return genai.Client(
+        vertexai=True, project="acme-evals", location="us-central1",
+        credentials=Credentials(token=client.api_key), http_options=options)
+
+
+gemini_agent.make_sdk = make_sdk  # the Gemini agent's conversation, on a Vertex AI client
+answer = gemini_agent.answer
+"""
+
+
+def test_vertex_ai_clients_replay_what_an_express_mode_key_recorded(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    targets = f"""
+        [tool.cachelint.target]
+        type = "python"
+        function = "vertex_agent:answer"
+        url = "{DEAD}/publishers/google"
+        provider = "vertex-ai"
+        model = "configured-model"
+        api-key-env = "CACHELINT_TEST_KEY"
+    """
+    write_repo(
+        git_repo,
+        targets=targets,
+        scenarios={"support/acme/order": ORDER},
+        files={
+            "gemini_agent.py": agent_code(stream=False, in_process=False),
+            "vertex_agent.py": VERTEX_AGENT.replace("@EXPRESS@", "True"),
+        },
+    )
+    monkeypatch.setenv("CACHELINT_TEST_KEY", "AQ.vertex-express-key")
+    outcome, requests = record_requests(git_repo, ROUND_TRIP_SCRIPT)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    # Express mode records at Vertex's publisher path with the key as x-goog-api-key.
+    assert [r.path for r in requests] == [
+        "/v1/publishers/google/models/small-model:generateContent",
+        "/v1/publishers/google/models/big-model:generateContent",
+    ]
+    assert {r.header("x-goog-api-key") for r in requests} == {"AQ.vertex-express-key"}
+    assert [e["request"]["api"] for e in recorded_entries(git_repo)] == ["generateContent"] * 2
+
+    # A project-scoped client (its path names the project and location) asks the same keys.
+    edit_module(git_repo / "vertex_agent.py", "EXPRESS = True", "EXPRESS = False")
+    replay = run_cachelint(git_repo, "run", "--execution", "project")
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    trial = result(git_repo, "support/acme/order", "project")["trials"][0]
+    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    assert trial["output"]["text"] == "Order A-1 has shipped."
 
 
 def test_a_miss_is_the_sdks_client_error_with_the_miss_explanation(git_repo: Path) -> None:
