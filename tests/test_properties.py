@@ -155,3 +155,87 @@ def test_dataset_loader_on_files_only_raises_cachelint_errors(
         load_scenarios(repo, "eval-datasets")
     except CachelintError:
         pass
+
+
+# Every route the cache endpoint serves, with the field each takes its conversation from.
+ROUTES = {
+    "/v1/chat/completions": "messages",
+    "/openai/deployments/gpt-4o/chat/completions": "messages",
+    "/v1/responses": "input",
+    "/v1/embeddings": "input",
+    "/v1/messages": "messages",
+    "/v1beta/models/m:generateContent": "contents",
+    "/v1beta/models/m:streamGenerateContent": "contents",
+    "/model/m/converse": "messages",
+    "/model/m/converse-stream": "messages",
+}
+requests = st.one_of(
+    any_json,
+    st.builds(
+        lambda route, model, turns, extra: (route, {**extra, "model": model, ROUTES[route]: turns}),
+        st.sampled_from(sorted(ROUTES)),
+        texts,
+        st.lists(st.dictionaries(texts, json_values, max_size=4), max_size=3),
+        st.dictionaries(texts, json_values, max_size=3),
+    ),
+)
+
+
+@SETTINGS
+@given(request=requests, route=st.sampled_from(sorted(ROUTES)))
+def test_the_endpoint_answers_any_request_body_with_a_client_error(
+    tmp_path: Path, request: Any, route: str
+) -> None:
+    from cachelint.runner.client import Mode, OfflineRefuser
+    from cachelint.runner.endpoint import answer
+    from tests.helpers import direct_client
+
+    if isinstance(request, tuple):
+        route, body = request
+    else:
+        body = request
+    client = direct_client(tmp_path, Mode.REPLAY, OfflineRefuser())
+    status, _, data = answer(client, "POST", route, encode(body))
+    # A body the API does not take is a 400, a well-formed one a miss: never the 500 that an
+    # unexpected failure inside the endpoint turns into.
+    assert status in (400, 404), (status, data[:300])
+    json.loads(data)
+
+
+# What a recording can hold: JSON whose text is text (a provider's answer with a lone surrogate is
+# refused when recording, and `check` reports one in a committed entry).
+recordable_texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=20)
+recordable = st.recursive(
+    st.none() | st.booleans() | numbers | recordable_texts,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(recordable_texts, inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+answers = st.dictionaries(recordable_texts, recordable, max_size=4)
+
+
+@SETTINGS
+@given(answer=answers, inner=st.lists(recordable, max_size=4), outer=recordable)
+def test_any_recorded_answer_streams_and_reads_as_an_output(
+    answer: dict[str, Any], inner: list[Any], outer: Any
+) -> None:
+    from cachelint.runner import apis
+    from cachelint.runner.endpoint import sse_stream
+    from cachelint.runner.output import output_from_value
+
+    # What the transport lets into the cache: the answer field of its API, of the right type.
+    chat = {**answer, "choices": inner}
+    assert sse_stream(chat, include_usage=True).endswith(b"data: [DONE]\n\n")
+    candidates = [chat]
+    for api in apis.SDK_APIS:
+        value = inner if api.ANSWER_TYPE is list else {"message": {"content": inner}, "x": outer}
+        recorded = {**answer, api.ANSWER_FIELD: value}
+        candidates.append(recorded)
+        if api.event_stream is not None:
+            assert isinstance(api.event_stream(recorded), bytes)
+    for value in candidates:  # what a target returns: read, or refused with a CachelintError
+        try:
+            output_from_value(value)
+        except CachelintError:
+            pass
