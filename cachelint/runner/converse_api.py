@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import re
-import struct
-import zlib
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote
+
+from cachelint.runner.awsevents import aws_event
 
 ROUTE = "converse"
 CONVERSATION = "messages"
@@ -159,7 +159,7 @@ def event_stream(response: Mapping[str, Any]) -> bytes:
     events.append(("messageStop", stop))
     metadata = {k: response[k] for k in _METADATA if k in response}
     events.append(("metadata", {"metrics": {"latencyMs": 0}, **metadata}))
-    return b"".join(_event(kind, payload) for kind, payload in events)
+    return b"".join(aws_event(kind, payload) for kind, payload in events)
 
 
 # What a response's `metadata` event carries.
@@ -195,32 +195,3 @@ def _reasoning_deltas(reasoning: Mapping[str, Any]) -> list[dict[str, Any]]:
     if said.get("signature"):
         deltas.append({"reasoningContent": {"signature": said["signature"]}})
     return deltas
-
-
-def _event(kind: str, payload: Mapping[str, Any]) -> bytes:
-    """One event-stream message: the prelude (total and headers length, their CRC32), the
-    headers naming the event, its JSON payload, and the CRC32 of all of it."""
-    headers = b"".join(
-        _header(name, value)
-        for name, value in (
-            (":event-type", kind),
-            (":content-type", "application/json"),
-            (":message-type", "event"),
-        )
-    )
-    data = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    body = data.encode("utf-8")
-    prelude = struct.pack(">II", 12 + len(headers) + len(body) + 4, len(headers))
-    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + body
-    return message + struct.pack(">I", zlib.crc32(message))
-
-
-def _header(name: str, value: str) -> bytes:
-    """A string header (value type 7): name length, name, type, value length, value."""
-    raw_name, raw_value = name.encode("utf-8"), value.encode("utf-8")
-    return (
-        struct.pack(">B", len(raw_name))
-        + raw_name
-        + struct.pack(">BH", 7, len(raw_value))
-        + raw_value
-    )
