@@ -30,11 +30,13 @@ from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
 from cachelint.runner import (
     apis,
+    bedrock_messages_api,
     converse_api,
     embeddings_api,
     gemini_api,
     messages_api,
     responses_api,
+    vertex_messages_api,
 )
 
 __all__ = [
@@ -191,7 +193,8 @@ class FakeProvider:
                 _error_body(
                     404,
                     f"the fake provider serves POST {', '.join(_APIS)}, "
-                    "/v1beta/models/MODEL:generateContent (or /v1/...), /model/MODEL/converse "
+                    "/v1beta/models/MODEL:generateContent (or /v1/...), /model/MODEL/converse, "
+                    "/model/MODEL/invoke, .../publishers/anthropic/models/MODEL:rawPredict "
                     "and GET /v1/models, "
                     f"not {method} {route}",
                     "invalid_request_error",
@@ -224,7 +227,7 @@ class FakeProvider:
         completion = self._completion(rule, asked)
         if api is responses_api:
             return _json_response(200, fake_shapes.as_response(completion, body))
-        if api is messages_api:
+        if api in _CLAUDE:
             return _json_response(200, fake_shapes.as_message(completion))
         if api is gemini_api:
             return _json_response(200, fake_shapes.as_gemini(completion))
@@ -346,6 +349,10 @@ _APIS: dict[str, Any] = {
     f"/v1/{embeddings_api.ROUTE}": embeddings_api,
     f"/v1/{messages_api.ROUTE}": messages_api,
 }
+
+
+# The Messages API, on Anthropic's own platform and on Vertex AI and Bedrock: one answer shape.
+_CLAUDE = (messages_api, vertex_messages_api, bedrock_messages_api)
 
 
 def _api_of(route: str) -> tuple[Any, tuple[str, bool] | None] | None:

@@ -1,12 +1,14 @@
 """The APIs the cache endpoint serves besides chat completions, one module each.
 
 Each module says what the rest of cachelint needs of its API: `ROUTE` (its name, and its route
-under a base URL; Gemini's and Bedrock's paths also name the model, which `route_model` reads),
-`CONVERSATION` (the body field keyed as the conversation), `ANSWER_FIELD`/`ANSWER_TYPE`/
-`ANSWER_NAME` (what a successful answer holds), `KEY_HEADER` and `UPSTREAM_HEADERS` (how a
-recording sends the key), `conversation_problem`, `as_messages`, `upstream`, and `event_stream`
-with its `STREAM_TYPE` (None: the API does not stream). The endpoint, the client, the canonical
-request, the transport and the fake provider read them from here, not from tables of their own.
+under a base URL; on Gemini, Bedrock and Vertex AI the path also names the model, which
+`route_model` reads), `CONVERSATION` (the body field keyed as the conversation), `ANSWER_FIELD`/
+`ANSWER_TYPE`/`ANSWER_NAME` (what a successful answer holds), `KEY_HEADER` and
+`UPSTREAM_HEADERS` (how a recording sends the key), `KEYED_HEADERS` (the request headers that
+are part of the key), `ERROR_SHAPE` (whose words an error is put in), `conversation_problem`,
+`as_messages`, `upstream`, and `event_stream` with its `STREAM_TYPE` (None: the API does not
+stream). The endpoint, the client, the canonical request, the transport and the fake provider
+read them from here, not from tables of their own.
 """
 
 from __future__ import annotations
@@ -14,16 +16,31 @@ from __future__ import annotations
 from typing import Any
 
 from cachelint.runner import (
+    bedrock_messages_api,
     converse_api,
     embeddings_api,
     gemini_api,
     messages_api,
     responses_api,
+    vertex_messages_api,
 )
 
-SDK_APIS: tuple[Any, ...] = (responses_api, embeddings_api, messages_api, gemini_api, converse_api)
+SDK_APIS: tuple[Any, ...] = (
+    responses_api,
+    embeddings_api,
+    messages_api,
+    gemini_api,
+    converse_api,
+    vertex_messages_api,
+    bedrock_messages_api,
+)
 BY_NAME: dict[str, Any] = {api.ROUTE: api for api in SDK_APIS}
 # The APIs whose path names the model (each has `route_model(route)`), and those whose route is
 # the same for every call.
-MODEL_IN_PATH: tuple[Any, ...] = (gemini_api, converse_api)
+MODEL_IN_PATH: tuple[Any, ...] = (
+    gemini_api,
+    converse_api,
+    vertex_messages_api,
+    bedrock_messages_api,
+)
 FIXED_ROUTE: tuple[Any, ...] = tuple(api for api in SDK_APIS if api not in MODEL_IN_PATH)

@@ -30,6 +30,9 @@ ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "output", dict, "a Converse response"
 # A Bedrock API key is a bearer token, as OpenAI's keys are.
 KEY_HEADER: str | None = None
 UPSTREAM_HEADERS: dict[str, str] = {}
+# Whose words an error is put in, and the request headers that are part of the key.
+ERROR_SHAPE = "aws"
+KEYED_HEADERS: tuple[str, ...] = ()
 STREAM_TYPE = "application/vnd.amazon.eventstream"
 _PATH = re.compile(r".*/model/(?P<model>[^/]+)/(?P<method>converse|converse-stream)")
 

@@ -18,6 +18,9 @@ CONVERSATION = "input"
 ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "data", list, "an embeddings list"
 KEY_HEADER: str | None = None
 UPSTREAM_HEADERS: dict[str, str] = {}
+# Whose words an error is put in, and the request headers that are part of the key.
+ERROR_SHAPE = "openai"
+KEYED_HEADERS: tuple[str, ...] = ()
 
 
 def upstream(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

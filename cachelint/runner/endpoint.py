@@ -1,6 +1,6 @@
 """The cache endpoint: a server of OpenAI's chat-completions, Responses and embeddings APIs,
-Anthropic's Messages API, Google's Gemini API and Amazon Bedrock's Converse API, backed by the
-committed cache.
+Anthropic's Messages API (also on Bedrock and Vertex AI), Google's Gemini API and Amazon
+Bedrock's Converse API, backed by the committed cache.
 
 Code written against a provider SDK (`openai`, LiteLLM, LangChain, a .NET or Node program) runs
 unchanged under record and replay: it is pointed at this endpoint's base URL instead of the
@@ -13,8 +13,10 @@ appends `/v1/messages` to the same URL less its `/v1` (`cachelint.runner.message
 the key as `x-api-key`; Google's appends `/<version>/models/<model>:generateContent`
 (`cachelint.runner.gemini_api`) and sends it as `x-goog-api-key`. boto3's `bedrock-runtime` client
 appends `/model/<model id>/converse` to the same URL less its `/v1`
-(`cachelint.runner.converse_api`) and signs with SigV4, the key as its access key id (or sends
-it as a bearer token, from AWS_BEARER_TOKEN_BEDROCK). Azure OpenAI's client
+(`cachelint.runner.converse_api`) and signs with SigV4, the key as its access key id. The
+anthropic SDK's Bedrock and Vertex AI clients append `/model/<model id>/invoke` and
+`/projects/.../publishers/anthropic/models/<model>:rawPredict` (`bedrock_messages_api`,
+`vertex_messages_api`) and send the key as a bearer token. Azure OpenAI's client
 (`AzureOpenAI`, and .NET's `AzureOpenAIClient`) appends
 `/openai/deployments/<deployment>/chat/completions?api-version=...` (or `/embeddings`) to the URL
 less its `/v1` and sends the key as `api-key`; the deployment is the model keyed, since it is what
@@ -52,7 +54,7 @@ from urllib.parse import quote, unquote
 
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import apis, converse_api, gemini_api, messages_api
+from cachelint.runner import apis
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
@@ -87,13 +89,14 @@ def _error(
 ) -> Response:
     """An error answer in the shape of the API asked (`api`: its module, None for OpenAI's),
     `kind` and `code` as OpenAI words them."""
-    if api is messages_api:
+    shape = api.ERROR_SHAPE if api is not None else "openai"
+    if shape == "anthropic":
         kind = {"cache_miss": "not_found_error", "cachelint_error": "api_error"}.get(kind, kind)
         error = {"type": "error", "error": {"type": kind, "message": message}}
-    elif api is gemini_api:
+    elif shape == "google":
         word = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}.get(status, "INTERNAL")
         error = {"error": {"code": status, "message": message, "status": word}}
-    elif api is converse_api:
+    elif shape == "aws":
         return _aws_error(status, message)
     else:
         error = {"error": {"message": message, "type": kind, "param": None, "code": code}}
@@ -160,8 +163,9 @@ def _answer(
         return _error(
             404,
             "the cachelint cache endpoint serves POST .../chat/completions, .../responses, "
-            ".../embeddings, .../messages, .../models/MODEL:generateContent and "
-            ".../model/MODEL/converse, "
+            ".../embeddings, .../messages, .../models/MODEL:generateContent, "
+            ".../model/MODEL/converse, .../model/MODEL/invoke and "
+            ".../publishers/anthropic/models/MODEL:rawPredict, "
             f"not {method} {route}",
             "invalid_request_error",
             "unknown_url",
@@ -225,13 +229,13 @@ def _deployment(route: str) -> str | None:
 
 
 def _keyed_headers(headers: Mapping[str, str] | None, api: Any) -> dict[str, str]:
-    """The request headers that change the answer, and so are part of the key: Anthropic's beta
-    flags. Everything else a request's headers say is transport."""
-    if api is not messages_api or not headers:
+    """The request headers that change the answer, and so are part of the key (the API's
+    `KEYED_HEADERS`: Anthropic's beta flags). Everything else a request's headers say is
+    transport."""
+    if not api.KEYED_HEADERS or not headers:
         return {}
     lowered = {name.lower(): value for name, value in headers.items()}
-    beta = lowered.get(messages_api.BETA_HEADER)
-    return {messages_api.BETA_HEADER: beta} if beta else {}
+    return {name: lowered[name] for name in api.KEYED_HEADERS if lowered.get(name)}
 
 
 def _body_problem(body: Any, api: Any) -> str | None:

@@ -25,6 +25,9 @@ CONVERSATION = "contents"
 ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "candidates", list, "a generateContent response"
 KEY_HEADER: str | None = "x-goog-api-key"
 UPSTREAM_HEADERS: dict[str, str] = {}
+# Whose words an error is put in, and the request headers that are part of the key.
+ERROR_SHAPE = "google"
+KEYED_HEADERS: tuple[str, ...] = ()
 # The API's name in a recorded request, and the method in a path that calls it.
 _PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)")
 

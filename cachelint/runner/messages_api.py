@@ -27,6 +27,9 @@ KEY_HEADER: str | None = "x-api-key"
 UPSTREAM_HEADERS = {"anthropic-version": VERSION}
 # The request header that turns on beta features: part of the key, and sent upstream.
 BETA_HEADER = "anthropic-beta"
+# Whose words an error is put in, and the request headers that are part of the key.
+ERROR_SHAPE = "anthropic"
+KEYED_HEADERS: tuple[str, ...] = (BETA_HEADER,)
 
 
 def upstream(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -120,10 +123,19 @@ STREAM_TYPE = "text/event-stream"
 
 
 def event_stream(message: Mapping[str, Any]) -> bytes:
-    """The message as the server-sent events the Messages API streams: `message_start` (the
-    message with no content yet), then each content block started, its text, thinking or tool
-    input as one delta, and stopped, then `message_delta` (the stop reason and usage) and
-    `message_stop`. The SDK's accumulator rebuilds the recorded message from them."""
+    """The message as the server-sent events the Messages API streams (`events`)."""
+    chunks = []
+    for event in events(message):
+        data = json.dumps(event, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        chunks.append(f"event: {event['type']}\ndata: {data}\n\n")
+    return "".join(chunks).encode("utf-8")
+
+
+def events(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The events the Messages API streams a message as: `message_start` (the message with no
+    content yet), then each content block started, its text, thinking or tool input as one
+    delta, and stopped, then `message_delta` (the stop reason and usage) and `message_stop`.
+    The SDK's accumulator rebuilds the recorded message from them."""
     content = message.get("content")
     blocks = [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
     # The SDK's accumulator counts on a usage object; a server that sent none gets zeros.
@@ -131,18 +143,14 @@ def event_stream(message: Mapping[str, Any]) -> bytes:
     usage = usage if isinstance(usage, dict) else {"input_tokens": 0, "output_tokens": 0}
     started = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
     started["usage"] = usage
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": started}]
+    said: list[dict[str, Any]] = [{"type": "message_start", "message": started}]
     for index, block in enumerate(blocks):
-        events.extend(_block_events(index, block))
+        said.extend(_block_events(index, block))
     stop = {name: message.get(name) for name in ("stop_reason", "stop_sequence")}
     stop.update((name, message[name]) for name in _LATE_FIELDS if name in message)
-    events.append({"type": "message_delta", "delta": stop, "usage": usage})
-    events.append({"type": "message_stop"})
-    chunks = []
-    for event in events:
-        data = json.dumps(event, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-        chunks.append(f"event: {event['type']}\ndata: {data}\n\n")
-    return "".join(chunks).encode("utf-8")
+    said.append({"type": "message_delta", "delta": stop, "usage": usage})
+    said.append({"type": "message_stop"})
+    return said
 
 
 # Fields of a message the API sends in its `message_delta`, when the message has them.

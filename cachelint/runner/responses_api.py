@@ -26,6 +26,9 @@ ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "output", list, "a response"
 # headers a recording sends with it.
 KEY_HEADER: str | None = None
 UPSTREAM_HEADERS: dict[str, str] = {}
+# Whose words an error is put in, and the request headers that are part of the key.
+ERROR_SHAPE = "openai"
+KEYED_HEADERS: tuple[str, ...] = ()
 
 
 def upstream(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
