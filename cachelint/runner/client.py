@@ -185,8 +185,9 @@ class CachingClient:
     ) -> dict[str, Any]:
         """One call an SDK sent to another API than chat completions, without its transport
         fields: "responses" (OpenAI's Responses API), "embeddings" (OpenAI's), "messages"
-        (Anthropic's Messages API), "generateContent" (Google's Gemini API) or "converse"
-        (Amazon Bedrock's), the last two with the model of their path in `body`.
+        (Anthropic's Messages API), or one whose path names the model, which is in `body`:
+        "generateContent" (Google's Gemini API), "converse" (Amazon Bedrock's), "invoke" and
+        "rawPredict" (the Messages API on Bedrock and on Vertex AI).
         It is keyed by the body (`request.build_sdk_request`) and the request `headers` that
         change the answer (Anthropic's beta flags), and sent upstream as it is; the target's
         `params` are chat-completions options and are not added."""
@@ -306,7 +307,8 @@ class CachingClient:
 
     @property
     def bedrock_endpoint_url(self) -> str:
-        """The same base URL without its `/v1`, where boto3 appends `/model/<model id>/converse`:
+        """The same base URL without its `/v1`, where boto3 appends `/model/<model id>/converse`
+        (and the anthropic SDK's `AnthropicBedrock` `/model/<model id>/invoke`):
         `boto3.client("bedrock-runtime", endpoint_url=client.bedrock_endpoint_url,
         aws_access_key_id=client.api_key, aws_secret_access_key="unused", region_name=...)`."""
         return self.base_url.removesuffix("/v1")

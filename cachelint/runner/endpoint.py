@@ -117,7 +117,7 @@ def _aws_error(status: int, message: str) -> Response:
 
 
 # The APIs served besides chat completions whose route is the same for every call, by its last
-# segment. (Gemini's and Bedrock's paths name the model: `route_model` finds it.)
+# segment. (The paths of `apis.MODEL_IN_PATH` name the model: their `route_model` finds it.)
 _SDK_APIS: dict[str, Any] = {api.ROUTE: api for api in apis.FIXED_ROUTE}
 
 
@@ -176,7 +176,7 @@ def _answer(
     except (UnicodeDecodeError, ValueError, RecursionError):
         body = None
     named = from_path[0] if from_path is not None else _deployment(route)
-    if isinstance(body, dict) and named is not None:  # the path names it: Gemini, Bedrock, Azure
+    if isinstance(body, dict) and named is not None:  # the model the path names
         body = {**body, "model": named}
     problem = _body_problem(body, api)
     if problem is not None:

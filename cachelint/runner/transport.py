@@ -103,7 +103,7 @@ _ANSWER_SHAPE = {
         for api in apis.SDK_APIS
     },
 }
-# The routes that are the same for every call (Gemini's and Bedrock's name the model).
+# The routes that are the same for every call (those of `apis.MODEL_IN_PATH` name the model).
 _FIXED_ROUTES = (CHAT_ROUTE, *(api.ROUTE for api in apis.FIXED_ROUTE))
 
 
@@ -121,9 +121,11 @@ def _is_azure(host: str) -> bool:
 class OpenAICompatibleTransport:
     """POSTs request bodies to `<url>/chat/completions`, `<url>/responses` (OpenAI's Responses
     API), `<url>/messages` (Anthropic's Messages API, its key sent as `x-api-key`),
-    `<url>/models/<model>:generateContent` (Google's Gemini API, its key as `x-goog-api-key`) or
-    `<url>/model/<model id>/converse` (Amazon Bedrock's Converse API, a Bedrock API key as the
-    bearer token); thread-safe (one httpx.Client)."""
+    `<url>/models/<model>:generateContent` (Google's Gemini API, its key as `x-goog-api-key`),
+    `<url>/model/<model id>/converse` and `/invoke` (Amazon Bedrock's Converse API, and Claude's
+    Messages API there, a Bedrock API key as the bearer token) or
+    `<url>/publishers/anthropic/models/<model>:rawPredict` (Claude on Vertex AI, an access token
+    as the bearer token); thread-safe (one httpx.Client)."""
 
     def __init__(
         self,
