@@ -127,13 +127,12 @@ def report(
     output: Path | None = None,
     extras: Extras | None = None,
 ) -> int:
-    import json
 
     from cachelint.confine import check_output
     from cachelint.runner import baselines
     from cachelint.runner.publishing import check_extras, verdict_notes, write_html_page
     from cachelint.runner.results import execution_name
-    from cachelint.runner.views import RUN_FILE, load_execution
+    from cachelint.runner.views import load_execution, read_run
 
     config = load(repo_root(start), config_path)
     for name in (*(compare or ()), execution):
@@ -151,9 +150,9 @@ def report(
             sanitize(f"merged {len(merge)} directories into {config.results}/{execution}/") + "\n"
         )
     name = compare[1] if compare else execution or _latest(config)
-    view = load_execution(root / name, model, prices)
+    summary = read_run(root / name)
+    view = load_execution(root / name, model, prices, summary)
     other = load_execution(root / compare[0], model, prices) if compare else None
-    summary = json.loads((root / name / RUN_FILE).read_text(encoding="utf-8"))
     notes, failed = verdict_notes(view, config, extras)
     if extras.save_baseline is not None:
         baselines.save(config.repo, extras.save_baseline, view)

@@ -388,7 +388,8 @@ def _scripted_error(rule: Rule) -> _Response:
 
 
 def _as_chat(body: Mapping[str, Any], api: Any) -> dict[str, Any]:
-    """A Responses or Messages API request as the chat request the script's rules match."""
+    """A request to another API than chat completions as the chat request the script's rules
+    match."""
     chat = {"model": body.get("model"), "messages": api.as_messages(body)}
     config = body.get("toolConfig")  # Bedrock's Converse API holds its tools there
     tools = body.get("tools") or (config.get("tools") if isinstance(config, Mapping) else None)

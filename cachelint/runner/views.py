@@ -251,9 +251,16 @@ def listed_scenario(entry: object, run_file: Path) -> str:
     return cast(str, identity)
 
 
-def load_execution(directory: Path, model: str, prices: Mapping[str, Price]) -> ExecutionView:
-    """An execution from `directory` (its run.json names the scenarios, in dataset order)."""
-    run = read_run(directory)
+def load_execution(
+    directory: Path,
+    model: str,
+    prices: Mapping[str, Price],
+    run: Mapping[str, Any] | None = None,
+) -> ExecutionView:
+    """An execution from `directory`: its run summary (`run`, else its run.json, read with
+    `read_run`) names the scenarios, in dataset order."""
+    if run is None:
+        run = read_run(directory)
     views = []
     for entry in run["scenarios"]:
         identity = listed_scenario(entry, directory / RUN_FILE)
