@@ -7,11 +7,14 @@ in the process: anything but loopback to a port cachelint itself opened (its cac
 `allow_loopback_port`) raises `NetworkRefused`, naming the scenario and the host, and the
 scenario fails even when the target swallows the exception. An audit hook cannot be removed
 (target code cannot undo it); it is installed once and only acts while a replay is armed.
+What replay would refuse, it does not provoke: the trace exporters agent frameworks run by
+default are switched off while it is armed (`exporters_off`).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -206,5 +209,35 @@ def guard_target(
 
 
 def armed(*, replay: bool) -> AbstractContextManager[None]:
-    """`replay_only()` for a replay, nothing otherwise: what `cachelint run` executes under."""
-    return replay_only() if replay else nullcontext()
+    """`replay_only()` with `exporters_off()` for a replay, nothing otherwise: what `cachelint
+    run` executes under."""
+    return _replaying() if replay else nullcontext()
+
+
+@contextmanager
+def _replaying() -> Iterator[None]:
+    with replay_only(), exporters_off():
+        yield
+
+
+# The switches of agent frameworks whose trace exporter is on by default and sends from a thread
+# of its own, as the frameworks read them: in a replay such an export could only be refused, and
+# would fail scenarios whose every answer came from the cache. The OpenAI Agents SDK exports
+# whenever an OpenAI key is in the environment, and reads its switch when it first traces.
+EXPORTERS_OFF = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
+
+
+@contextmanager
+def exporters_off() -> Iterator[None]:
+    """While inside, `EXPORTERS_OFF` is in the environment (this process's, and so its
+    commands'); on the way out, what was there before is put back."""
+    saved = {name: os.environ.get(name) for name in EXPORTERS_OFF}
+    os.environ.update(EXPORTERS_OFF)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -590,3 +590,22 @@ def test_dataset_with_a_lone_surrogate_is_one_error(git_repo: Path) -> None:
     proc = run_cachelint(git_repo, "run")
     assert proc.returncode == 2
     assert "odd.json: holds a lone surrogate '\\udc00' in input" in proc.stderr
+
+
+@pytest.mark.parametrize("before", [None, "false"], ids=["unset", "set"])
+def test_a_replay_switches_trace_exporters_off_and_puts_the_environment_back(
+    monkeypatch: pytest.MonkeyPatch, before: str | None
+) -> None:
+    from cachelint import netguard
+    from cachelint.netguard import EXPORTERS_OFF
+
+    for name in EXPORTERS_OFF:
+        if before is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, before)
+    with netguard.armed(replay=True):
+        assert {name: os.environ.get(name) for name in EXPORTERS_OFF} == EXPORTERS_OFF
+    assert {os.environ.get(name) for name in EXPORTERS_OFF} == {before}
+    with netguard.armed(replay=False):  # recording: the exporters are the team's to keep
+        assert {os.environ.get(name) for name in EXPORTERS_OFF} == {before}

@@ -184,6 +184,36 @@ def test_an_agents_sdk_agent_records_and_replays_with_no_socket(
     assert trial["output"]["text"] == "Order A-1 has shipped."
 
 
+def test_an_agents_sdk_agent_with_tracing_on_replays_offline(git_repo: Path) -> None:
+    """The Agents SDK traces by default and exports from a thread of its own whenever an OpenAI
+    key is in the environment, as it often is in CI. A replay switches the export off: it could
+    only be refused, and would fail a scenario whose every answer came from the cache."""
+    pytest.importorskip("agents")
+    flushed = AGENTS_SDK_AGENT.replace("set_tracing_disabled(True)", "").replace(
+        "        return (await Runner.run(agent, question)).final_output",
+        "        said = (await Runner.run(agent, question)).final_output\n"
+        "        if os.environ.get('FLUSH_TRACES'):  # export now, in the scenario's thread\n"
+        "            get_trace_provider().force_flush()\n"
+        "        return said",
+    )
+    code = "import os\nfrom agents.tracing import get_trace_provider\n" + flushed
+    write_repo(
+        git_repo,
+        targets=python_target("orders_agent:answer"),
+        scenarios={"support/acme/order": ORDER},
+        files={"orders_agent.py": code.replace("@STREAM@", "False")},
+    )
+    outcome, _ = record(git_repo)
+    assert outcome.rc == 0, outcome.out + outcome.err
+
+    ci = {"OPENAI_API_KEY": "sk-in-the-ci-environment", "FLUSH_TRACES": "1"}
+    # A process of its own: the SDK reads its switch once, when it first traces.
+    replay = run_cachelint(git_repo, "run", "--execution", "traced", env=ci)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    trial = result(git_repo, "support/acme/order", "traced")["trials"][0]
+    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+
+
 def test_check_verifies_the_recorded_responses_entries(git_repo: Path) -> None:
     write_repo(
         git_repo,
