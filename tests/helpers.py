@@ -415,13 +415,27 @@ def edit_module(path: Path, old: str, new: str) -> None:
     shutil.rmtree(path.parent / "__pycache__", ignore_errors=True)
 
 
-def python_target(function: str, *, name: str = "") -> str:
-    """A `type = "python"` target running `function` (module:name), recording from DEAD."""
+def python_target(function: str, *, name: str = "", url: str = DEAD) -> str:
+    """A `type = "python"` target running `function` (module:name), recording from `url` (DEAD,
+    or a path under it, which `record_requests` points at the fake provider)."""
     table = f"targets.{name}" if name else "target"
     return f"""
         [tool.cachelint.{table}]
         type = "python"
         function = "{function}"
+        url = "{url}"
+        provider = "cachelint-fake"
+        model = "configured-model"
+        api-key-env = "CACHELINT_TEST_KEY"
+    """
+
+
+def command_target(command: Sequence[str]) -> str:
+    """A `type = "command"` target running `command` per scenario, recording from DEAD."""
+    return f"""
+        [tool.cachelint.target]
+        type = "command"
+        command = {json.dumps(list(command))}
         url = "{DEAD}"
         provider = "cachelint-fake"
         model = "configured-model"

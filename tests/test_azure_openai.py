@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import run_cachelint
 from tests.helpers import (
-    DEAD,
     ROUND_TRIP_SCRIPT,
+    command_target,
     direct_client,
     do_run,
     edit_module,
@@ -229,15 +229,7 @@ curl -sS --fail-with-body \\
 def test_a_command_target_reaches_the_endpoint_through_the_azure_variables(
     git_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    targets = f"""
-        [tool.cachelint.target]
-        type = "command"
-        command = ["sh", "agent.sh"]
-        url = "{DEAD}"
-        provider = "azure"
-        model = "configured-model"
-        api-key-env = "CACHELINT_TEST_KEY"
-    """
+    targets = command_target(["sh", "agent.sh"])
     scenario = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
     write_repo(
         git_repo,

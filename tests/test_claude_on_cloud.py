@@ -17,6 +17,7 @@ from tests.helpers import (
     do_run,
     entry_files,
     network_blocked,
+    python_target,
     record_requests,
     recorded_entries,
     result,
@@ -100,15 +101,7 @@ PLATFORMS = {
 
 
 def targets(under: str) -> str:
-    return f"""
-        [tool.cachelint.target]
-        type = "python"
-        function = "cloud_agent:answer"
-        url = "{DEAD}{under}"
-        provider = "anthropic"
-        model = "configured-model"
-        api-key-env = "CACHELINT_TEST_KEY"
-    """
+    return python_target("cloud_agent:answer", url=f"{DEAD}{under}")
 
 
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))

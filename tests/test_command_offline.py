@@ -9,7 +9,6 @@ the cache endpoint replays green.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ import pytest
 from cachelint.runner.childguard import SITE_DIR, child_env
 from tests.conftest import run_cachelint
 from tests.fakes import fake_server
-from tests.helpers import DEAD, RUN_NOW, do_run, result
+from tests.helpers import DEAD, RUN_NOW, command_target, do_run, result
 from tests.helpers import write_targets_repo as write_repo
 
 ANSWER = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
@@ -79,15 +78,7 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def command_repo(repo: Path, command: list[str], files: dict[str, str], jobs: int = 1) -> None:
-    targets = f"""
-        [tool.cachelint.target]
-        type = "command"
-        command = {json.dumps(command)}
-        url = "{DEAD}"
-        provider = "cachelint-fake"
-        model = "configured-model"
-        api-key-env = "CACHELINT_TEST_KEY"
-    """
+    targets = command_target(command)
     scenarios = {"support/acme/refund": ANSWER, "support/globex/refund": ANSWER}
     write_repo(repo, targets=targets, scenarios=scenarios, files=files)
 

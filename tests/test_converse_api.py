@@ -16,9 +16,9 @@ import pytest
 from cachelint.runner.converse_api import event_stream, route_model
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
-    DEAD,
     ROUND_TRIP_SCRIPT,
     TREE_CODES,
+    command_target,
     direct_client,
     do_run,
     entry_files,
@@ -219,15 +219,7 @@ print(reply["output"]["message"]["content"][0]["text"])
 def test_a_command_target_reaches_the_endpoint_through_the_aws_variables(
     git_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    targets = f"""
-        [tool.cachelint.target]
-        type = "command"
-        command = ["{Path(sys.executable).as_posix()}", "agent.py"]
-        url = "{DEAD}"
-        provider = "bedrock"
-        model = "configured-model"
-        api-key-env = "CACHELINT_TEST_KEY"
-    """
+    targets = command_target([Path(sys.executable).as_posix(), "agent.py"])
     scenario = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
     write_repo(
         git_repo,

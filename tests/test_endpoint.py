@@ -18,6 +18,7 @@ from tests.conftest import PROJECT
 from tests.fakes import fake_server
 from tests.helpers import (
     DEAD,
+    command_target,
     direct_client,
     do_run,
     entry_files,
@@ -272,15 +273,7 @@ echo " [$CACHELINT_SCENARIO]"
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
 def test_command_target_runs_a_shell_program_per_scenario(git_repo: Path) -> None:
-    targets = f"""
-        [tool.cachelint.target]
-        type = "command"
-        command = ["sh", "agent.sh"]
-        url = "{DEAD}"
-        provider = "cachelint-fake"
-        model = "configured-model"
-        api-key-env = "CACHELINT_TEST_KEY"
-    """
+    targets = command_target(["sh", "agent.sh"])
     scenario = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
     write_repo(
         git_repo,

@@ -161,18 +161,9 @@ answer = gemini_agent.answer
 def test_vertex_ai_clients_replay_what_an_express_mode_key_recorded(
     git_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    targets = f"""
-        [tool.cachelint.target]
-        type = "python"
-        function = "vertex_agent:answer"
-        url = "{DEAD}/publishers/google"
-        provider = "vertex-ai"
-        model = "configured-model"
-        api-key-env = "CACHELINT_TEST_KEY"
-    """
     write_repo(
         git_repo,
-        targets=targets,
+        targets=python_target("vertex_agent:answer", url=f"{DEAD}/publishers/google"),
         scenarios={"support/acme/order": ORDER},
         files={
             "gemini_agent.py": agent_code(stream=False, in_process=False),

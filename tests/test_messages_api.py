@@ -14,9 +14,9 @@ import pytest
 from cachelint.runner.messages_api import event_stream
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
-    DEAD,
     ROUND_TRIP_SCRIPT,
     TREE_CODES,
+    command_target,
     direct_client,
     do_run,
     edit_module,
@@ -298,15 +298,7 @@ curl -sS --fail-with-body "$ANTHROPIC_BASE_URL/v1/messages" \\
 def test_a_command_target_reaches_the_endpoint_through_the_anthropic_variables(
     git_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    targets = f"""
-        [tool.cachelint.target]
-        type = "command"
-        command = ["sh", "agent.sh"]
-        url = "{DEAD}"
-        provider = "anthropic"
-        model = "configured-model"
-        api-key-env = "CACHELINT_TEST_KEY"
-    """
+    targets = command_target(["sh", "agent.sh"])
     scenario = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
     write_repo(
         git_repo,
