@@ -145,7 +145,9 @@ def event_stream(response: Mapping[str, Any]) -> bytes:
     """The response as the events ConverseStream sends: `messageStart`, then for each content
     block its start (a tool use's id and name), its text, tool input or reasoning as one delta
     each, and its stop, then `messageStop` (the stop reason) and `metadata` (usage and metrics),
-    each an event-stream message. boto3 gives the code these events as dicts, which it joins."""
+    each an event-stream message. boto3 gives the code these events as dicts, which it joins.
+    A block of another kind (a document's citations, an image) gets its stop event alone: the
+    stream carries text, tool use and reasoning, as the code reading it joins them."""
     output = response.get("output")
     message = output.get("message") if isinstance(output, Mapping) else None
     message = message if isinstance(message, Mapping) else {}
