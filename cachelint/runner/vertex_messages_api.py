@@ -34,17 +34,25 @@ from cachelint.runner.messages_api import (
     output_of,
 )
 
+# The API's facts: the Messages API's shapes, and this platform's route.
 __all__ = [
     "ANSWER_FIELD",
     "ANSWER_NAME",
     "ANSWER_TYPE",
     "CONVERSATION",
+    "ERROR_SHAPE",
+    "KEYED_HEADERS",
+    "KEY_HEADER",
+    "ROUTE",
     "STREAM_TYPE",
+    "UPSTREAM_HEADERS",
     "as_messages",
     "conversation_problem",
     "event_stream",
     "is_answer",
     "output_of",
+    "route_model",
+    "upstream",
 ]
 
 ROUTE = "rawPredict"
