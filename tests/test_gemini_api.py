@@ -158,34 +158,53 @@ answer = gemini_agent.answer
 """
 
 
-def test_vertex_ai_clients_replay_what_an_express_mode_key_recorded(
-    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+# How each kind of Vertex AI client records: the target's url, where its calls go, and the
+# header the key goes in (an express-mode API key, or a project's OAuth access token).
+VERTEX_RECORDINGS = {
+    "express": ("/publishers/google", "x-goog-api-key", "AQ.vertex-express-key"),
+    "project": (
+        "/projects/acme-evals/locations/us-central1/publishers/google",
+        "authorization",
+        "ya29.access-token",
+    ),
+}
+
+
+@pytest.mark.parametrize("recorder", sorted(VERTEX_RECORDINGS))
+def test_vertex_ai_clients_of_either_kind_replay_what_the_other_recorded(
+    git_repo: Path, recorder: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    under, header, key = VERTEX_RECORDINGS[recorder]
+    express = recorder == "express"
     write_repo(
         git_repo,
-        targets=python_target("vertex_agent:answer", url=f"{DEAD}/publishers/google"),
+        targets=python_target("vertex_agent:answer", url=f"{DEAD}{under}"),
         scenarios={"support/acme/order": ORDER},
         files={
             "gemini_agent.py": agent_code(stream=False, in_process=False),
-            "vertex_agent.py": VERTEX_AGENT.replace("@EXPRESS@", "True"),
+            "vertex_agent.py": VERTEX_AGENT.replace("@EXPRESS@", str(express)),
         },
     )
-    monkeypatch.setenv("CACHELINT_TEST_KEY", "AQ.vertex-express-key")
+    monkeypatch.setenv("CACHELINT_TEST_KEY", key)
     outcome, requests = record_requests(git_repo, ROUND_TRIP_SCRIPT)
     assert outcome.rc == 0, outcome.out + outcome.err
-    # Express mode records at Vertex's publisher path with the key as x-goog-api-key.
+    # Each records at its publisher path under the target's url, the key in the header its
+    # kind takes: an API key as x-goog-api-key, an access token as the bearer token.
     assert [r.path for r in requests] == [
-        "/v1/publishers/google/models/small-model:generateContent",
-        "/v1/publishers/google/models/big-model:generateContent",
+        f"/v1{under}/models/small-model:generateContent",
+        f"/v1{under}/models/big-model:generateContent",
     ]
-    assert {r.header("x-goog-api-key") for r in requests} == {"AQ.vertex-express-key"}
+    sent = key if express else f"Bearer {key}"
+    assert {r.header(header) for r in requests} == {sent}
+    other = "authorization" if express else "x-goog-api-key"
+    assert {r.header(other) for r in requests} == {None}
     assert [e["request"]["api"] for e in recorded_entries(git_repo)] == ["generateContent"] * 2
 
-    # A project-scoped client (its path names the project and location) asks the same keys.
-    edit_module(git_repo / "vertex_agent.py", "EXPRESS = True", "EXPRESS = False")
-    replay = run_cachelint(git_repo, "run", "--execution", "project")
+    # The other kind of client (its path with or without the project) asks the same keys.
+    edit_module(git_repo / "vertex_agent.py", f"EXPRESS = {express}", f"EXPRESS = {not express}")
+    replay = run_cachelint(git_repo, "run", "--execution", "other")
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    trial = result(git_repo, "support/acme/order", "project")["trials"][0]
+    trial = result(git_repo, "support/acme/order", "other")["trials"][0]
     assert trial["cache_hit"] is True and len(trial["calls"]) == 2
     assert trial["output"]["text"] == "Order A-1 has shipped."
 

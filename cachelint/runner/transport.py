@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
-from cachelint.runner import apis
+from cachelint.runner import apis, gemini_api
 from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
@@ -174,19 +174,21 @@ class OpenAICompatibleTransport:
             "Accept": "application/json",
             "User-Agent": f"cachelint/{__version__}",
         }
-        # Anthropic's and Google's APIs take the key in a header of their own (`KEY_HEADER`).
+        # Anthropic's and Google's APIs take the key in a header of their own (`KEY_HEADER`),
+        # but for a Google Cloud project on Vertex AI, which takes an OAuth access token as the
+        # bearer token (only express mode, with no project in the path, takes an API key).
+        project_scoped = "/projects/" in base.path
         self._api_headers = {
             api.ROUTE: {**self._headers, **api.UPSTREAM_HEADERS}
             for api in apis.SDK_APIS
-            if api.KEY_HEADER
+            if api.KEY_HEADER and not (api is gemini_api and project_scoped)
         }
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
             if _is_azure(base.host):
                 self._headers["api-key"] = api_key
-            for api in apis.SDK_APIS:
-                if api.KEY_HEADER:
-                    self._api_headers[api.ROUTE][api.KEY_HEADER] = api_key
+            for route, sent in self._api_headers.items():
+                sent[apis.BY_NAME[route].KEY_HEADER] = api_key
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
         self._timeout = timeout
