@@ -7,6 +7,7 @@ reaching the endpoint through the variables the AWS SDKs read."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -240,13 +241,16 @@ def test_a_command_target_reaches_the_endpoint_through_the_aws_variables(
     assert output.strip() == "Refunds take 30 days."
 
 
-def test_check_verifies_the_recorded_converse_entries(git_repo: Path) -> None:
+def test_check_verifies_the_recorded_converse_entries(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_repo(
         git_repo,
         targets=python_target("bedrock_agent:answer"),
         scenarios={"support/acme/order": ORDER},
         files={"bedrock_agent.py": agent_code(stream=False)},
     )
+    monkeypatch.setenv("CACHELINT_TEST_KEY", "bedrock-api-key-real")
     outcome, _ = record_requests(git_repo, ROUND_TRIP_SCRIPT)
     assert outcome.rc == 0, outcome.out + outcome.err
     (git_repo / ".gitattributes").write_text("eval-cache/** -text\n", encoding="utf-8")
@@ -329,3 +333,62 @@ def test_a_bad_converse_request_is_a_validation_exception(
     status, headers, data = answer(client, "POST", "/model/m/converse", body)
     assert status == 400 and headers["x-amzn-ErrorType"] == "ValidationException", data
     assert expected in json.loads(data)["message"]
+
+
+def test_without_a_bedrock_api_key_a_recording_signs_with_the_aws_credentials(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_repo(
+        git_repo,
+        targets=python_target("bedrock_agent:answer"),
+        scenarios={"support/acme/order": ORDER},
+        files={"bedrock_agent.py": agent_code(stream=False)},
+    )
+    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(git_repo / "no-such-file"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDRECORDINGEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "recording-secret-example")
+    monkeypatch.setenv("AWS_REGION", "eu-central-1")
+    outcome, requests = record_requests(git_repo, ROUND_TRIP_SCRIPT)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    # Each call upstream is signed by botocore for Bedrock in the configured region, with the
+    # machine's access key; the secret is never sent.
+    for request in requests:
+        authorization = request.header("authorization") or ""
+        assert re.fullmatch(
+            r"AWS4-HMAC-SHA256 Credential=AKIDRECORDINGEXAMPLE/\d{8}/eu-central-1/bedrock/"
+            r"aws4_request, SignedHeaders=[a-z0-9;-]*host;x-amz-date[a-z0-9;-]*, "
+            r"Signature=[0-9a-f]{64}",
+            authorization,
+        ), authorization
+        assert request.header("x-amz-date")
+        assert "recording-secret-example" not in str(request.headers)
+    assert len({r.header("authorization") for r in requests}) == 2  # each body signed
+    assert do_run(git_repo).rc == 0
+
+
+def test_the_region_comes_from_bedrocks_host_and_missing_credentials_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cachelint.errors import CachelintError
+    from cachelint.runner import awssign
+
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-example")
+    host = "bedrock-runtime.ap-southeast-2.amazonaws.com"
+    url = f"https://{host}/model/m/converse"
+    headers = awssign.signed(url, host, b"{}", {"Content-Type": "application/json"})
+    assert "/ap-southeast-2/bedrock/aws4_request" in headers["Authorization"]
+    with pytest.raises(CachelintError, match="set AWS_REGION"):
+        awssign.signed("http://127.0.0.1:9/model/m/converse", "127.0.0.1", b"{}", {})
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    with pytest.raises(CachelintError, match="needs a Bedrock API key .* or AWS credentials"):
+        awssign.signed(url, host, b"{}", {})

@@ -44,3 +44,6 @@ MODEL_IN_PATH: tuple[Any, ...] = (
     bedrock_messages_api,
 )
 FIXED_ROUTE: tuple[Any, ...] = tuple(api for api in SDK_APIS if api not in MODEL_IN_PATH)
+# Amazon Bedrock's routes, which a recording signs with AWS credentials when it has no Bedrock
+# API key (`cachelint.runner.awssign`).
+SIGNED_BY_AWS: tuple[Any, ...] = (converse_api, bedrock_messages_api)

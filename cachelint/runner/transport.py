@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
-from cachelint.runner import apis, gemini_api
+from cachelint.runner import apis, awssign, gemini_api
 from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ _ANSWER_SHAPE = {
         for api in apis.SDK_APIS
     },
 }
+_SIGNED_BY_AWS = frozenset(api.ROUTE for api in apis.SIGNED_BY_AWS)
 # The routes that are the same for every call (those of `apis.MODEL_IN_PATH` name the model).
 _FIXED_ROUTES = (CHAT_ROUTE, *(api.ROUTE for api in apis.FIXED_ROUTE))
 
@@ -233,6 +234,8 @@ class OpenAICompatibleTransport:
             raise TransportError(
                 f"the request body for {self._where(endpoint)} is not JSON: {exc}"
             ) from None
+        if not self._api_key and _api(route) in _SIGNED_BY_AWS:
+            sent = awssign.signed(str(endpoint), self._base.host, payload, sent)
         schedule = retry_delays(self.max_retries)
         attempt = 0
         while True:
