@@ -110,7 +110,7 @@ _FIXED_ROUTES = (CHAT_ROUTE, *(api.ROUTE for api in apis.FIXED_ROUTE))
 
 def _api(route: str) -> str:
     """The API a route calls: itself, or what follows the model in its path
-    (`models/<model>:generateContent`, `model/<model id>/converse`)."""
+    (`models/<model>:generateContent`, `model/<model id>/converse`, `...:rawPredict`)."""
     return route if route in _ANSWER_SHAPE else re.split("[:/]", route)[-1]
 
 
@@ -124,7 +124,8 @@ class OpenAICompatibleTransport:
     API), `<url>/messages` (Anthropic's Messages API, its key sent as `x-api-key`),
     `<url>/models/<model>:generateContent` (Google's Gemini API, its key as `x-goog-api-key`),
     `<url>/model/<model id>/converse` and `/invoke` (Amazon Bedrock's Converse API, and Claude's
-    Messages API there, a Bedrock API key as the bearer token) or
+    Messages API there: a Bedrock API key as the bearer token, or with no key a SigV4 signature
+    with the machine's AWS credentials, `awssign`) or
     `<url>/publishers/anthropic/models/<model>:rawPredict` (Claude on Vertex AI, an access token
     as the bearer token); thread-safe (one httpx.Client)."""
 
