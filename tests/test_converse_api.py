@@ -22,6 +22,7 @@ from tests.helpers import (
     command_target,
     direct_client,
     do_run,
+    edit_module,
     entry_files,
     python_target,
     record_requests,
@@ -392,3 +393,69 @@ def test_the_region_comes_from_bedrocks_host_and_missing_credentials_are_one_lin
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     with pytest.raises(CachelintError, match="needs a Bedrock API key .* or AWS credentials"):
         awssign.signed(url, host, b"{}", {})
+
+
+# A retrieval agent on Bedrock: it embeds the question and each document with Titan through
+# InvokeModel (a body of Titan's own, not the Messages API's) and answers with the nearest.
+RETRIEVAL_AGENT = """
+import json
+import math
+
+import boto3
+
+DOCS = ["Refunds are paid within 30 days.", "Orders ship within 2 days."]
+
+
+def _embed(sdk, text):
+    reply = sdk.invoke_model(
+        modelId="amazon.titan-embed-text-v2:0", body=json.dumps({"inputText": text}),
+        contentType="application/json", accept="application/json")
+    return json.loads(reply["body"].read())["embedding"]
+
+
+def _cosine(a, b):
+    norms = math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b)) / norms
+
+
+def answer(scenario, client):
+    sdk = boto3.client("bedrock-runtime", endpoint_url=client.bedrock_endpoint_url,
+        region_name="us-east-1", aws_access_key_id=client.api_key, aws_secret_access_key="x")
+    asked = _embed(sdk, scenario.messages[-1]["content"])
+    return max(DOCS, key=lambda doc: _cosine(_embed(sdk, doc), asked))
+"""
+
+
+def test_a_retrieval_agent_embedding_through_invoke_model_replays_offline(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refund = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "within"}]}
+    write_repo(
+        git_repo,
+        targets=python_target("retrieval_agent:answer"),
+        scenarios={"support/acme/refund": refund},
+        files={"retrieval_agent.py": RETRIEVAL_AGENT},
+    )
+    monkeypatch.setenv("CACHELINT_TEST_KEY", "bedrock-api-key-real")
+    outcome, requests = record_requests(git_repo, ROUND_TRIP_SCRIPT)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    titan = "/v1/model/amazon.titan-embed-text-v2%3A0/invoke"
+    assert [r.path for r in requests] == [titan] * 3
+    assert [r.body for r in requests][1] == {"inputText": "Refunds are paid within 30 days."}
+    entries = recorded_entries(git_repo)
+    assert [e["request"]["api"] for e in entries] == ["invoke"] * 3
+    picked = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
+
+    monkeypatch.delenv("CACHELINT_TEST_KEY")
+    replay = do_run(git_repo)
+    assert replay.rc == 0, replay.out + replay.err
+    trial = result(git_repo, "support/acme/refund")["trials"][0]
+    assert trial["cache_hit"] is True and len(trial["calls"]) == 3
+    assert trial["output"]["text"] == picked  # the same vectors, the same document
+
+    # An edited document is another body: a miss naming the text that changed.
+    edit_module(git_repo / "retrieval_agent.py", "within 30 days", "within 14 days")
+    changed = run_cachelint(git_repo, "run", "--execution", "edited")
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    error = result(git_repo, "support/acme/refund", "edited")["trials"][0]["error"]
+    assert "inputText" in error and "within 14 days" in error, error

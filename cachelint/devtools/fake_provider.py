@@ -30,7 +30,7 @@ from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
 from cachelint.runner import (
     apis,
-    bedrock_messages_api,
+    bedrock_invoke_api,
     converse_api,
     embeddings_api,
     gemini_api,
@@ -209,6 +209,11 @@ class FakeProvider:
             return refused
         if api is embeddings_api:  # no rules: vectors derived from the texts
             return _json_response(200, fake_shapes.embeddings(body, self.script.model))
+        if api is bedrock_invoke_api and "messages" not in body:  # another family than Claude's
+            if not isinstance(body.get("inputText"), str):
+                problem = "the fake provider answers InvokeModel for Claude and Titan embeddings"
+                return _json_response(400, _error_body(400, problem, "invalid_request_error"))
+            return _json_response(200, fake_shapes.titan_embedding(body))
         asked = body if api is None else _as_chat(body, api)
         rule = self._pick(asked)
         if rule is None:
@@ -352,7 +357,7 @@ _APIS: dict[str, Any] = {
 
 
 # The Messages API, on Anthropic's own platform and on Vertex AI and Bedrock: one answer shape.
-_CLAUDE = (messages_api, vertex_messages_api, bedrock_messages_api)
+_CLAUDE = (messages_api, vertex_messages_api, bedrock_invoke_api)
 
 
 def _api_of(route: str) -> tuple[Any, tuple[str, bool] | None] | None:

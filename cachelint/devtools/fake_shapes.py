@@ -172,20 +172,37 @@ def as_converse(completion: Mapping[str, Any]) -> dict[str, Any]:
 _DIMENSIONS = 8
 
 
+def _size(asked: Any) -> int:
+    usable = isinstance(asked, int) and not isinstance(asked, bool) and asked > 0
+    return asked if usable else _DIMENSIONS
+
+
+def _vector(text: Any, size: int) -> list[float]:
+    """A fake embedding of `text`: the same text, the same vector."""
+    seed = blake3.blake3(json.dumps(text).encode("utf-8")).digest(length=4 * size)
+    return [round(v / 2**31 - 1, 6) for v in struct.unpack(f"<{size}I", seed)]
+
+
+def titan_embedding(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Titan Text Embeddings answer to an InvokeModel body (`inputText`): the text's vector and
+    its token count."""
+    text = body["inputText"]
+    return {
+        "embedding": _vector(text, _size(body.get("dimensions"))),
+        "inputTextTokenCount": tokens(text),
+    }
+
+
 def embeddings(body: Mapping[str, Any], default_model: str) -> dict[str, Any]:
     """An embeddings response for `body`: per input a vector derived from its text (the same
     text, the same vector), as floats or, when asked (`encoding_format`, as the openai SDK
     asks), as base64 of little-endian float32, with usage counted from the texts."""
     given = body["input"]
     inputs = [given] if isinstance(given, str) else list(given)
-    size = body.get("dimensions")
-    size = (
-        size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else _DIMENSIONS
-    )
+    size = _size(body.get("dimensions"))
     data = []
     for index, text in enumerate(inputs):
-        seed = blake3.blake3(json.dumps(text).encode("utf-8")).digest(length=4 * size)
-        vector = [round(v / 2**31 - 1, 6) for v in struct.unpack(f"<{size}I", seed)]
+        vector = _vector(text, size)
         encoded: Any = vector
         if body.get("encoding_format") == "base64":
             encoded = base64.b64encode(struct.pack(f"<{size}f", *vector)).decode("ascii")

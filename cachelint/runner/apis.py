@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from cachelint.runner import (
-    bedrock_messages_api,
+    bedrock_invoke_api,
     converse_api,
     embeddings_api,
     gemini_api,
@@ -32,7 +32,7 @@ SDK_APIS: tuple[Any, ...] = (
     gemini_api,
     converse_api,
     vertex_messages_api,
-    bedrock_messages_api,
+    bedrock_invoke_api,
 )
 BY_NAME: dict[str, Any] = {api.ROUTE: api for api in SDK_APIS}
 # The APIs whose path names the model (each has `route_model(route)`), and those whose route is
@@ -41,9 +41,9 @@ MODEL_IN_PATH: tuple[Any, ...] = (
     gemini_api,
     converse_api,
     vertex_messages_api,
-    bedrock_messages_api,
+    bedrock_invoke_api,
 )
 FIXED_ROUTE: tuple[Any, ...] = tuple(api for api in SDK_APIS if api not in MODEL_IN_PATH)
 # Amazon Bedrock's routes, which a recording signs with AWS credentials when it has no Bedrock
 # API key (`cachelint.runner.awssign`).
-SIGNED_BY_AWS: tuple[Any, ...] = (converse_api, bedrock_messages_api)
+SIGNED_BY_AWS: tuple[Any, ...] = (converse_api, bedrock_invoke_api)

@@ -14,8 +14,9 @@ the key as `x-api-key`; Google's appends `/<version>/models/<model>:generateCont
 (`cachelint.runner.gemini_api`) and sends it as `x-goog-api-key`. boto3's `bedrock-runtime` client
 appends `/model/<model id>/converse` to the same URL less its `/v1`
 (`cachelint.runner.converse_api`) and signs with SigV4, the key as its access key id. The
-anthropic SDK's Bedrock and Vertex AI clients append `/model/<model id>/invoke` and
-`/projects/.../publishers/anthropic/models/<model>:rawPredict` (`bedrock_messages_api`,
+anthropic SDK's Bedrock and Vertex AI clients append `/model/<model id>/invoke` (as boto3's
+`invoke_model` does for any model family) and
+`/projects/.../publishers/anthropic/models/<model>:rawPredict` (`bedrock_invoke_api`,
 `vertex_messages_api`) and send the key as a bearer token. Azure OpenAI's client
 (`AzureOpenAI`, and .NET's `AzureOpenAIClient`) appends
 `/openai/deployments/<deployment>/chat/completions?api-version=...` (or `/embeddings`) to the URL

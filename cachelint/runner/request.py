@@ -119,6 +119,8 @@ def build_sdk_request(
         trial=trial,
     )
     del request["messages"]
+    if field not in body:  # a body another way (InvokeModel's other model families)
+        return {"api": api, **request}
     try:
         request[field] = _conversation(body[field])
     except RecursionError:  # bad input, not a crash

@@ -90,15 +90,17 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 
 
 # The APIs a target's url is called at, by their route (Gemini's by the method after the model
-# in its path, `models/<model>:generateContent`): the field a successful answer holds, its type,
-# and what to call the answer when that field is missing.
+# in its path, `models/<model>:generateContent`): the field a successful answer holds (None: any
+# JSON object is one), its type, and what to call the answer when that field is missing.
 _ANSWER_SHAPE = {
     CHAT_ROUTE: ("choices", list, "a chat.completion (no choices list)"),
     **{
         api.ROUTE: (
             api.ANSWER_FIELD,
             api.ANSWER_TYPE,
-            f"{api.ANSWER_NAME} (no {api.ANSWER_FIELD} {api.ANSWER_TYPE.__name__})",
+            f"{api.ANSWER_NAME} (no {api.ANSWER_FIELD} {api.ANSWER_TYPE.__name__})"
+            if api.ANSWER_FIELD
+            else f"{api.ANSWER_NAME} (a JSON object)",
         )
         for api in apis.SDK_APIS
     },
@@ -323,7 +325,7 @@ class OpenAICompatibleTransport:
                 f"not JSON: {excerpt} (is the url an OpenAI-compatible /v1 endpoint?)"
             ) from None
         field, kind, wanted = _ANSWER_SHAPE[_api(route)]
-        shape = isinstance(data, dict) and isinstance(data.get(field), kind)
+        shape = isinstance(data, dict) and (field is None or isinstance(data.get(field), kind))
         if not shape:
             excerpt = self._excerpt(resp.text, endpoint)
             raise TransportError(
