@@ -158,12 +158,31 @@ def report_refused(scenario: str | None, shown: str) -> None:
             _refused.setdefault(name, []).append(shown)
 
 
-def _tried(identity: str, hosts: list[str]) -> NetworkRefused:
+def refusal(identity: str, hosts: list[str]) -> NetworkRefused:
+    """The error that fails scenario `identity` for reaching for `hosts` in a replay."""
     return NetworkRefused(
         f"scenario {identity}: tried to reach {', '.join(dict.fromkeys(hosts))} in replay mode; "
         "the answer did not come from the cache (make model calls through the client, or the "
         "OPENAI_BASE_URL, cachelint gives the target)"
     )
+
+
+@contextmanager
+def played(identity: str) -> Iterator[list[str]]:
+    """While inside, this thread plays scenario `identity`: a refusal in it names the scenario.
+    On the way out, the list yielded holds every host refused for it (in this thread, in another
+    no scenario runs, or in a command's child)."""
+    ident = threading.get_ident()
+    with _lock:
+        _running[ident] = identity
+        _refused.pop(identity, None)
+    hosts: list[str] = []
+    try:
+        yield hosts
+    finally:
+        with _lock:
+            _running.pop(ident, None)
+            hosts.extend(_refused.pop(identity, []))
 
 
 def guard_target(
@@ -175,28 +194,21 @@ def guard_target(
 
     def guarded(scenario: Any, client: Any) -> Any:
         identity = scenario.identity
-        ident = threading.get_ident()
-        with _lock:
-            _running[ident] = identity
-            _refused.pop(identity, None)
-        try:
-            value = target(scenario, client)
-        except NetworkRefused:
-            raise
-        except Exception as exc:
-            # A command whose child was refused usually exits non-zero: the refusal, naming the
-            # host, is the cause to report, not the exit code.
-            with _lock:
-                hosts = _refused.get(identity, [])
-            if hosts:
-                raise _tried(identity, hosts) from exc
-            raise
-        finally:
-            with _lock:
-                _running.pop(ident, None)
-                hosts = _refused.pop(identity, [])
+        with played(identity) as hosts:
+            try:
+                value = target(scenario, client)
+            except NetworkRefused:
+                raise
+            except Exception as exc:
+                # A command whose child was refused usually exits non-zero: the refusal, naming
+                # the host, is the cause to report, not the exit code.
+                with _lock:
+                    refused = list(_refused.get(identity, []))
+                if refused:
+                    raise refusal(identity, refused) from exc
+                raise
         if hosts:
-            raise _tried(identity, hosts)
+            raise refusal(identity, hosts)
         if must_use_cache and not client.calls and not client.misses:
             raise NetworkRefused(
                 f"scenario {identity}: the python target made no model call through the cache, "

@@ -11,7 +11,8 @@ The fixture `cachelint` is a `CachingClient` for the test: its scenario identity
 node id (made a portable path: `tests/test_bot.py/test_refund/acme` for
 `tests/test_bot.py::test_refund[acme]`), recording upstream through `[tool.cachelint.target]`.
 `--cachelint-cache MODE` picks the mode (replay by default: offline, a miss fails the test with
-the miss explanation, even when the test swallowed the SDK's error). The marker `eval` lets
+the miss explanation, even when the test swallowed the SDK's error, and so does any network
+access but the cache endpoint's, naming the host, as under `cachelint run`). The marker `eval` lets
 `pytest -m eval` select the eval tests of a project's suite. What it records is an ordinary
 cachelint cache, linted by `cachelint check` like any other.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -144,10 +146,31 @@ def cachelint(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    # A miss fails the test with its explanation, whatever the test did with the SDK's error.
+    """A test that uses the fixture fails on a miss, with its explanation, and in replay on any
+    network access but the cache endpoint's, naming the host, as a target of `cachelint run`
+    does: whatever the test did with the error."""
+    from cachelint import netguard
+
+    client = item.stash.get(_CLIENT, None)
+    hosts: list[str] = []
     try:
-        return (yield)
+        with _offline(client) as hosts:
+            return (yield)
     finally:
-        client = item.stash.get(_CLIENT, None)
         if client is not None and client.misses:
             pytest.fail(client.misses[0], pytrace=False)
+        if client is not None and hosts:
+            pytest.fail(str(netguard.refusal(client.scenario, hosts)), pytrace=False)
+
+
+@contextmanager
+def _offline(client: Any) -> Iterator[list[str]]:
+    """In replay, the network refused but for the cache endpoint (`cachelint.netguard`); the
+    hosts refused, on the way out."""
+    from cachelint import netguard
+
+    if client is None or client.mode.calls_live:
+        yield []
+        return
+    with netguard.armed(replay=True), netguard.played(client.scenario) as hosts:
+        yield hosts

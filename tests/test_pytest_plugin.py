@@ -202,3 +202,36 @@ def test_pytest_m_eval_serves_the_openai_anthropic_and_gemini_sdks(git_repo: Pat
     replay = inner_pytest(git_repo, "-m", "eval", netns=can_unshare())
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "3 passed" in replay.stdout
+
+
+BYPASS_TESTS = """
+import openai
+import pytest
+
+
+@pytest.mark.eval
+def test_own_client(cachelint):
+    # The provider called directly, not through the fixture's base_url, and the error swallowed.
+    sdk = openai.OpenAI(base_url="https://api.openai.com/v1", api_key="sk-own", max_retries=0)
+    try:
+        sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    except openai.APIConnectionError:
+        pass
+"""
+
+
+def test_a_replayed_eval_test_that_reaches_for_the_network_fails_naming_the_host(
+    git_repo: Path,
+) -> None:
+    (git_repo / "pyproject.toml").write_text(
+        f'[tool.cachelint.target]\nurl = "{DEAD}"\nprovider = "p"\nmodel = "m"\n',
+        encoding="utf-8",
+    )
+    (git_repo / "test_bypass.py").write_text(BYPASS_TESTS, encoding="utf-8")
+    replay = inner_pytest(git_repo, "-m", "eval")
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "FAILED test_bypass.py::test_own_client" in replay.stdout
+    assert (
+        "scenario test_bypass.py/test_own_client: tried to reach api.openai.com:443 in replay mode"
+        in replay.stdout
+    )
