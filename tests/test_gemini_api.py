@@ -312,3 +312,75 @@ def test_a_bad_gemini_request_is_a_400_in_googles_error_shape(
     error = json.loads(data)["error"]
     assert error["code"] == 400 and error["status"] == "INVALID_ARGUMENT"
     assert expected in error["message"]
+
+
+# A retrieval agent on Gemini: it embeds the question and the documents with `embed_content`
+# (one batchEmbedContents call each) and answers with the nearest document.
+RETRIEVAL_AGENT = """
+import math
+
+from google import genai
+from google.genai import types
+
+DOCS = ["Refunds are paid within 30 days.", "Orders ship within 2 days."]
+IN_PROCESS = @IN_PROCESS@
+
+
+def _cosine(a, b):
+    norms = math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b)) / norms
+
+
+def answer(scenario, client):
+    options = {"base_url": client.gemini_base_url, "api_version": "v1beta"}
+    if IN_PROCESS:
+        options["httpx_client"] = client.http_client()
+    sdk = genai.Client(api_key=client.api_key, http_options=types.HttpOptions(**options))
+    embedded = sdk.models.embed_content(model="gemini-embedding-001", contents=DOCS)
+    [asked] = sdk.models.embed_content(
+        model="gemini-embedding-001", contents=scenario.messages[-1]["content"]).embeddings
+    scores = [_cosine(doc.values, asked.values) for doc in embedded.embeddings]
+    return DOCS[scores.index(max(scores))]
+"""
+
+
+@pytest.mark.parametrize("in_process", [False, True], ids=["socket", "in-process"])
+def test_a_retrieval_agent_embedding_with_gemini_replays_offline(
+    git_repo: Path, in_process: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refund = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "within"}]}
+    write_repo(
+        git_repo,
+        targets=python_target("retrieval_agent:answer"),
+        scenarios={"support/acme/refund": refund},
+        files={"retrieval_agent.py": RETRIEVAL_AGENT.replace("@IN_PROCESS@", str(in_process))},
+    )
+    monkeypatch.setenv("CACHELINT_TEST_KEY", "AIza-real-key")
+    outcome, requests = record_requests(git_repo, ROUND_TRIP_SCRIPT)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    path = "/v1/models/gemini-embedding-001:batchEmbedContents"
+    assert [r.path for r in requests] == [path, path]
+    assert {r.header("x-goog-api-key") for r in requests} == {"AIza-real-key"}
+    assert len(requests[0].body["requests"]) == 2
+    entries = recorded_entries(git_repo)
+    assert [e["request"]["api"] for e in entries] == ["batchEmbedContents"] * 2
+    picked = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
+
+    monkeypatch.delenv("CACHELINT_TEST_KEY")
+    if in_process:  # no socket at all
+        with network_blocked() as attempts:
+            replay = do_run(git_repo)
+        assert attempts == []
+    else:
+        replay = do_run(git_repo)
+    assert replay.rc == 0, replay.out + replay.err
+    trial = result(git_repo, "support/acme/refund")["trials"][0]
+    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    assert trial["output"]["text"] == picked  # the same vectors, the same document
+
+    # An edited document is another body: a miss naming the text that changed.
+    edit_module(git_repo / "retrieval_agent.py", "within 30 days", "within 14 days")
+    changed = run_cachelint(git_repo, "run", "--execution", "edited")
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    error = result(git_repo, "support/acme/refund", "edited")["trials"][0]["error"]
+    assert "within 14 days" in error, error

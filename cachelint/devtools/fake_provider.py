@@ -34,6 +34,7 @@ from cachelint.runner import (
     converse_api,
     embeddings_api,
     gemini_api,
+    gemini_embed_api,
     messages_api,
     responses_api,
     vertex_messages_api,
@@ -209,6 +210,8 @@ class FakeProvider:
             return refused
         if api is embeddings_api:  # no rules: vectors derived from the texts
             return _json_response(200, fake_shapes.embeddings(body, self.script.model))
+        if api is gemini_embed_api:
+            return _json_response(200, fake_shapes.gemini_embeddings(body))
         if api is bedrock_invoke_api and "messages" not in body:  # another family than Claude's
             if not isinstance(body.get("inputText"), str):
                 problem = "the fake provider answers InvokeModel for Claude and Titan embeddings"

@@ -183,6 +183,17 @@ def _vector(text: Any, size: int) -> list[float]:
     return [round(v / 2**31 - 1, 6) for v in struct.unpack(f"<{size}I", seed)]
 
 
+def gemini_embeddings(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Gemini `batchEmbedContents` answer: per request a vector derived from its parts' text."""
+    found = []
+    for request in body["requests"]:
+        content = request.get("content") or {}
+        text = "".join(p.get("text") or "" for p in content.get("parts") or [])
+        size = _size(request.get("outputDimensionality"))
+        found.append({"values": _vector(text, size)})
+    return {"embeddings": found}
+
+
 def titan_embedding(body: Mapping[str, Any]) -> dict[str, Any]:
     """A Titan Text Embeddings answer to an InvokeModel body (`inputText`): the text's vector and
     its token count."""

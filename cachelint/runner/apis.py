@@ -20,6 +20,7 @@ from cachelint.runner import (
     converse_api,
     embeddings_api,
     gemini_api,
+    gemini_embed_api,
     messages_api,
     responses_api,
     vertex_messages_api,
@@ -30,6 +31,7 @@ SDK_APIS: tuple[Any, ...] = (
     embeddings_api,
     messages_api,
     gemini_api,
+    gemini_embed_api,
     converse_api,
     vertex_messages_api,
     bedrock_invoke_api,
@@ -39,6 +41,7 @@ BY_NAME: dict[str, Any] = {api.ROUTE: api for api in SDK_APIS}
 # the same for every call.
 MODEL_IN_PATH: tuple[Any, ...] = (
     gemini_api,
+    gemini_embed_api,
     converse_api,
     vertex_messages_api,
     bedrock_invoke_api,

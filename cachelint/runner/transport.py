@@ -179,13 +179,13 @@ class OpenAICompatibleTransport:
             "User-Agent": f"cachelint/{__version__}",
         }
         # Anthropic's and Google's APIs take the key in a header of their own (`KEY_HEADER`),
-        # but for a Google Cloud project on Vertex AI, which takes an OAuth access token as the
+        # but Google's for a Cloud project on Vertex AI, which takes an OAuth access token as the
         # bearer token (only express mode, with no project in the path, takes an API key).
         project_scoped = "/projects/" in base.path
         self._api_headers = {
             api.ROUTE: {**self._headers, **api.UPSTREAM_HEADERS}
             for api in apis.SDK_APIS
-            if api.KEY_HEADER and not (api is gemini_api and project_scoped)
+            if api.KEY_HEADER and not (api.KEY_HEADER == gemini_api.KEY_HEADER and project_scoped)
         }
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
