@@ -316,3 +316,47 @@ def test_a_command_target_reaches_the_endpoint_through_the_anthropic_variables(
     assert replay.rc == 0, replay.out
     output = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
     assert output.strip() == "Refunds take 30 days."
+
+
+# An agent that keeps its conversation within a budget: it counts the tokens a request would
+# take before sending it, as code on the SDK (or LangChain's token counter for Claude) does.
+COUNTING_AGENT = """
+import anthropic
+
+LIBRARY = "httpx2" if int(anthropic.__version__.split(".")[0]) >= 2 else "httpx"
+
+
+def answer(scenario, client):
+    sdk = anthropic.Anthropic(base_url=client.anthropic_base_url, api_key=client.api_key,
+        http_client=client.http_client(LIBRARY), max_retries=0)
+    turns = [{"role": "user", "content": scenario.messages[-1]["content"]}]
+    counted = sdk.messages.count_tokens(model="big-model", messages=turns)
+    assert counted.input_tokens > 0, counted
+    reply = sdk.messages.create(model="big-model", max_tokens=100, messages=turns)
+    return f"{reply.content[0].text} ({counted.input_tokens} tokens asked)"
+"""
+
+
+def test_a_token_count_is_recorded_and_replayed_like_a_message(git_repo: Path) -> None:
+    refund = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "30"}]}
+    write_repo(
+        git_repo,
+        targets=python_target("counting_agent:answer"),
+        scenarios={"support/acme/refund": refund},
+        files={"counting_agent.py": COUNTING_AGENT},
+    )
+    outcome, requests = record_requests(git_repo, ROUND_TRIP_SCRIPT)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    assert [r.path for r in requests] == ["/v1/messages/count_tokens", "/v1/messages"]
+    assert requests[0].header("anthropic-version") == "2023-06-01"
+    entries = recorded_entries(git_repo)
+    assert sorted(e["request"]["api"] for e in entries) == ["count_tokens", "messages"]
+    recorded = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
+
+    with network_blocked() as attempts:
+        replay = do_run(git_repo)
+    assert attempts == []
+    assert replay.rc == 0, replay.out + replay.err
+    trial = result(git_repo, "support/acme/refund")["trials"][0]
+    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    assert trial["output"]["text"] == recorded

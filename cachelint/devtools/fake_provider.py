@@ -32,6 +32,7 @@ from cachelint.runner import (
     apis,
     bedrock_invoke_api,
     converse_api,
+    count_tokens_api,
     embeddings_api,
     gemini_api,
     gemini_embed_api,
@@ -212,6 +213,9 @@ class FakeProvider:
             return _json_response(200, fake_shapes.embeddings(body, self.script.model))
         if api is gemini_embed_api:
             return _json_response(200, fake_shapes.gemini_embeddings(body))
+        if api is count_tokens_api:
+            said = "".join(str(m.get("content") or "") for m in api.as_messages(body))
+            return _json_response(200, {"input_tokens": fake_shapes.tokens(said)})
         if api is bedrock_invoke_api and "messages" not in body:  # another family than Claude's
             if not isinstance(body.get("inputText"), str):
                 problem = "the fake provider answers InvokeModel for Claude and Titan embeddings"
@@ -247,7 +251,7 @@ class FakeProvider:
         self, api: Any, headers: Mapping[str, str], body: Any, bad_json: bool
     ) -> _Response | None:
         """The error a provider answers a request with that it does not take, or None."""
-        anthropic = api is messages_api
+        anthropic = api in (messages_api, count_tokens_api)
         if anthropic and not headers.get("anthropic-version"):
             missing = "anthropic-version: header is required"
             return _json_response(400, _error_body(400, missing, "invalid_request_error"))
@@ -356,6 +360,7 @@ _APIS: dict[str, Any] = {
     f"/v1/{responses_api.ROUTE}": responses_api,
     f"/v1/{embeddings_api.ROUTE}": embeddings_api,
     f"/v1/{messages_api.ROUTE}": messages_api,
+    f"/v1/{messages_api.ROUTE}/{count_tokens_api.ROUTE}": count_tokens_api,
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from cachelint.runner import (
     bedrock_invoke_api,
     converse_api,
+    count_tokens_api,
     embeddings_api,
     gemini_api,
     gemini_embed_api,
@@ -30,6 +31,7 @@ SDK_APIS: tuple[Any, ...] = (
     responses_api,
     embeddings_api,
     messages_api,
+    count_tokens_api,
     gemini_api,
     gemini_embed_api,
     converse_api,
