@@ -384,3 +384,45 @@ def test_a_retrieval_agent_embedding_with_gemini_replays_offline(
     assert changed.returncode == 1, changed.stdout + changed.stderr
     error = result(git_repo, "support/acme/refund", "edited")["trials"][0]["error"]
     assert "within 14 days" in error, error
+
+
+def test_a_token_count_is_recorded_and_replayed_like_a_generation(git_repo: Path) -> None:
+    agent = """
+from google import genai
+from google.genai import types
+
+
+def answer(scenario, client):
+    options = types.HttpOptions(
+        base_url=client.gemini_base_url, api_version="v1beta", httpx_client=client.http_client())
+    sdk = genai.Client(api_key=client.api_key, http_options=options)
+    question = scenario.messages[-1]["content"]
+    counted = sdk.models.count_tokens(model="big-model", contents=question)
+    assert counted.total_tokens > 0, counted
+    reply = sdk.models.generate_content(model="big-model", contents=question)
+    return f"{reply.text} ({counted.total_tokens} tokens asked)"
+"""
+    refund = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "30"}]}
+    write_repo(
+        git_repo,
+        targets=python_target("counting_agent:answer"),
+        scenarios={"support/acme/refund": refund},
+        files={"counting_agent.py": agent},
+    )
+    outcome, requests = record_requests(git_repo, ROUND_TRIP_SCRIPT)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    assert [r.path for r in requests] == [
+        "/v1/models/big-model:countTokens",
+        "/v1/models/big-model:generateContent",
+    ]
+    entries = recorded_entries(git_repo)
+    assert sorted(e["request"]["api"] for e in entries) == ["countTokens", "generateContent"]
+    recorded = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
+
+    with network_blocked() as attempts:
+        replay = do_run(git_repo)
+    assert attempts == []
+    assert replay.rc == 0, replay.out + replay.err
+    trial = result(git_repo, "support/acme/refund")["trials"][0]
+    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    assert trial["output"]["text"] == recorded

@@ -35,6 +35,7 @@ from cachelint.runner import (
     count_tokens_api,
     embeddings_api,
     gemini_api,
+    gemini_count_api,
     gemini_embed_api,
     messages_api,
     responses_api,
@@ -213,9 +214,9 @@ class FakeProvider:
             return _json_response(200, fake_shapes.embeddings(body, self.script.model))
         if api is gemini_embed_api:
             return _json_response(200, fake_shapes.gemini_embeddings(body))
-        if api is count_tokens_api:
+        if api in (count_tokens_api, gemini_count_api):  # the conversation's tokens, counted
             said = "".join(str(m.get("content") or "") for m in api.as_messages(body))
-            return _json_response(200, {"input_tokens": fake_shapes.tokens(said)})
+            return _json_response(200, {api.ANSWER_FIELD: fake_shapes.tokens(said)})
         if api is bedrock_invoke_api and "messages" not in body:  # another family than Claude's
             if not isinstance(body.get("inputText"), str):
                 problem = "the fake provider answers InvokeModel for Claude and Titan embeddings"

@@ -21,6 +21,7 @@ from cachelint.runner import (
     count_tokens_api,
     embeddings_api,
     gemini_api,
+    gemini_count_api,
     gemini_embed_api,
     messages_api,
     responses_api,
@@ -34,6 +35,7 @@ SDK_APIS: tuple[Any, ...] = (
     count_tokens_api,
     gemini_api,
     gemini_embed_api,
+    gemini_count_api,
     converse_api,
     vertex_messages_api,
     bedrock_invoke_api,
@@ -44,6 +46,7 @@ BY_NAME: dict[str, Any] = {api.ROUTE: api for api in SDK_APIS}
 MODEL_IN_PATH: tuple[Any, ...] = (
     gemini_api,
     gemini_embed_api,
+    gemini_count_api,
     converse_api,
     vertex_messages_api,
     bedrock_invoke_api,
