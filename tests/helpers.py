@@ -493,3 +493,22 @@ def write_targets_repo(
         '[tool.cachelint]\ncache = "eval-cache"\n' + textwrap.dedent(targets), encoding="utf-8"
     )
     write_datasets(repo, scenarios, files)
+
+
+def replayed_miss(repo: Path, agent: str) -> dict[str, Any]:
+    """Replay scenario support/acme/refund with an empty cache, its python target the function
+    `answer` of `agent` (module source): the run must fail on the miss with the miss explanation,
+    whatever the agent did with its SDK's error. The trial, for what else to assert of it."""
+    scenario = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "s"}]}
+    write_targets_repo(
+        repo,
+        targets=python_target("miss_agent:answer"),
+        scenarios={"support/acme/refund": scenario},
+        files={"miss_agent.py": agent},
+    )
+    replay = do_run(repo)
+    assert replay.rc == 1, replay.out + replay.err
+    trial: dict[str, Any] = result(repo, "support/acme/refund")["trials"][0]
+    miss = "cache miss in replay mode: scenario support/acme/refund"
+    assert trial["error"].startswith(miss), trial["error"]
+    return trial

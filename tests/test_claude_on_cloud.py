@@ -20,6 +20,7 @@ from tests.helpers import (
     python_target,
     record_requests,
     recorded_entries,
+    replayed_miss,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
@@ -172,16 +173,5 @@ def answer(scenario, client):
 def test_a_miss_is_the_sdks_not_found_error_with_the_miss_explanation(
     git_repo: Path, platform: str
 ) -> None:
-    write_repo(
-        git_repo,
-        targets=targets(""),
-        scenarios={
-            "support/acme/refund": {"input": "x", "assert": [{"type": "contains", "value": "s"}]}
-        },
-        files={"cloud_agent.py": MISS_AGENT.replace("@PLATFORM@", platform)},
-    )
-    replay = do_run(git_repo)
-    assert replay.rc == 1
-    trial = result(git_repo, "support/acme/refund")["trials"][0]
-    assert trial["error"].startswith("cache miss in replay mode: scenario support/acme/refund")
+    trial = replayed_miss(git_repo, MISS_AGENT.replace("@PLATFORM@", platform))
     assert "cache miss in replay mode" in trial["output"]["text"]

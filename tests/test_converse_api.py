@@ -27,6 +27,7 @@ from tests.helpers import (
     python_target,
     record_requests,
     recorded_entries,
+    replayed_miss,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
@@ -169,19 +170,8 @@ def answer(scenario, client):
         return "swallowed: " + exc.response["Error"]["Message"]
     return "answered"
 """
-    write_repo(
-        git_repo,
-        targets=python_target("miss_agent:answer"),
-        scenarios={
-            "support/acme/refund": {"input": "x", "assert": [{"type": "contains", "value": "s"}]}
-        },
-        files={"miss_agent.py": agent},
-    )
-    replay = do_run(git_repo)
-    assert replay.rc == 1
-    trial = result(git_repo, "support/acme/refund")["trials"][0]
-    # The agent swallowed boto3's error: the miss still fails the scenario.
-    assert trial["error"].startswith("cache miss in replay mode: scenario support/acme/refund")
+    # The agent swallows boto3's error: the miss still fails the scenario.
+    trial = replayed_miss(git_repo, agent)
     assert trial["output"]["text"].startswith("swallowed: cache miss in replay mode")
 
 

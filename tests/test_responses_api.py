@@ -25,6 +25,7 @@ from tests.helpers import (
     python_target,
     record_requests,
     recorded_entries,
+    replayed_miss,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
@@ -248,21 +249,7 @@ def answer(scenario, client):
         return "swallowed: " + str(exc)
     return "answered"
 """
-    write_repo(
-        git_repo,
-        targets=python_target("miss_agent:answer"),
-        scenarios={
-            "support/acme/refund": {
-                "input": "How do refunds work?",
-                "assert": [{"type": "contains", "value": "s"}],
-            }
-        },
-        files={"miss_agent.py": agent},
-    )
-    replay = do_run(git_repo)
-    assert replay.rc == 1
-    error = result(git_repo, "support/acme/refund")["trials"][0]["error"]
-    assert error.startswith("cache miss in replay mode: scenario support/acme/refund")
+    error = replayed_miss(git_repo, agent)["error"]
     assert "model 'big-model'" in error
 
 
