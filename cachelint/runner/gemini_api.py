@@ -28,24 +28,37 @@ UPSTREAM_HEADERS: dict[str, str] = {}
 # Whose words an error is put in, and the request headers that are part of the key.
 ERROR_SHAPE = "google"
 KEYED_HEADERS: tuple[str, ...] = ()
-# The API's name in a recorded request, and the method in a path that calls it.
-_PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)")
+# A path of Google's APIs: the model, and the method called on it.
+_PATH = re.compile(r".*/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)")
+
+
+def path_method(route: str) -> tuple[str, str] | None:
+    """The model and the method a path (`.../models/<model>:<method>`) names; None for another
+    path. Each of Google's APIs served (this one, `gemini_embed_api`, `gemini_count_api`) is a
+    method."""
+    match = _PATH.fullmatch(route)
+    return None if match is None else (match["model"], match["method"])
+
+
+def method_upstream(body: Mapping[str, Any], method: str) -> tuple[str, dict[str, Any]]:
+    """The route under the target's url and the body a recording sends for a keyed call to
+    `method`, whose `model` came from the path."""
+    sent = {k: v for k, v in body.items() if k != "model"}
+    return f"models/{body['model']}:{method}", sent
 
 
 def route_model(route: str) -> tuple[str, bool] | None:
     """The model a path (`.../models/<model>:generateContent`) asks for, and whether it asks for
     a stream; None for another path."""
-    match = _PATH.search(route)
-    if match is None:
+    found = path_method(route)
+    if found is None or found[1] not in (ROUTE, "streamGenerateContent"):
         return None
-    return match["model"], match["method"] == "streamGenerateContent"
+    return found[0], found[1] == "streamGenerateContent"
 
 
 def upstream(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The route under the target's url and the body a recording sends for a keyed call (whose
-    `model` came from the path)."""
-    sent = {k: v for k, v in body.items() if k != "model"}
-    return f"models/{body['model']}:{ROUTE}", sent
+    """The route under the target's url and the body a recording sends for a keyed call."""
+    return method_upstream(body, ROUTE)
 
 
 def conversation_problem(body: Mapping[str, Any]) -> str | None:

@@ -9,10 +9,10 @@ a recording calls `<url>/models/<model>:countTokens`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from cachelint.runner import gemini_api
 from cachelint.runner.gemini_api import (
     CONVERSATION,
     ERROR_SHAPE,
@@ -44,21 +44,18 @@ ROUTE = "countTokens"
 ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "totalTokens", int, "a countTokens response"
 UPSTREAM_HEADERS: dict[str, str] = {}
 KEYED_HEADERS: tuple[str, ...] = ()
-_PATH = re.compile(r".*/models/(?P<model>[^/:]+):countTokens")
 
 
 def route_model(route: str) -> tuple[str, bool] | None:
     """The model a path (`.../models/<model>:countTokens`) asks for (never streamed); None for
     another path."""
-    match = _PATH.fullmatch(route)
-    return None if match is None else (match["model"], False)
+    found = gemini_api.path_method(route)
+    return (found[0], False) if found is not None and found[1] == ROUTE else None
 
 
 def upstream(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The route under the target's url and the body a recording sends for a keyed call (whose
-    `model` came from the path)."""
-    sent = {k: v for k, v in body.items() if k != "model"}
-    return f"models/{body['model']}:{ROUTE}", sent
+    """The route under the target's url and the body a recording sends for a keyed call."""
+    return gemini_api.method_upstream(body, ROUTE)
 
 
 # A count does not stream.

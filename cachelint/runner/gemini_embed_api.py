@@ -10,7 +10,6 @@ stream. A recording calls `<url>/models/<model>:batchEmbedContents`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,21 +22,18 @@ KEY_HEADER: str | None = gemini_api.KEY_HEADER
 UPSTREAM_HEADERS: dict[str, str] = {}
 ERROR_SHAPE = "google"
 KEYED_HEADERS: tuple[str, ...] = ()
-_PATH = re.compile(r".*/models/(?P<model>[^/:]+):batchEmbedContents")
 
 
 def route_model(route: str) -> tuple[str, bool] | None:
     """The model a path (`.../models/<model>:batchEmbedContents`) asks for (never streamed);
     None for another path."""
-    match = _PATH.fullmatch(route)
-    return None if match is None else (match["model"], False)
+    found = gemini_api.path_method(route)
+    return (found[0], False) if found is not None and found[1] == ROUTE else None
 
 
 def upstream(body: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The route under the target's url and the body a recording sends for a keyed call (whose
-    `model` came from the path)."""
-    sent = {k: v for k, v in body.items() if k != "model"}
-    return f"models/{body['model']}:{ROUTE}", sent
+    """The route under the target's url and the body a recording sends for a keyed call."""
+    return gemini_api.method_upstream(body, ROUTE)
 
 
 def conversation_problem(body: Mapping[str, Any]) -> str | None:
