@@ -41,16 +41,9 @@ SDK_APIS: tuple[Any, ...] = (
     bedrock_invoke_api,
 )
 BY_NAME: dict[str, Any] = {api.ROUTE: api for api in SDK_APIS}
-# The APIs whose path names the model (each has `route_model(route)`), and those whose route is
-# the same for every call.
-MODEL_IN_PATH: tuple[Any, ...] = (
-    gemini_api,
-    gemini_embed_api,
-    gemini_count_api,
-    converse_api,
-    vertex_messages_api,
-    bedrock_invoke_api,
-)
+# The APIs whose path names the model (those with a `route_model(route)` to read it), and those
+# whose route is the same for every call.
+MODEL_IN_PATH: tuple[Any, ...] = tuple(api for api in SDK_APIS if hasattr(api, "route_model"))
 FIXED_ROUTE: tuple[Any, ...] = tuple(api for api in SDK_APIS if api not in MODEL_IN_PATH)
 # Amazon Bedrock's routes, which a recording signs with AWS credentials when it has no Bedrock
 # API key (`cachelint.runner.awssign`).
