@@ -232,11 +232,20 @@ def _replaying() -> Iterator[None]:
         yield
 
 
-# The switches of agent frameworks whose trace exporter is on by default and sends from a thread
-# of its own, as the frameworks read them: in a replay such an export could only be refused, and
-# would fail scenarios whose every answer came from the cache. The OpenAI Agents SDK exports
-# whenever an OpenAI key is in the environment, and reads its switch when it first traces.
-EXPORTERS_OFF = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
+# The switches of agent frameworks whose trace exporter sends from a thread of its own, as the
+# frameworks read them: in a replay such an export could only be refused, and would fail
+# scenarios whose every answer came from the cache. Each framework reads its switch when it first
+# traces.
+EXPORTERS_OFF = {
+    # The OpenAI Agents SDK exports by default, whenever an OpenAI key is in the environment.
+    "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    # LangSmith (LangChain's tracing) exports when a team turns it on, as CI jobs often do. It
+    # takes the first of these it finds set, so each one a team may have set is overridden.
+    "LANGSMITH_TRACING_V2": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+    "LANGSMITH_TRACING": "false",
+    "LANGCHAIN_TRACING": "false",
+}
 
 
 @contextmanager
