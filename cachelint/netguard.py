@@ -7,8 +7,9 @@ in the process: anything but loopback to a port cachelint itself opened (its cac
 `allow_loopback_port`) raises `NetworkRefused`, naming the scenario and the host, and the
 scenario fails even when the target swallows the exception. An audit hook cannot be removed
 (target code cannot undo it); it is installed once and only acts while a replay is armed.
-What replay would refuse, it does not provoke: the trace exporters agent frameworks run by
-default are switched off while it is armed (`exporters_off`).
+What replay would refuse, it does not provoke: the network calls frameworks make of their own
+accord (trace exports, catalogs fetched at import) are switched off while it is armed
+(`own_calls_off`).
 """
 
 from __future__ import annotations
@@ -117,9 +118,10 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         blamed = [own] if own is not None else sorted(set(_running.values()))
         for scenario in blamed:
             _refused.setdefault(scenario, []).append(shown)
-    who = ", ".join(blamed) if blamed else "a replay"
+    # No scenario runs while a target's module is imported, say.
+    who = f"scenario {', '.join(blamed)}: " if blamed else ""
     raise NetworkRefused(
-        f"scenario {who}: replay mode refuses network access to {shown}; the answer did not "
+        f"{who}replay mode refuses network access to {shown}; the answer did not "
         "come from the cache (a target must make its model calls through the client it is "
         "given); rerun with --cache auto or --refresh-cache to record"
     )
@@ -221,39 +223,46 @@ def guard_target(
 
 
 def armed(*, replay: bool) -> AbstractContextManager[None]:
-    """`replay_only()` with `exporters_off()` for a replay, nothing otherwise: what `cachelint
+    """`replay_only()` with `own_calls_off()` for a replay, nothing otherwise: what `cachelint
     run` executes under."""
     return _replaying() if replay else nullcontext()
 
 
 @contextmanager
 def _replaying() -> Iterator[None]:
-    with replay_only(), exporters_off():
+    with replay_only(), own_calls_off():
         yield
 
 
-# The switches of agent frameworks whose trace exporter sends from a thread of its own, as the
-# frameworks read them: in a replay such an export could only be refused, and would fail
-# scenarios whose every answer came from the cache. Each framework reads its switch when it first
-# traces.
-EXPORTERS_OFF = {
-    # The OpenAI Agents SDK exports by default, whenever an OpenAI key is in the environment.
+# The switches of the network calls frameworks make of their own accord, as the frameworks read
+# them: in a replay such a call could only be refused, and would fail scenarios whose every
+# answer came from the cache, or the import of a target's module. Each framework reads its
+# switch when it first makes the call.
+OWN_CALLS_OFF = {
+    # The OpenAI Agents SDK exports traces by default, whenever an OpenAI key is in the
+    # environment, from a thread of its own.
     "OPENAI_AGENTS_DISABLE_TRACING": "1",
-    # LangSmith (LangChain's tracing) exports when a team turns it on, as CI jobs often do. It
-    # takes the first of these it finds set, so each one a team may have set is overridden.
+    # LangSmith (LangChain's tracing) exports from a thread of its own when a team turns it on,
+    # as CI jobs often do. It takes the first of these it finds set, so each one a team may have
+    # set is overridden.
     "LANGSMITH_TRACING_V2": "false",
     "LANGCHAIN_TRACING_V2": "false",
     "LANGSMITH_TRACING": "false",
     "LANGCHAIN_TRACING": "false",
+    # LiteLLM fetches its model catalog from GitHub when it is imported, retrying for seconds.
+    # Its offline mode takes the copy it ships (and keeps its other fetches home); releases
+    # before that mode read the second switch.
+    "LITELLM_OFFLINE_MODE": "true",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
 }
 
 
 @contextmanager
-def exporters_off() -> Iterator[None]:
-    """While inside, `EXPORTERS_OFF` is in the environment (this process's, and so its
+def own_calls_off() -> Iterator[None]:
+    """While inside, `OWN_CALLS_OFF` is in the environment (this process's, and so its
     commands'); on the way out, what was there before is put back."""
-    saved = {name: os.environ.get(name) for name in EXPORTERS_OFF}
-    os.environ.update(EXPORTERS_OFF)
+    saved = {name: os.environ.get(name) for name in OWN_CALLS_OFF}
+    os.environ.update(OWN_CALLS_OFF)
     try:
         yield
     finally:

@@ -473,6 +473,23 @@ def test_a_swallowed_refusal_still_fails_the_scenario(git_repo: Path) -> None:
     )
 
 
+def test_a_target_module_reaching_the_network_at_import_is_one_error(git_repo: Path) -> None:
+    """Its module is imported under the replay's guard: module-level code is the target's too.
+    No scenario runs yet, so the line names the module and the host, not a scenario."""
+    write_repo(
+        git_repo,
+        DEAD,
+        ACME,
+        target='type = "python"\nfunction = "eager_agent:answer"\n',
+        files={"eager_agent.py": "import socket\nsocket.getaddrinfo('example.com', 443)\n"},
+    )
+    replay = run_cachelint(git_repo, "run")
+    assert replay.returncode == 2
+    [line] = replay.stderr.splitlines()
+    assert "cannot import module 'eager_agent'" in line
+    assert "(NetworkRefused: replay mode refuses network access to example.com:443;" in line
+
+
 def test_python_target_that_makes_no_call_through_the_cache_fails(git_repo: Path) -> None:
     write_repo(
         git_repo,
@@ -593,19 +610,19 @@ def test_dataset_with_a_lone_surrogate_is_one_error(git_repo: Path) -> None:
 
 
 @pytest.mark.parametrize("before", [None, "false"], ids=["unset", "set"])
-def test_a_replay_switches_trace_exporters_off_and_puts_the_environment_back(
+def test_a_replay_switches_own_calls_off_and_puts_the_environment_back(
     monkeypatch: pytest.MonkeyPatch, before: str | None
 ) -> None:
     from cachelint import netguard
-    from cachelint.netguard import EXPORTERS_OFF
+    from cachelint.netguard import OWN_CALLS_OFF
 
-    for name in EXPORTERS_OFF:
+    for name in OWN_CALLS_OFF:
         if before is None:
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, before)
     with netguard.armed(replay=True):
-        assert {name: os.environ.get(name) for name in EXPORTERS_OFF} == EXPORTERS_OFF
-    assert {os.environ.get(name) for name in EXPORTERS_OFF} == {before}
-    with netguard.armed(replay=False):  # recording: the exporters are the team's to keep
-        assert {os.environ.get(name) for name in EXPORTERS_OFF} == {before}
+        assert {name: os.environ.get(name) for name in OWN_CALLS_OFF} == OWN_CALLS_OFF
+    assert {os.environ.get(name) for name in OWN_CALLS_OFF} == {before}
+    with netguard.armed(replay=False):  # recording: their calls are the team's to keep
+        assert {os.environ.get(name) for name in OWN_CALLS_OFF} == {before}

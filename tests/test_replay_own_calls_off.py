@@ -1,0 +1,150 @@
+"""A replay switches off the network calls frameworks make of their own accord: trace exports
+from threads of their own, a catalog fetched when the framework is imported.
+
+Such a call could only be refused in a replay (`cachelint.netguard`), and the refusal would fail
+every running scenario although each answer came from the cache, or fail the import of the
+target's module. These tests replay in a process of their own: a framework reads its switch
+once, when it first makes the call.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_cachelint
+from tests.helpers import command_target, python_target, record, result
+from tests.helpers import write_targets_repo as write_repo
+
+pytestmark = pytest.mark.usefixtures("recording_env")
+
+ORDER = {"input": "Where is order A-1?", "assert": [{"type": "contains", "value": "A-1"}]}
+SCRIPT = {"rules": [], "default": {"content": "Order A-1 has shipped."}}
+
+# A LangChain-style agent traced with LangSmith's `@traceable`, as LangChain traces its runs.
+# With LANGSMITH_TRACING=true and a key, LangSmith posts each run to its API from a background
+# thread as soon as the run ends, while the scenario is still running.
+LANGSMITH_AGENT = """
+import openai
+from langsmith import traceable
+
+
+@traceable(name="orders-agent")
+def ask(sdk, question):
+    reply = sdk.chat.completions.create(
+        model="small-model", messages=[{"role": "user", "content": question}]
+    )
+    return reply.choices[0].message.content
+
+
+def answer(scenario, client):
+    sdk = openai.OpenAI(
+        base_url=client.base_url,
+        api_key=client.api_key,
+        http_client=client.http_client(),
+        max_retries=0,
+    )
+    return ask(sdk, scenario.messages[-1]["content"])
+"""
+
+# How teams turn LangSmith on in CI: the current variable, or LangChain's older one.
+LANGSMITH_ON = [
+    {"LANGSMITH_TRACING": "true", "LANGSMITH_API_KEY": "lsv2-in-the-ci-environment"},
+    {"LANGCHAIN_TRACING_V2": "true", "LANGCHAIN_API_KEY": "lsv2-in-the-ci-environment"},
+]
+
+
+def record_and_replay(
+    repo: Path,
+    target: str,
+    files: dict[str, str],
+    env: dict[str, str] | None = None,
+    *,
+    recording_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Record scenario support/acme/order through the fake provider (in this process, with
+    `recording_env` set), then replay it in a process of its own with `env` added: the trial,
+    once the replay has passed."""
+    write_repo(repo, targets=target, scenarios={"support/acme/order": ORDER}, files=files)
+    with pytest.MonkeyPatch.context() as recording:
+        for name, value in (recording_env or {}).items():
+            recording.setenv(name, value)
+        outcome, calls = record(repo, SCRIPT)
+    assert outcome.rc == 0 and calls == 1, outcome.out + outcome.err
+    replay = run_cachelint(repo, "run", "--execution", "offline", env=env)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    trial: dict[str, Any] = result(repo, "support/acme/order", "offline")["trials"][0]
+    assert trial["cache_hit"] is True, trial
+    return trial
+
+
+@pytest.mark.parametrize("tracing", LANGSMITH_ON, ids=["LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2"])
+def test_a_langsmith_traced_agent_replays_offline(git_repo: Path, tracing: dict[str, str]) -> None:
+    pytest.importorskip("langsmith")
+    pytest.importorskip("openai")
+    target = python_target("traced_agent:answer")
+    trial = record_and_replay(git_repo, target, {"traced_agent.py": LANGSMITH_AGENT}, tracing)
+    assert trial["output"]["text"] == "Order A-1 has shipped."
+
+
+# The same agent as a program of its own, configured from the environment alone.
+LANGSMITH_PROGRAM = """
+import openai
+from langsmith import traceable
+
+
+@traceable(name="orders-agent")
+def ask(question):
+    reply = openai.OpenAI(max_retries=0).chat.completions.create(
+        model="small-model", messages=[{"role": "user", "content": question}]
+    )
+    return reply.choices[0].message.content
+
+
+print(ask("Where is order A-1?"))
+"""
+
+
+def test_a_langsmith_traced_program_replays_offline(git_repo: Path) -> None:
+    """A command target gets the switches in its environment, as every program it starts does."""
+    pytest.importorskip("langsmith")
+    pytest.importorskip("openai")
+    target = command_target([sys.executable, "traced_program.py"])
+    files = {"traced_program.py": LANGSMITH_PROGRAM}
+    trial = record_and_replay(git_repo, target, files, LANGSMITH_ON[0])
+    assert "Order A-1 has shipped." in trial["output"]["text"]
+
+
+# An agent calling its model through LiteLLM, imported at the top of the module as usual.
+LITELLM_AGENT = """
+import litellm
+
+
+def answer(scenario, client):
+    reply = litellm.completion(
+        model="openai/small-model",
+        api_base=client.base_url,
+        api_key=client.api_key,
+        messages=[{"role": "user", "content": scenario.messages[-1]["content"]}],
+        num_retries=0,
+    )
+    return reply.choices[0].message.content
+"""
+
+
+def test_a_litellm_agent_replays_offline(git_repo: Path) -> None:
+    """Importing LiteLLM fetches its model catalog from GitHub. In a replay that fetch was
+    refused inside the import of the target's module, and no scenario could run."""
+    pytest.importorskip("openai")
+    if importlib.util.find_spec("litellm") is None:  # not imported here: that would fetch
+        pytest.skip("litellm is not installed")
+    # The recording, in this process, takes the catalog LiteLLM ships, as a test must.
+    offline = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    target = python_target("litellm_agent:answer")
+    files = {"litellm_agent.py": LITELLM_AGENT}
+    trial = record_and_replay(git_repo, target, files, recording_env=offline)
+    assert trial["output"]["text"] == "Order A-1 has shipped."
