@@ -25,31 +25,51 @@ pytestmark = pytest.mark.usefixtures("recording_env")
 ORDER = {"input": "Where is order A-1?", "assert": [{"type": "contains", "value": "A-1"}]}
 SCRIPT = {"rules": [], "default": {"content": "Order A-1 has shipped."}}
 
-# A LangChain-style agent traced with LangSmith's `@traceable`, as LangChain traces its runs.
-# With LANGSMITH_TRACING=true and a key, LangSmith posts each run to its API from a background
-# thread as soon as the run ends, while the scenario is still running.
-LANGSMITH_AGENT = """
-import openai
-from langsmith import traceable
+# A LangChain agent: ChatOpenAI with a tool, in a loop until the model answers. With tracing
+# on, LangChain's tracer posts each run to LangSmith from a background thread as soon as the run
+# ends, while the scenario is still running.
+LANGCHAIN_AGENT = """
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+STREAM = @STREAM@
 
 
-@traceable(name="orders-agent")
-def ask(sdk, question):
-    reply = sdk.chat.completions.create(
-        model="small-model", messages=[{"role": "user", "content": question}]
-    )
-    return reply.choices[0].message.content
+@tool
+def lookup_order(order_id: str) -> str:
+    \"\"\"Look an order up.\"\"\"
+    return "shipped"
 
 
 def answer(scenario, client):
-    sdk = openai.OpenAI(
+    model = ChatOpenAI(
+        model="small-model",
         base_url=client.base_url,
         api_key=client.api_key,
         http_client=client.http_client(),
         max_retries=0,
-    )
-    return ask(sdk, scenario.messages[-1]["content"])
+        streaming=STREAM,
+    ).bind_tools([lookup_order])
+    messages = [HumanMessage(scenario.messages[-1]["content"])]
+    reply = model.invoke(messages)
+    while reply.tool_calls:
+        messages.append(reply)
+        for call in reply.tool_calls:
+            said = lookup_order.invoke(call["args"])
+            messages.append(ToolMessage(said, tool_call_id=call["id"]))
+        reply = model.invoke(messages)
+    return reply.content
 """
+TOOL_SCRIPT = {
+    "rules": [
+        {
+            "match": {"tool_result_contains": "shipped"},
+            "reply": {"content": "Order A-1 has shipped."},
+        }
+    ],
+    "default": {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]},
+}
 
 # How teams turn LangSmith on in CI: the current variable, or LangChain's older one.
 LANGSMITH_ON = [
@@ -64,34 +84,43 @@ def record_and_replay(
     files: dict[str, str],
     env: dict[str, str] | None = None,
     *,
+    script: dict[str, Any] = SCRIPT,
     recording_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Record scenario support/acme/order through the fake provider (in this process, with
-    `recording_env` set), then replay it in a process of its own with `env` added: the trial,
-    once the replay has passed."""
+    """Record scenario support/acme/order through the fake provider answering by `script` (in
+    this process, with `recording_env` set), then replay it in a process of its own with `env`
+    added: the trial, once the replay has passed with every call a cache hit."""
     write_repo(repo, targets=target, scenarios={"support/acme/order": ORDER}, files=files)
     with pytest.MonkeyPatch.context() as recording:
         for name, value in (recording_env or {}).items():
             recording.setenv(name, value)
-        outcome, calls = record(repo, SCRIPT)
-    assert outcome.rc == 0 and calls == 1, outcome.out + outcome.err
+        outcome, calls = record(repo, script)
+    assert outcome.rc == 0 and calls > 0, outcome.out + outcome.err
     replay = run_cachelint(repo, "run", "--execution", "offline", env=env)
     assert replay.returncode == 0, replay.stdout + replay.stderr
     trial: dict[str, Any] = result(repo, "support/acme/order", "offline")["trials"][0]
-    assert trial["cache_hit"] is True, trial
+    assert trial["cache_hit"] is True and len(trial["calls"]) == calls, trial
     return trial
 
 
-@pytest.mark.parametrize("tracing", LANGSMITH_ON, ids=["LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2"])
-def test_a_langsmith_traced_agent_replays_offline(git_repo: Path, tracing: dict[str, str]) -> None:
-    pytest.importorskip("langsmith")
-    pytest.importorskip("openai")
-    target = python_target("traced_agent:answer")
-    trial = record_and_replay(git_repo, target, {"traced_agent.py": LANGSMITH_AGENT}, tracing)
+@pytest.mark.parametrize(
+    ("tracing", "stream"),
+    [(LANGSMITH_ON[0], False), (LANGSMITH_ON[1], True)],
+    ids=["LANGSMITH_TRACING-invoke", "LANGCHAIN_TRACING_V2-streaming"],
+)
+def test_a_langchain_agent_traced_to_langsmith_replays_offline(
+    git_repo: Path, tracing: dict[str, str], stream: bool
+) -> None:
+    pytest.importorskip("langchain_openai")
+    target = python_target("langchain_agent:answer")
+    files = {"langchain_agent.py": LANGCHAIN_AGENT.replace("@STREAM@", str(stream))}
+    trial = record_and_replay(git_repo, target, files, tracing, script=TOOL_SCRIPT)
+    assert len(trial["calls"]) == 2
     assert trial["output"]["text"] == "Order A-1 has shipped."
 
 
-# The same agent as a program of its own, configured from the environment alone.
+# A program of its own, configured from the environment alone, traced with LangSmith's own
+# `@traceable`.
 LANGSMITH_PROGRAM = """
 import openai
 from langsmith import traceable
