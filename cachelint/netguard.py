@@ -249,6 +249,10 @@ OWN_CALLS_OFF = {
     "LANGCHAIN_TRACING_V2": "false",
     "LANGSMITH_TRACING": "false",
     "LANGCHAIN_TRACING": "false",
+    # CrewAI's telemetry is on by default and exports every few seconds from a thread of its
+    # own; its tracing to CrewAI's platform is turned on with the second switch.
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "CREWAI_TRACING_ENABLED": "false",
     # LiteLLM fetches its model catalog from GitHub when it is imported, retrying for seconds.
     # Its offline mode takes the copy it ships (and keeps its other fetches home); releases
     # before that mode read the second switch.

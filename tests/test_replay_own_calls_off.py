@@ -177,3 +177,37 @@ def test_a_litellm_agent_replays_offline(git_repo: Path) -> None:
     files = {"litellm_agent.py": LITELLM_AGENT}
     trial = record_and_replay(git_repo, target, files, recording_env=offline)
     assert trial["output"]["text"] == "Order A-1 has shipped."
+
+
+# A CrewAI crew of one agent. CrewAI's telemetry exports from a thread of its own every few
+# seconds; flushing it inside the scenario makes that export happen while the scenario runs.
+CREWAI_AGENT = """
+from crewai import LLM, Agent, Crew, Task
+from crewai.telemetry import Telemetry
+
+
+def answer(scenario, client):
+    llm = LLM(model="openai/small-model", base_url=client.base_url, api_key=client.api_key)
+    agent = Agent(role="orders", goal="Answer about orders.", backstory="You know orders.", llm=llm)
+    task = Task(description=scenario.messages[-1]["content"], expected_output="an answer")
+    task.agent = agent
+    said = str(Crew(agents=[agent], tasks=[task]).kickoff())
+    provider = getattr(Telemetry(), "provider", None)
+    if provider is not None:
+        provider.force_flush()
+    return said
+"""
+CREWAI_SCRIPT = {
+    "default": {"content": "Thought: I know it.\nFinal Answer: Order A-1 has shipped."}
+}
+
+
+def test_a_crewai_crew_replays_offline(git_repo: Path) -> None:
+    """CrewAI's telemetry is on by default. Not in the test extras: it pins openai below 3 and
+    brings about a gigabyte of vector stores, so this runs where crewai is installed."""
+    if importlib.util.find_spec("crewai") is None:
+        pytest.skip("crewai is not installed")
+    target = python_target("crew_agent:answer")
+    files = {"crew_agent.py": CREWAI_AGENT}
+    trial = record_and_replay(git_repo, target, files, script=CREWAI_SCRIPT)
+    assert "Order A-1 has shipped." in trial["output"]["text"]
