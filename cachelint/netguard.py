@@ -253,6 +253,9 @@ OWN_CALLS_OFF = {
     # own; its tracing to CrewAI's platform is turned on with the second switch.
     "CREWAI_DISABLE_TELEMETRY": "true",
     "CREWAI_TRACING_ENABLED": "false",
+    # Haystack's telemetry is on by default: each pipeline run is sent to PostHog from a
+    # thread of its own. Read when Haystack is imported.
+    "HAYSTACK_TELEMETRY_ENABLED": "False",
     # LiteLLM fetches its model catalog from GitHub when it is imported, retrying for seconds.
     # Its offline mode takes the copy it ships (and keeps its other fetches home); releases
     # before that mode read the second switch.

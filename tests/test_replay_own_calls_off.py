@@ -179,6 +179,37 @@ def test_a_litellm_agent_replays_offline(git_repo: Path) -> None:
     assert trial["output"]["text"] == "Order A-1 has shipped."
 
 
+# A Haystack pipeline of one chat generator. Haystack sends each pipeline run to PostHog from a
+# thread of its own; flushing PostHog inside the scenario makes it send while the scenario runs.
+HAYSTACK_AGENT = """
+import posthog
+from haystack import Pipeline
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.dataclasses import ChatMessage
+from haystack.utils import Secret
+
+
+def answer(scenario, client):
+    generator = OpenAIChatGenerator(
+        model="small-model", api_base_url=client.base_url, api_key=Secret.from_token(client.api_key)
+    )
+    pipeline = Pipeline()
+    pipeline.add_component("llm", generator)
+    question = ChatMessage.from_user(scenario.messages[-1]["content"])
+    out = pipeline.run({"llm": {"messages": [question]}})
+    posthog.flush()
+    return out["llm"]["replies"][0].text
+"""
+
+
+def test_a_haystack_pipeline_replays_offline(git_repo: Path) -> None:
+    """Haystack's telemetry is on by default."""
+    pytest.importorskip("haystack")
+    target = python_target("haystack_agent:answer")
+    trial = record_and_replay(git_repo, target, {"haystack_agent.py": HAYSTACK_AGENT})
+    assert trial["output"]["text"] == "Order A-1 has shipped."
+
+
 # A CrewAI crew of one agent. CrewAI's telemetry exports from a thread of its own every few
 # seconds; flushing it inside the scenario makes that export happen while the scenario runs.
 CREWAI_AGENT = """
