@@ -215,7 +215,8 @@ def guard_target(
             raise NetworkRefused(
                 f"scenario {identity}: the python target made no model call through the cache, "
                 "so the answer did not come from the cache; call the client it is given "
-                "(client.chat(...)) instead of building its own"
+                "(client.chat(...)) instead of building its own, and turn off any response cache "
+                "of its own that answered instead (DSPy's: dspy.LM(..., cache=False))"
             )
         return value
 

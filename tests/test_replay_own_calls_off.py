@@ -242,3 +242,61 @@ def test_a_crewai_crew_replays_offline(git_repo: Path) -> None:
     files = {"crew_agent.py": CREWAI_AGENT}
     trial = record_and_replay(git_repo, target, files, script=CREWAI_SCRIPT)
     assert "Order A-1 has shipped." in trial["output"]["text"]
+
+
+# A DSPy program. DSPy answers a request it has seen from a response cache of its own, on disk
+# and in memory, whatever base URL it is given: cachelint's cache must be the one that answers,
+# so the program turns DSPy's off, as the docs say.
+DSPY_AGENT = """
+import dspy
+
+
+def answer(scenario, client):
+    lm = dspy.LM(
+        "openai/small-model",
+        api_base=client.base_url,
+        api_key=client.api_key,
+        num_retries=0,
+        cache=@CACHE@,
+    )
+    with dspy.context(lm=lm):
+        predict = dspy.Predict("question -> answer")
+        return predict(question=scenario.messages[-1]["content"]).answer
+"""
+DSPY_SCRIPT = {
+    "default": {"content": "[[ ## answer ## ]]\nOrder A-1 has shipped.\n\n[[ ## completed ## ]]"}
+}
+
+
+@pytest.mark.parametrize("cache", [False, True], ids=["dspy-cache-off", "dspy-cache-on"])
+def test_a_dspy_program_replays_from_cachelints_cache(
+    git_repo: Path, tmp_path: Path, cache: bool
+) -> None:
+    """DSPy calls through LiteLLM, whose switches hold for it too. With DSPy's own cache on, the
+    replay is answered by it and fails, saying how to turn it off."""
+    if importlib.util.find_spec("dspy") is None:  # not imported here: that would fetch
+        pytest.skip("dspy is not installed")
+    # Both runs share DSPy's disk cache, as two runs on a developer's machine do.
+    shared = {"DSPY_CACHEDIR": str(tmp_path / "dspy-cache")}
+    files = {"dspy_agent.py": DSPY_AGENT.replace("@CACHE@", str(cache))}
+    write_repo(
+        git_repo,
+        targets=python_target("dspy_agent:answer"),
+        scenarios={"support/acme/order": ORDER},
+        files=files,
+    )
+    with pytest.MonkeyPatch.context() as recording:
+        for name, value in {**shared, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}.items():
+            recording.setenv(name, value)
+        outcome, calls = record(git_repo, DSPY_SCRIPT)
+    assert outcome.rc == 0 and calls == 1, outcome.out + outcome.err
+
+    replay = run_cachelint(git_repo, "run", "--execution", "offline", env=shared)
+    trial = result(git_repo, "support/acme/order", "offline")["trials"][0]
+    if not cache:
+        assert replay.returncode == 0, replay.stdout + replay.stderr
+        assert trial["cache_hit"] is True and trial["output"]["text"] == "Order A-1 has shipped."
+    else:
+        assert replay.returncode == 1
+        assert "made no model call through the cache" in trial["error"]
+        assert "dspy.LM(..., cache=False)" in trial["error"]
