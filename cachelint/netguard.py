@@ -238,7 +238,8 @@ def _replaying() -> Iterator[None]:
 # The switches of the network calls frameworks make of their own accord, as the frameworks read
 # them: in a replay such a call could only be refused, and would fail scenarios whose every
 # answer came from the cache, or the import of a target's module. Each framework reads its
-# switch when it first makes the call.
+# switch when it is imported or first makes the call; a target's module is imported while the
+# replay is armed.
 OWN_CALLS_OFF = {
     # The OpenAI Agents SDK exports traces by default, whenever an OpenAI key is in the
     # environment, from a thread of its own.

@@ -4,7 +4,8 @@ from threads of their own, a catalog fetched when the framework is imported.
 Such a call could only be refused in a replay (`cachelint.netguard`), and the refusal would fail
 every running scenario although each answer came from the cache, or fail the import of the
 target's module. These tests replay in a process of their own: a framework reads its switch
-once, when it first makes the call.
+once, when it is imported or first makes the call. The last test is of a framework's own
+response cache (DSPy's), which a replay cannot switch off and must name.
 """
 
 from __future__ import annotations
