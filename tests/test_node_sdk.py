@@ -1,13 +1,15 @@
-"""A program in another language through the cache endpoint: OpenAI's own Node.js SDK (the `openai`
-npm package), configured from the environment alone, as a `command` target.
+"""Programs in another language through the cache endpoint, as `command` targets configured
+from the environment alone: OpenAI's own Node.js SDK (the `openai` npm package, on the chat
+completions API) and Vercel's AI SDK (`ai` with `@ai-sdk/openai`, on the Responses API).
 
-The package is installed by .ci/run (`npm install --prefix .ci/node openai@6`); locally, run the
-same command. Without Node.js or the package the test skips, and fails under CI=true, so CI
-cannot pass by skipping.
+The packages are those .ci/node/package.json names, installed by .ci/run (`cd .ci/node && npm
+install`); locally, run the same command. Without Node.js or the packages the tests skip, and
+fail under CI=true, so CI cannot pass by skipping.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -20,11 +22,12 @@ from tests.helpers import write_targets_repo as write_repo
 
 pytestmark = pytest.mark.usefixtures("recording_env")
 
-NODE_MODULES = PROJECT / ".ci" / "node" / "node_modules"
+NODE_PROJECT = PROJECT / ".ci" / "node"
+NODE_MODULES = NODE_PROJECT / "node_modules"
 
 # A tool loop: the SDK reads OPENAI_BASE_URL and OPENAI_API_KEY; `stream` as its argument
 # streams each call through the SDK's own stream helper.
-AGENT = """
+OPENAI_AGENT = """
 import OpenAI from "openai";
 
 const client = new OpenAI({ maxRetries: 0 });
@@ -56,6 +59,35 @@ while (reply.tool_calls?.length) {
 }
 console.log(reply.content);
 """
+# The same tool loop run by the AI SDK, whose `openai` provider reads the same two variables and
+# calls the Responses API; `stream` as its argument streams with `streamText`.
+AI_SDK_AGENT = """
+import { generateText, stepCountIs, streamText, tool } from "ai";
+import { openai } from "@ai-sdk/openai";
+import { z } from "zod";
+
+const options = {
+  model: openai("node-model"),
+  prompt: "Where is order A-1?",
+  tools: {
+    lookup_order: tool({
+      description: "Look an order up.",
+      inputSchema: z.object({ order_id: z.string() }),
+      execute: async () => "shipped",
+    }),
+  },
+  stopWhen: stepCountIs(5),
+  maxRetries: 0,
+};
+const text = process.argv[2] === "stream"
+  ? await streamText(options).text
+  : (await generateText(options)).text;
+console.log(text);
+"""
+AGENTS = {
+    "openai": (OPENAI_AGENT, "/v1/chat/completions"),
+    "ai-sdk": (AI_SDK_AGENT, "/v1/responses"),
+}
 SCRIPT = {
     "rules": [
         {
@@ -68,30 +100,32 @@ SCRIPT = {
 ORDER = {"input": "Where is order A-1?", "assert": [{"type": "contains", "value": "shipped"}]}
 
 
-def node_with_openai() -> str:
+def node_with_packages() -> str:
     node = shutil.which("node")
-    if node is not None and (NODE_MODULES / "openai" / "package.json").is_file():
+    names = json.loads((NODE_PROJECT / "package.json").read_text())["dependencies"]
+    if node is not None and all((NODE_MODULES / n / "package.json").is_file() for n in names):
         return node
     if os.environ.get("CI"):
-        pytest.fail("CI needs Node.js and the openai npm package; .ci/run installs the package")
-    pytest.skip("needs node and `npm install --prefix .ci/node openai@6`")
+        pytest.fail("CI needs Node.js and the npm packages; .ci/run installs them")
+    pytest.skip("needs node and the npm packages: cd .ci/node && npm install")
 
 
 @pytest.mark.parametrize("mode", ["create", "stream"])
-def test_the_openai_node_sdk_records_and_replays(git_repo: Path, mode: str) -> None:
-    node = node_with_openai()
+@pytest.mark.parametrize("sdk", sorted(AGENTS))
+def test_a_node_sdk_records_and_replays(git_repo: Path, sdk: str, mode: str) -> None:
+    node = node_with_packages()
+    agent, route = AGENTS[sdk]
     (git_repo / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
     write_repo(
         git_repo,
         targets=command_target([node, "agent.mjs", mode]),
         scenarios={"support/acme/order": ORDER},
-        files={"agent.mjs": AGENT},
+        files={"agent.mjs": agent},
     )
     outcome, requests = record_requests(git_repo, SCRIPT)
     assert outcome.rc == 0, outcome.out + outcome.err
-    bodies = [r.body for r in requests]
-    # Recorded whole either way; a streaming SDK gets the answer back as chunks.
-    assert [b["model"] for b in bodies] == ["node-model", "node-model"]
+    # Recorded whole either way; a streaming SDK gets the answer back as its API's events.
+    assert [(r.path, r.body["model"]) for r in requests] == [(route, "node-model")] * 2
 
     replay = do_run(git_repo)
     assert replay.rc == 0, replay.out + replay.err
@@ -100,9 +134,9 @@ def test_the_openai_node_sdk_records_and_replays(git_repo: Path, mode: str) -> N
     assert trial["output"]["text"].strip() == "Order A-1 has shipped."
 
     # A changed question reaches the SDK as an HTTP error; the scenario fails on the miss.
-    (git_repo / "agent.mjs").write_text(AGENT.replace("order A-1?", "order B-2?"))
+    (git_repo / "agent.mjs").write_text(agent.replace("order A-1?", "order B-2?"))
     missed = do_run(git_repo)
     assert missed.rc == 1
     error = result(git_repo, "support/acme/order")["trials"][0]["error"]
     assert error.startswith("cache miss in replay mode"), error
-    assert "'Where is order A-1?' -> 'Where is order B-2?'" in error
+    assert "'Where is order A-1?' -> 'Where is order B-2?'" in error, error
