@@ -1,6 +1,7 @@
 """Programs in another language through the cache endpoint, as `command` targets configured
 from the environment alone: OpenAI's own Node.js SDK (the `openai` npm package, on the chat
-completions API) and Vercel's AI SDK (`ai` with `@ai-sdk/openai`, on the Responses API).
+completions API), Vercel's AI SDK (`ai` with `@ai-sdk/openai`, on the Responses API) and
+Anthropic's TypeScript SDK (`@anthropic-ai/sdk`, on the Messages API).
 
 The packages are those .ci/node/package.json names, installed by .ci/run (`cd .ci/node && npm
 install`); locally, run the same command. Without Node.js or the packages the tests skip, and
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT
-from tests.helpers import command_target, do_run, record_requests, result
+from tests.helpers import ROUND_TRIP_SCRIPT, command_target, do_run, record_requests, result
 from tests.helpers import write_targets_repo as write_repo
 
 pytestmark = pytest.mark.usefixtures("recording_env")
@@ -39,7 +40,10 @@ const tools = [{
     parameters: { type: "object", properties: { order_id: { type: "string" } } },
   },
 }];
-const messages = [{ role: "user", content: "Where is order A-1?" }];
+const messages = [
+  { role: "system", content: "You answer questions about orders." },
+  { role: "user", content: "Where is order A-1?" },
+];
 
 async function ask() {
   const request = { model: "node-model", messages, tools };
@@ -68,6 +72,7 @@ import { z } from "zod";
 
 const options = {
   model: openai("node-model"),
+  system: "You answer questions about orders.",
   prompt: "Where is order A-1?",
   tools: {
     lookup_order: tool({
@@ -84,18 +89,51 @@ const text = process.argv[2] === "stream"
   : (await generateText(options)).text;
 console.log(text);
 """
+# The same tool loop on Anthropic's TypeScript SDK, which reads ANTHROPIC_BASE_URL and
+# ANTHROPIC_API_KEY; `stream` as its argument streams through the SDK's message stream.
+ANTHROPIC_AGENT = """
+import Anthropic from "@anthropic-ai/sdk";
+
+const client = new Anthropic({ maxRetries: 0 });
+const stream = process.argv[2] === "stream";
+const tools = [{
+  name: "lookup_order",
+  description: "Look an order up.",
+  input_schema: { type: "object", properties: { order_id: { type: "string" } } },
+}];
+const messages = [{ role: "user", content: "Where is order A-1?" }];
+
+async function ask() {
+  const request = {
+    model: "node-model",
+    max_tokens: 256,
+    system: "You answer questions about orders.",
+    messages,
+    tools,
+  };
+  return stream
+    ? await client.messages.stream(request).finalMessage()
+    : await client.messages.create(request);
+}
+
+let reply = await ask();
+while (reply.stop_reason === "tool_use") {
+  messages.push({ role: "assistant", content: reply.content });
+  const calls = reply.content.filter((block) => block.type === "tool_use");
+  const results = calls.map((call) => ({
+    type: "tool_result",
+    tool_use_id: call.id,
+    content: "shipped",
+  }));
+  messages.push({ role: "user", content: results });
+  reply = await ask();
+}
+console.log(reply.content.filter((block) => block.type === "text").map((b) => b.text).join(""));
+"""
 AGENTS = {
     "openai": (OPENAI_AGENT, "/v1/chat/completions"),
     "ai-sdk": (AI_SDK_AGENT, "/v1/responses"),
-}
-SCRIPT = {
-    "rules": [
-        {
-            "match": {"tool_result_contains": "shipped"},
-            "reply": {"content": "Order A-1 has shipped."},
-        }
-    ],
-    "default": {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]},
+    "anthropic": (ANTHROPIC_AGENT, "/v1/messages"),
 }
 ORDER = {"input": "Where is order A-1?", "assert": [{"type": "contains", "value": "shipped"}]}
 
@@ -122,7 +160,7 @@ def test_a_node_sdk_records_and_replays(git_repo: Path, sdk: str, mode: str) -> 
         scenarios={"support/acme/order": ORDER},
         files={"agent.mjs": agent},
     )
-    outcome, requests = record_requests(git_repo, SCRIPT)
+    outcome, requests = record_requests(git_repo, ROUND_TRIP_SCRIPT)
     assert outcome.rc == 0, outcome.out + outcome.err
     # Recorded whole either way; a streaming SDK gets the answer back as its API's events.
     assert [(r.path, r.body["model"]) for r in requests] == [(route, "node-model")] * 2

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cachelint
-from tests.helpers import command_target, python_target, record, result
+from tests.helpers import ROUND_TRIP_SCRIPT, command_target, python_target, record, result
 from tests.helpers import write_targets_repo as write_repo
 
 pytestmark = pytest.mark.usefixtures("recording_env")
@@ -30,7 +30,7 @@ SCRIPT = {"rules": [], "default": {"content": "Order A-1 has shipped."}}
 # on, LangChain's tracer posts each run to LangSmith from a background thread as soon as the run
 # ends, while the scenario is still running.
 LANGCHAIN_AGENT = """
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
@@ -52,7 +52,10 @@ def answer(scenario, client):
         max_retries=0,
         streaming=STREAM,
     ).bind_tools([lookup_order])
-    messages = [HumanMessage(scenario.messages[-1]["content"])]
+    messages = [
+        SystemMessage("You answer questions about orders."),
+        HumanMessage(scenario.messages[-1]["content"]),
+    ]
     reply = model.invoke(messages)
     while reply.tool_calls:
         messages.append(reply)
@@ -62,15 +65,6 @@ def answer(scenario, client):
         reply = model.invoke(messages)
     return reply.content
 """
-TOOL_SCRIPT = {
-    "rules": [
-        {
-            "match": {"tool_result_contains": "shipped"},
-            "reply": {"content": "Order A-1 has shipped."},
-        }
-    ],
-    "default": {"tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]},
-}
 
 # How teams turn LangSmith on in CI: the current variable, or LangChain's older one.
 LANGSMITH_ON = [
@@ -115,7 +109,7 @@ def test_a_langchain_agent_traced_to_langsmith_replays_offline(
     pytest.importorskip("langchain_openai")
     target = python_target("langchain_agent:answer")
     files = {"langchain_agent.py": LANGCHAIN_AGENT.replace("@STREAM@", str(stream))}
-    trial = record_and_replay(git_repo, target, files, tracing, script=TOOL_SCRIPT)
+    trial = record_and_replay(git_repo, target, files, tracing, script=ROUND_TRIP_SCRIPT)
     assert len(trial["calls"]) == 2
     assert trial["output"]["text"] == "Order A-1 has shipped."
 
