@@ -53,7 +53,9 @@ def test_not_an_eval():
 """
 
 
-def inner_pytest(repo: Path, *args: str, netns: bool = False) -> subprocess.CompletedProcess[str]:
+def inner_pytest(
+    repo: Path, *args: str, netns: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
     if netns:
         script = "ip link set lo up && " + " ".join(command)
@@ -61,7 +63,7 @@ def inner_pytest(repo: Path, *args: str, netns: bool = False) -> subprocess.Comp
     return subprocess.run(
         command,
         cwd=repo,
-        env={**os.environ, "PYTHONPATH": str(PROJECT), "CACHELINT_NOW": NOW},
+        env={**os.environ, "PYTHONPATH": str(PROJECT), "CACHELINT_NOW": NOW, **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,
@@ -175,26 +177,32 @@ def test_gemini(cachelint):
 """
 
 
-def test_pytest_m_eval_serves_the_openai_anthropic_and_gemini_sdks(git_repo: Path) -> None:
-    pytest.importorskip("anthropic")
-    pytest.importorskip("google.genai")
-    (git_repo / "pyproject.toml").write_text(
+def record_evals(repo: Path, source: str) -> list[str]:
+    """`source` as tests/test_evals.py of a repository recording through the fake provider:
+    `pytest -m eval --cachelint-cache auto` run once, and the paths the provider was asked."""
+    (repo / "pyproject.toml").write_text(
         "[tool.cachelint]\n"
         "[tool.cachelint.target]\n"
         f'url = "{DEAD}"\nprovider = "cachelint-fake"\nmodel = "scripted-v1"\n'
         'api-key-env = "CACHELINT_TEST_KEY"\n',
         encoding="utf-8",
     )
-    (git_repo / "tests").mkdir()
-    (git_repo / "tests/test_sdks.py").write_text(SDK_TESTS, encoding="utf-8")
-    pyproject = git_repo / "pyproject.toml"
+    (repo / "tests").mkdir()
+    (repo / "tests/test_evals.py").write_text(source, encoding="utf-8")
+    pyproject = repo / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
     with fake_server(SCRIPT) as fake:
         pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
-        recorded = inner_pytest(git_repo, "-m", "eval", "--cachelint-cache", "auto")
+        recorded = inner_pytest(repo, "-m", "eval", "--cachelint-cache", "auto")
         pyproject.write_text(text, encoding="utf-8")
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-    assert sorted(r.path for r in fake.requests) == [
+    return [r.path for r in fake.requests]
+
+
+def test_pytest_m_eval_serves_the_openai_anthropic_and_gemini_sdks(git_repo: Path) -> None:
+    pytest.importorskip("anthropic")
+    pytest.importorskip("google.genai")
+    assert sorted(record_evals(git_repo, SDK_TESTS)) == [
         "/v1/messages",
         "/v1/models/gemini-model:generateContent",
         "/v1/responses",
@@ -202,6 +210,31 @@ def test_pytest_m_eval_serves_the_openai_anthropic_and_gemini_sdks(git_repo: Pat
     replay = inner_pytest(git_repo, "-m", "eval", netns=can_unshare())
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "3 passed" in replay.stdout
+
+
+LANGCHAIN_TESTS = """
+import pytest
+from langchain_core.messages import HumanMessage
+from langchain_openai import ChatOpenAI
+
+
+@pytest.mark.eval
+def test_refund(cachelint):
+    model = ChatOpenAI(model="bot-model", base_url=cachelint.base_url, api_key=cachelint.api_key,
+                       http_client=cachelint.http_client(), max_retries=0)
+    assert "30 days" in model.invoke([HumanMessage("refunds?")]).content
+"""
+
+
+def test_a_langchain_eval_test_replays_with_langsmith_tracing_on(git_repo: Path) -> None:
+    """LangSmith reads its switch when it first traces: in the eval test, where the replay has
+    switched its export off (cachelint.netguard.OWN_CALLS_OFF), when no test traced before."""
+    pytest.importorskip("langchain_openai")
+    assert record_evals(git_repo, LANGCHAIN_TESTS) == ["/v1/chat/completions"]
+    tracing = {"LANGSMITH_TRACING": "true", "LANGSMITH_API_KEY": "lsv2-in-the-ci-environment"}
+    replay = inner_pytest(git_repo, "-m", "eval", env=tracing)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "1 passed" in replay.stdout
 
 
 BYPASS_TESTS = """
