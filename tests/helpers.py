@@ -495,6 +495,24 @@ def write_targets_repo(
     write_datasets(repo, scenarios, files)
 
 
+def replayed_offline(
+    repo: Path, scenario: str, *, calls: int, in_process: bool = True
+) -> dict[str, Any]:
+    """Replay `repo`, in process with every socket connect refused (else over the loopback
+    socket), and return the trial of `scenario` once the run passed with its `calls` model calls
+    all cache hits."""
+    if in_process:  # no socket at all
+        with network_blocked() as attempts:
+            replay = do_run(repo)
+        assert attempts == [], attempts
+    else:
+        replay = do_run(repo)
+    assert replay.rc == 0, replay.out + replay.err
+    trial: dict[str, Any] = result(repo, scenario)["trials"][0]
+    assert trial["cache_hit"] is True and len(trial["calls"]) == calls, trial
+    return trial
+
+
 def replayed_miss(repo: Path, agent: str) -> dict[str, Any]:
     """Replay scenario support/acme/refund with an empty cache, its python target the function
     `answer` of `agent` (module source): the run must fail on the miss with the miss explanation,

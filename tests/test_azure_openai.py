@@ -19,10 +19,10 @@ from tests.helpers import (
     do_run,
     edit_module,
     entry_files,
-    network_blocked,
     python_target,
     record_requests,
     recorded_entries,
+    replayed_offline,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
@@ -128,15 +128,7 @@ def test_an_azure_openai_agent_records_a_tool_round_trip_then_replays_offline(
     before = entry_files(git_repo)
 
     monkeypatch.delenv("CACHELINT_TEST_KEY")
-    if in_process:  # no socket at all
-        with network_blocked() as attempts:
-            replay = do_run(git_repo)
-        assert attempts == []
-    else:
-        replay = do_run(git_repo)
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/order")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/order", calls=2, in_process=in_process)
     assert trial["output"]["text"] == "Order A-1 has shipped."
     assert entry_files(git_repo) == before
 

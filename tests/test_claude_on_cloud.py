@@ -14,14 +14,12 @@ import pytest
 from tests.helpers import (
     DEAD,
     ROUND_TRIP_SCRIPT,
-    do_run,
     entry_files,
-    network_blocked,
     python_target,
     record_requests,
     recorded_entries,
     replayed_miss,
-    result,
+    replayed_offline,
 )
 from tests.helpers import write_targets_repo as write_repo
 
@@ -135,15 +133,7 @@ def test_a_claude_agent_on_a_cloud_platform_records_then_replays_offline(
     before = entry_files(git_repo)
 
     monkeypatch.delenv("CACHELINT_TEST_KEY")
-    if in_process:  # no socket at all
-        with network_blocked() as attempts:
-            replay = do_run(git_repo)
-        assert attempts == []
-    else:
-        replay = do_run(git_repo)
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/order")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/order", calls=2, in_process=in_process)
     assert trial["output"]["text"] == "Order A-1 has shipped."
     assert trial["usage"]["input_tokens"] > 0 and trial["usage"]["output_tokens"] > 0
     assert entry_files(git_repo) == before

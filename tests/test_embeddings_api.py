@@ -13,13 +13,12 @@ from tests.conftest import run_cachelint
 from tests.helpers import (
     ROUND_TRIP_SCRIPT,
     direct_client,
-    do_run,
     edit_module,
     entry_files,
-    network_blocked,
     python_target,
     record_requests,
     recorded_entries,
+    replayed_offline,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
@@ -75,15 +74,7 @@ def test_a_retrieval_agent_records_its_embeddings_then_replays_offline(
     before = entry_files(git_repo)
     first = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
 
-    if in_process:  # no socket at all
-        with network_blocked() as attempts:
-            replay = do_run(git_repo)
-        assert attempts == []
-    else:
-        replay = do_run(git_repo)
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/refund")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/refund", calls=2, in_process=in_process)
     # The replayed vectors pick the same document as the recorded ones did.
     assert trial["output"]["text"] == first
     assert trial["usage"]["prompt_tokens"] > 0

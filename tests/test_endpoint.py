@@ -27,6 +27,7 @@ from tests.helpers import (
     record_requests,
     recorded_entries,
     replayed_miss,
+    replayed_offline,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
@@ -150,15 +151,7 @@ def test_openai_sdk_agent_records_two_models_and_a_tool_round_trip_then_replays(
     assert models == ["big-model", "small-model"]
     before = entry_files(git_repo)
 
-    if in_process:
-        with network_blocked() as attempts:
-            replay = do_run(git_repo)
-        assert attempts == []
-    else:
-        replay = do_run(git_repo)
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/order")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/order", calls=2, in_process=in_process)
     assert trial["output"]["text"] == "Order A-1 has shipped."
     assert entry_files(git_repo) == before
 

@@ -17,14 +17,13 @@ from tests.helpers import (
     ROUND_TRIP_SCRIPT,
     TREE_CODES,
     direct_client,
-    do_run,
     edit_module,
     entry_files,
-    network_blocked,
     python_target,
     record_requests,
     recorded_entries,
     replayed_miss,
+    replayed_offline,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
@@ -117,15 +116,7 @@ def test_gemini_agent_records_a_function_call_round_trip_then_replays_offline(
     before = entry_files(git_repo)
 
     monkeypatch.delenv("CACHELINT_TEST_KEY")
-    if in_process:  # no socket at all
-        with network_blocked() as attempts:
-            replay = do_run(git_repo)
-        assert attempts == []
-    else:
-        replay = do_run(git_repo)
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/order")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/order", calls=2, in_process=in_process)
     # The returned response (or the streamed text) is the trial's output; its usage is counted.
     assert trial["output"]["text"] == "Order A-1 has shipped."
     assert trial["usage"]["promptTokenCount"] > 0
@@ -357,15 +348,7 @@ def test_a_retrieval_agent_embedding_with_gemini_replays_offline(
     picked = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
 
     monkeypatch.delenv("CACHELINT_TEST_KEY")
-    if in_process:  # no socket at all
-        with network_blocked() as attempts:
-            replay = do_run(git_repo)
-        assert attempts == []
-    else:
-        replay = do_run(git_repo)
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/refund")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/refund", calls=2, in_process=in_process)
     assert trial["output"]["text"] == picked  # the same vectors, the same document
 
     # An edited document is another body: a miss naming the text that changed.
@@ -409,10 +392,5 @@ def answer(scenario, client):
     assert sorted(e["request"]["api"] for e in entries) == ["countTokens", "generateContent"]
     recorded = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
 
-    with network_blocked() as attempts:
-        replay = do_run(git_repo)
-    assert attempts == []
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/refund")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/refund", calls=2)
     assert trial["output"]["text"] == recorded

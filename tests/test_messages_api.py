@@ -21,11 +21,11 @@ from tests.helpers import (
     do_run,
     edit_module,
     entry_files,
-    network_blocked,
     python_target,
     record_requests,
     recorded_entries,
     replayed_miss,
+    replayed_offline,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
@@ -115,15 +115,7 @@ def test_anthropic_agent_records_a_tool_round_trip_then_replays_offline(
     before = entry_files(git_repo)
 
     monkeypatch.delenv("CACHELINT_TEST_KEY")
-    if in_process:  # no socket at all
-        with network_blocked() as attempts:
-            replay = do_run(git_repo)
-        assert attempts == []
-    else:
-        replay = do_run(git_repo)
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/order")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/order", calls=2, in_process=in_process)
     # The returned `Message` is read as the trial's output; its usage is counted.
     assert trial["output"]["text"] == "Order A-1 has shipped."
     assert trial["usage"]["input_tokens"] > 0 and trial["usage"]["output_tokens"] > 0
@@ -343,10 +335,5 @@ def test_a_token_count_is_recorded_and_replayed_like_a_message(git_repo: Path) -
     assert sorted(e["request"]["api"] for e in entries) == ["count_tokens", "messages"]
     recorded = result(git_repo, "support/acme/refund")["trials"][0]["output"]["text"]
 
-    with network_blocked() as attempts:
-        replay = do_run(git_repo)
-    assert attempts == []
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/refund")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/refund", calls=2)
     assert trial["output"]["text"] == recorded

@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT
-from tests.helpers import ROUND_TRIP_SCRIPT, command_target, do_run, record_requests, result
+from tests.helpers import (
+    ROUND_TRIP_SCRIPT,
+    command_target,
+    do_run,
+    record_requests,
+    replayed_offline,
+    result,
+)
 from tests.helpers import write_targets_repo as write_repo
 
 pytestmark = pytest.mark.usefixtures("recording_env")
@@ -165,10 +172,7 @@ def test_a_node_sdk_records_and_replays(git_repo: Path, sdk: str, mode: str) -> 
     # Recorded whole either way; a streaming SDK gets the answer back as its API's events.
     assert [(r.path, r.body["model"]) for r in requests] == [(route, "node-model")] * 2
 
-    replay = do_run(git_repo)
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/order")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/order", calls=2, in_process=False)
     assert trial["output"]["text"].strip() == "Order A-1 has shipped."
 
     # A changed question reaches the SDK as an HTTP error; the scenario fails on the miss.

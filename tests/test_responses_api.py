@@ -18,14 +18,13 @@ from tests.helpers import (
     ROUND_TRIP_SCRIPT,
     TREE_CODES,
     direct_client,
-    do_run,
     edit_module,
     entry_files,
-    network_blocked,
     python_target,
     record_requests,
     recorded_entries,
     replayed_miss,
+    replayed_offline,
     result,
 )
 from tests.helpers import write_targets_repo as write_repo
@@ -106,15 +105,7 @@ def test_responses_agent_records_a_tool_round_trip_then_replays_offline(
     assert all(e["request"]["api"] == "responses" for e in entries)
     before = entry_files(git_repo)
 
-    if in_process:  # no socket at all
-        with network_blocked() as attempts:
-            replay = do_run(git_repo)
-        assert attempts == []
-    else:
-        replay = do_run(git_repo)
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/order")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/order", calls=2, in_process=in_process)
     # The returned `Response` object is read as the trial's output.
     assert trial["output"]["text"] == "Order A-1 has shipped."
     assert entry_files(git_repo) == before
@@ -176,12 +167,7 @@ def test_an_agents_sdk_agent_records_and_replays_with_no_socket(
     assert len(bodies) == 2 and all(b["model"] == "small-model" for b in bodies)
     assert [e["request"]["api"] for e in recorded_entries(git_repo)] == ["responses", "responses"]
 
-    with network_blocked() as attempts:
-        replay = do_run(git_repo)
-    assert attempts == []
-    assert replay.rc == 0, replay.out + replay.err
-    trial = result(git_repo, "support/acme/order")["trials"][0]
-    assert trial["cache_hit"] is True and len(trial["calls"]) == 2
+    trial = replayed_offline(git_repo, "support/acme/order", calls=2)
     assert trial["output"]["text"] == "Order A-1 has shipped."
 
 
