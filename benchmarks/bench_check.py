@@ -20,7 +20,7 @@ the git processes it runs at the same time (`git check-attr` alone holds ~90 MB 
 entries, as it does in the floor).
 
     python benchmarks/bench_check.py [--entries 10000 100000] [--repeat 5] [--keep DIR [--reuse]]
-                                     [--baseline DIR [--baseline-args ARGS]]
+                                     [--args ARGS] [--baseline DIR [--baseline-args ARGS]]
 
 Goals (issue 12, at 100,000 entries): first and cold <= 1.5x (plumbing + b3sum), warm <= 1.5x
 plumbing (the median of the per-round ratios), peak memory < 300 MB. Smaller trees are timed to
@@ -244,7 +244,9 @@ def hash_floor(repo: Path) -> None:
 
 # The checkout whose cachelint a run times: this one, or --baseline's.
 _CHECKOUT: dict[str, Path | None] = {"baseline": None}
-# Arguments every baseline check gets besides the run's own (--baseline-args).
+# Arguments every check of this checkout (--args) and of the baseline (--baseline-args) gets
+# besides the run's own.
+_ARGS: list[str] = []
 _BASELINE_ARGS: list[str] = []
 
 
@@ -253,8 +255,8 @@ def _check_command(*extra: str, baseline: bool = False) -> list[str]:
         return [sys.executable, "-m", "cachelint", "check", *extra, *_BASELINE_ARGS]
     script = Path(sys.executable).parent / "cachelint"
     if script.is_file():
-        return [str(script), "check", *extra]
-    return [sys.executable, "-m", "cachelint", "check", *extra]
+        return [str(script), "check", *extra, *_ARGS]
+    return [sys.executable, "-m", "cachelint", "check", *extra, *_ARGS]
 
 
 def _check_env(*, baseline: bool = False) -> dict[str, str]:
@@ -538,6 +540,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also time the cachelint of this checkout (e.g. a git worktree of an older commit)",
     )
     parser.add_argument(
+        "--args",
+        default="",
+        metavar="ARGS",
+        help="extra check arguments for this checkout's runs, e.g. --args '--ignore CODE,...' "
+        "leaves out rules the baseline lacks",
+    )
+    parser.add_argument(
         "--baseline-args",
         default="",
         metavar="ARGS",
@@ -545,6 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "'--jobs 1' times one reading process against the default",
     )
     args = parser.parse_args(argv)
+    _ARGS.extend(args.args.split())
     _BASELINE_ARGS.extend(args.baseline_args.split())
     if args.baseline is not None:
         if not (args.baseline / "cachelint" / "__init__.py").is_file():
