@@ -18,7 +18,7 @@ import ipaddress
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -266,17 +266,38 @@ OWN_CALLS_OFF = {
 }
 
 
+# Of those, the switches a framework reads when it is imported. Under the pytest plugin, conftest
+# files and test modules import their frameworks before any eval test replays, so a replaying
+# session sets these from its start (`cachelint.pytest_plugin`).
+READ_AT_IMPORT = (
+    "HAYSTACK_TELEMETRY_ENABLED",
+    "LITELLM_OFFLINE_MODE",
+    "LITELLM_LOCAL_MODEL_COST_MAP",
+)
+
+
 @contextmanager
 def own_calls_off() -> Iterator[None]:
     """While inside, `OWN_CALLS_OFF` is in the environment (this process's, and so its
     commands'); on the way out, what was there before is put back."""
-    saved = {name: os.environ.get(name) for name in OWN_CALLS_OFF}
-    os.environ.update(OWN_CALLS_OFF)
+    put_back = switch_off(OWN_CALLS_OFF)
     try:
         yield
     finally:
+        put_back()
+
+
+def switch_off(names: Iterable[str]) -> Callable[[], None]:
+    """Set the `OWN_CALLS_OFF` switches named in this process's environment; the function that
+    puts back what was there before."""
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update({name: OWN_CALLS_OFF[name] for name in saved})
+
+    def put_back() -> None:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+    return put_back

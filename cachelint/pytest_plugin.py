@@ -44,6 +44,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
+    """In replay, the switches of the calls frameworks make of their own accord that they read
+    when imported (`netguard.READ_AT_IMPORT`) are set before the first conftest file or test
+    module can import a framework; each eval test's replay sets the others."""
+    from cachelint import netguard
+    from cachelint.runner.client import Mode
+
+    if getattr(early_config.known_args_namespace, "cachelint_cache", None) == Mode.REPLAY.value:
+        early_config.add_cleanup(netguard.switch_off(netguard.READ_AT_IMPORT))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "eval: an eval of model behaviour, answered from the cachelint cache"
