@@ -279,6 +279,22 @@ def test_a_haystack_eval_test_replays_though_conftest_imported_haystack(git_repo
     assert "1 passed" in replay.stdout
 
 
+def test_only_a_replaying_session_sets_the_switches_read_at_import(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This suite's own session replays, so its environment has the switch: the inner one must not.
+    monkeypatch.delenv("HAYSTACK_TELEMETRY_ENABLED", raising=False)
+    (git_repo / "test_env.py").write_text(
+        "import os\n\n\ndef test_env():\n"
+        "    print('switch:', os.environ.get('HAYSTACK_TELEMETRY_ENABLED'))\n",
+        encoding="utf-8",
+    )
+    for mode, seen in (("replay", "False"), ("auto", "None"), ("live", "None")):
+        done = inner_pytest(git_repo, "-s", "--cachelint-cache", mode)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"switch: {seen}" in done.stdout, mode
+
+
 BYPASS_TESTS = """
 import openai
 import pytest
