@@ -42,6 +42,9 @@ _armed = 0  # nesting depth of `replay_only`
 _running: dict[int, str] = {}  # thread id -> scenario identity running a target there
 _refused: dict[str, list[str]] = {}  # scenario -> hosts it tried to reach
 _installed = False
+# How to record instead, as the refusal says it: `cachelint run`'s options by default.
+RUN_RECORDS = "rerun with --cache auto or --refresh-cache to record"
+_record_hint = RUN_RECORDS
 
 
 class NetworkRefused(CachelintError):
@@ -123,7 +126,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     raise NetworkRefused(
         f"{who}replay mode refuses network access to {shown}; the answer did not "
         "come from the cache (a target must make its model calls through the client it is "
-        "given); rerun with --cache auto or --refresh-cache to record"
+        f"given); {_record_hint}"
     )
 
 
@@ -136,17 +139,20 @@ def _install() -> None:
 
 
 @contextmanager
-def replay_only() -> Iterator[None]:
-    """While inside, every non-loopback network attempt in the process raises `NetworkRefused`."""
-    global _armed
+def replay_only(record_hint: str = RUN_RECORDS) -> Iterator[None]:
+    """While inside, every non-loopback network attempt in the process raises `NetworkRefused`,
+    which ends with `record_hint`: how to record instead."""
+    global _armed, _record_hint
     _install()
     with _lock:
         _armed += 1
+        saved, _record_hint = _record_hint, record_hint
     try:
         yield
     finally:
         with _lock:
             _armed -= 1
+            _record_hint = saved
 
 
 def report_refused(scenario: str | None, shown: str) -> None:
@@ -223,15 +229,15 @@ def guard_target(
     return guarded
 
 
-def armed(*, replay: bool) -> AbstractContextManager[None]:
-    """`replay_only()` with `own_calls_off()` for a replay, nothing otherwise: what `cachelint
-    run` executes under."""
-    return _replaying() if replay else nullcontext()
+def armed(*, replay: bool, record_hint: str = RUN_RECORDS) -> AbstractContextManager[None]:
+    """`replay_only(record_hint)` with `own_calls_off()` for a replay, nothing otherwise: what
+    `cachelint run` executes under, and the pytest plugin's eval tests."""
+    return _replaying(record_hint) if replay else nullcontext()
 
 
 @contextmanager
-def _replaying() -> Iterator[None]:
-    with replay_only(), own_calls_off():
+def _replaying(record_hint: str) -> Iterator[None]:
+    with replay_only(record_hint), own_calls_off():
         yield
 
 

@@ -30,6 +30,8 @@ import pytest
 
 _CLIENT = pytest.StashKey[Any]()
 _SESSION = pytest.StashKey[dict[str, Any]]()
+# How to record instead, as a refusal in an eval test says it.
+_RECORDS = "rerun pytest with --cachelint-cache auto to record"
 _UNPORTABLE = re.compile(r'[<>:"|?*\\\x00-\x1f]+')
 
 
@@ -185,5 +187,8 @@ def _offline(client: Any) -> Iterator[list[str]]:
     if client is None or client.mode.calls_live:
         yield []
         return
-    with netguard.armed(replay=True), netguard.played(client.scenario) as hosts:
+    with (
+        netguard.armed(replay=True, record_hint=_RECORDS),
+        netguard.played(client.scenario) as hosts,
+    ):
         yield hosts

@@ -306,8 +306,10 @@ def test_own_client(cachelint):
     sdk = openai.OpenAI(base_url="https://api.openai.com/v1", api_key="sk-own", max_retries=0)
     try:
         sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
-    except openai.APIConnectionError:
-        pass
+    except openai.APIConnectionError as exc:
+        while exc is not None:  # what a log of the error would show
+            print("refused:", exc)
+            exc = exc.__cause__ or exc.__context__
 """
 
 
@@ -319,10 +321,13 @@ def test_a_replayed_eval_test_that_reaches_for_the_network_fails_naming_the_host
         encoding="utf-8",
     )
     (git_repo / "test_bypass.py").write_text(BYPASS_TESTS, encoding="utf-8")
-    replay = inner_pytest(git_repo, "-m", "eval")
+    replay = inner_pytest(git_repo, "-m", "eval", "-s")
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "FAILED test_bypass.py::test_own_client" in replay.stdout
     assert (
         "scenario test_bypass.py/test_own_client: tried to reach api.openai.com:443 in replay mode"
         in replay.stdout
     )
+    # The refusal the test swallowed tells how to record in pytest's terms, not cachelint run's.
+    assert "rerun pytest with --cachelint-cache auto to record" in replay.stdout
+    assert "--refresh-cache" not in replay.stdout
