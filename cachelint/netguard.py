@@ -166,12 +166,18 @@ def report_refused(scenario: str | None, shown: str) -> None:
             _refused.setdefault(name, []).append(shown)
 
 
-def refusal(identity: str, hosts: list[str]) -> NetworkRefused:
-    """The error that fails scenario `identity` for reaching for `hosts` in a replay."""
+# Where a target's model calls must go, as a refusal says it: `cachelint run`'s by default.
+RUN_CALLS = (
+    "make model calls through the client, or the OPENAI_BASE_URL, cachelint gives the target"
+)
+
+
+def refusal(identity: str, hosts: list[str], calls: str = RUN_CALLS) -> NetworkRefused:
+    """The error that fails scenario `identity` for reaching for `hosts` in a replay; `calls`
+    says where model calls must go instead."""
     return NetworkRefused(
         f"scenario {identity}: tried to reach {', '.join(dict.fromkeys(hosts))} in replay mode; "
-        "the answer did not come from the cache (make model calls through the client, or the "
-        "OPENAI_BASE_URL, cachelint gives the target)"
+        f"the answer did not come from the cache ({calls})"
     )
 
 

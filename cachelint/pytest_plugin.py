@@ -30,7 +30,8 @@ import pytest
 
 _CLIENT = pytest.StashKey[Any]()
 _SESSION = pytest.StashKey[dict[str, Any]]()
-# How to record instead, as a refusal in an eval test says it.
+# Where model calls must go, and how to record instead, as a refusal in an eval test says it.
+_CALLS = "make model calls through the cachelint fixture: its base_url, api_key and http_client()"
 _RECORDS = "rerun pytest with --cachelint-cache auto to record"
 _UNPORTABLE = re.compile(r'[<>:"|?*\\\x00-\x1f]+')
 
@@ -175,7 +176,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if client is not None and client.misses:
             pytest.fail(client.misses[0], pytrace=False)
         if client is not None and hosts:
-            pytest.fail(str(netguard.refusal(client.scenario, hosts)), pytrace=False)
+            refused = netguard.refusal(client.scenario, hosts, _CALLS)
+            pytest.fail(str(refused), pytrace=False)
 
 
 @contextmanager

@@ -325,7 +325,8 @@ def test_a_replayed_eval_test_that_reaches_for_the_network_fails_naming_the_host
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "FAILED test_bypass.py::test_own_client" in replay.stdout
     assert (
-        "scenario test_bypass.py/test_own_client: tried to reach api.openai.com:443 in replay mode"
+        "scenario test_bypass.py/test_own_client: tried to reach api.openai.com:443 in replay mode;"
+        " the answer did not come from the cache (make model calls through the cachelint fixture"
         in replay.stdout
     )
     # The refusal the test swallowed tells how to record in pytest's terms, not cachelint run's.
