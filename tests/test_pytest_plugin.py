@@ -177,9 +177,10 @@ def test_gemini(cachelint):
 """
 
 
-def record_evals(repo: Path, source: str) -> list[str]:
+def record_evals(repo: Path, source: str, *args: str) -> list[str]:
     """`source` as tests/test_evals.py of a repository recording through the fake provider:
-    `pytest -m eval --cachelint-cache auto` run once, and the paths the provider was asked."""
+    `pytest -m eval --cachelint-cache auto` run once (with `args`), and the paths the provider
+    was asked."""
     (repo / "pyproject.toml").write_text(
         "[tool.cachelint]\n"
         "[tool.cachelint.target]\n"
@@ -193,7 +194,7 @@ def record_evals(repo: Path, source: str) -> list[str]:
     text = pyproject.read_text(encoding="utf-8")
     with fake_server(SCRIPT) as fake:
         pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
-        recorded = inner_pytest(repo, "-m", "eval", "--cachelint-cache", "auto")
+        recorded = inner_pytest(repo, "-m", "eval", "--cachelint-cache", "auto", *args)
         pyproject.write_text(text, encoding="utf-8")
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     return [r.path for r in fake.requests]
@@ -210,6 +211,22 @@ def test_pytest_m_eval_serves_the_openai_anthropic_and_gemini_sdks(git_repo: Pat
     replay = inner_pytest(git_repo, "-m", "eval", netns=can_unshare())
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "3 passed" in replay.stdout
+
+
+def test_tests_spread_over_xdist_workers_record_and_replay_offline(git_repo: Path) -> None:
+    """`pytest -n 2`: each worker process serves its own tests through an endpoint of its own."""
+    pytest.importorskip("xdist")
+    assert sorted(record_evals(git_repo, EVAL_TESTS, "-n", "2")) == ["/v1/chat/completions"] * 3
+    replay = inner_pytest(git_repo, "-m", "eval", "-n", "2", netns=can_unshare())
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "3 passed" in replay.stdout
+    source = git_repo / "tests/test_evals.py"
+    source.write_text(EVAL_TESTS.replace('QUESTION = "first"', 'QUESTION = "second"'))
+    missed = inner_pytest(git_repo, "-m", "eval", "-n", "2")
+    assert missed.returncode == 1, missed.stdout + missed.stderr
+    assert "cache miss in replay mode: scenario tests/test_evals.py/test_swallowed_miss" in (
+        missed.stdout
+    )
 
 
 LANGCHAIN_TESTS = """
