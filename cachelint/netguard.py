@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
+from typing import Any, NamedTuple
 
 from cachelint.errors import CachelintError
 
@@ -42,9 +42,21 @@ _armed = 0  # nesting depth of `replay_only`
 _running: dict[int, str] = {}  # thread id -> scenario identity running a target there
 _refused: dict[str, list[str]] = {}  # scenario -> hosts it tried to reach
 _installed = False
-# How to record instead, as the refusal says it: `cachelint run`'s options by default.
-RUN_RECORDS = "rerun with --cache auto or --refresh-cache to record"
-_record_hint = RUN_RECORDS
+
+
+class Advice(NamedTuple):
+    """What a refusal tells the person: where model calls must go, and how to record instead."""
+
+    calls: str
+    record: str
+
+
+# `cachelint run`'s advice; the pytest plugin gives its own.
+RUN_ADVICE = Advice(
+    calls="make model calls through the client, or the OPENAI_BASE_URL, cachelint gives the target",
+    record="rerun with --cache auto or --refresh-cache to record",
+)
+_advice = RUN_ADVICE  # while armed: the advice `replay_only` was given
 
 
 class NetworkRefused(CachelintError):
@@ -124,9 +136,8 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     # No scenario runs while a target's module is imported, say.
     who = f"scenario {', '.join(blamed)}: " if blamed else ""
     raise NetworkRefused(
-        f"{who}replay mode refuses network access to {shown}; the answer did not "
-        "come from the cache (a target must make its model calls through the client it is "
-        f"given); {_record_hint}"
+        f"{who}replay mode refuses network access to {shown}; the answer did not come from the "
+        f"cache ({_advice.calls}); {_advice.record}"
     )
 
 
@@ -139,20 +150,20 @@ def _install() -> None:
 
 
 @contextmanager
-def replay_only(record_hint: str = RUN_RECORDS) -> Iterator[None]:
+def replay_only(advice: Advice = RUN_ADVICE) -> Iterator[None]:
     """While inside, every non-loopback network attempt in the process raises `NetworkRefused`,
-    which ends with `record_hint`: how to record instead."""
-    global _armed, _record_hint
+    giving `advice`."""
+    global _armed, _advice
     _install()
     with _lock:
         _armed += 1
-        saved, _record_hint = _record_hint, record_hint
+        saved, _advice = _advice, advice
     try:
         yield
     finally:
         with _lock:
             _armed -= 1
-            _record_hint = saved
+            _advice = saved
 
 
 def report_refused(scenario: str | None, shown: str) -> None:
@@ -166,18 +177,11 @@ def report_refused(scenario: str | None, shown: str) -> None:
             _refused.setdefault(name, []).append(shown)
 
 
-# Where a target's model calls must go, as a refusal says it: `cachelint run`'s by default.
-RUN_CALLS = (
-    "make model calls through the client, or the OPENAI_BASE_URL, cachelint gives the target"
-)
-
-
-def refusal(identity: str, hosts: list[str], calls: str = RUN_CALLS) -> NetworkRefused:
-    """The error that fails scenario `identity` for reaching for `hosts` in a replay; `calls`
-    says where model calls must go instead."""
+def refusal(identity: str, hosts: list[str], advice: Advice = RUN_ADVICE) -> NetworkRefused:
+    """The error that fails scenario `identity` for reaching for `hosts` in a replay."""
     return NetworkRefused(
         f"scenario {identity}: tried to reach {', '.join(dict.fromkeys(hosts))} in replay mode; "
-        f"the answer did not come from the cache ({calls})"
+        f"the answer did not come from the cache ({advice.calls})"
     )
 
 
@@ -235,15 +239,15 @@ def guard_target(
     return guarded
 
 
-def armed(*, replay: bool, record_hint: str = RUN_RECORDS) -> AbstractContextManager[None]:
-    """`replay_only(record_hint)` with `own_calls_off()` for a replay, nothing otherwise: what
+def armed(*, replay: bool, advice: Advice = RUN_ADVICE) -> AbstractContextManager[None]:
+    """`replay_only(advice)` with `own_calls_off()` for a replay, nothing otherwise: what
     `cachelint run` executes under, and the pytest plugin's eval tests."""
-    return _replaying(record_hint) if replay else nullcontext()
+    return _replaying(advice) if replay else nullcontext()
 
 
 @contextmanager
-def _replaying(record_hint: str) -> Iterator[None]:
-    with replay_only(record_hint), own_calls_off():
+def _replaying(advice: Advice) -> Iterator[None]:
+    with replay_only(advice), own_calls_off():
         yield
 
 

@@ -30,9 +30,10 @@ import pytest
 
 _CLIENT = pytest.StashKey[Any]()
 _SESSION = pytest.StashKey[dict[str, Any]]()
-# Where model calls must go, and how to record instead, as a refusal in an eval test says it.
+# What a refusal in an eval test advises (`netguard.Advice`): where model calls must go, and how
+# to record instead.
 _CALLS = "make model calls through the cachelint fixture: its base_url, api_key and http_client()"
-_RECORDS = "rerun pytest with --cachelint-cache auto to record"
+_RECORD = "rerun pytest with --cachelint-cache auto to record"
 _UNPORTABLE = re.compile(r'[<>:"|?*\\\x00-\x1f]+')
 
 
@@ -176,7 +177,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if client is not None and client.misses:
             pytest.fail(client.misses[0], pytrace=False)
         if client is not None and hosts:
-            refused = netguard.refusal(client.scenario, hosts, _CALLS)
+            refused = netguard.refusal(client.scenario, hosts, netguard.Advice(_CALLS, _RECORD))
             pytest.fail(str(refused), pytrace=False)
 
 
@@ -190,7 +191,7 @@ def _offline(client: Any) -> Iterator[list[str]]:
         yield []
         return
     with (
-        netguard.armed(replay=True, record_hint=_RECORDS),
+        netguard.armed(replay=True, advice=netguard.Advice(_CALLS, _RECORD)),
         netguard.played(client.scenario) as hosts,
     ):
         yield hosts
