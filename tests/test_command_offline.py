@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cachelint.runner.childguard import SITE_DIR, child_env
+from cachelint.runner.childguard import NODE_GUARD, SITE_DIR, child_env
 from tests.conftest import run_cachelint
 from tests.fakes import fake_server
 from tests.helpers import DEAD, RUN_NOW, command_target, do_run, result
@@ -67,6 +67,29 @@ print("Refunds take 30 days.")
 CURL = """#!/bin/sh
 curl -sS --max-time 10 https://api.example.invalid/v1/models
 echo "Refunds take 30 days."
+"""
+
+
+# Node.js's fetch and https module ignore the proxy variables: only the guard its processes load
+# stops them. Each swallows the error and answers as if nothing happened.
+NODE_FETCH = """
+try {
+  await fetch("https://api.example.invalid/v1/models", { signal: AbortSignal.timeout(5000) });
+} catch (error) {
+  console.log("ignored:", error.cause?.message ?? error.message);
+}
+console.log("Refunds take 30 days.");
+"""
+
+NODE_HTTPS = """
+import https from "node:https";
+
+await new Promise((done) => {
+  https.get("https://10.255.255.1/v1/models", { timeout: 3000 }, done)
+    .on("error", (error) => { console.log("ignored:", error.message); done(); })
+    .on("timeout", function () { this.destroy(new Error("timed out")); });
+});
+console.log("Refunds take 30 days.");
 """
 
 
@@ -136,6 +159,56 @@ def test_the_childs_own_error_names_scenario_and_host_and_is_logged(tmp_path: Pa
         "sitecustomize.NetworkRefused: cachelint: scenario a/t/s: replay mode refuses network "
         "access to api.example.invalid:443; the answer must come from the cache (call "
         "OPENAI_BASE_URL)"
+    )
+    assert log.read_text() == "api.example.invalid:443\n"
+
+
+def node() -> str:
+    found = shutil.which("node")
+    if found is not None:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail("CI needs Node.js; .ci/run's machines have it")
+    pytest.skip("needs node")
+
+
+@pytest.mark.parametrize(
+    ("program", "host"),
+    [(NODE_FETCH, "api.example.invalid:443"), (NODE_HTTPS, "10.255.255.1:443")],
+    ids=["fetch", "https"],
+)
+def test_a_node_child_that_swallows_a_refused_connect_fails_its_scenario(
+    git_repo: Path, program: str, host: str
+) -> None:
+    command_repo(git_repo, [node(), "agent.mjs"], {"agent.mjs": program})
+    outcome = do_run(git_repo, jobs=2)
+    assert outcome.rc == 1, outcome.out
+    for identity in ("support/acme/refund", "support/globex/refund"):
+        error = error_of(git_repo, identity)
+        assert error.startswith(f"scenario {identity}: tried to reach {host} in replay"), error
+
+
+def test_the_node_guard_loads_from_a_path_with_spaces_quotes_and_backslashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    odd = tmp_path / 'a "quoted" dir\\with spaces'
+    odd.mkdir()
+    shutil.copy(NODE_GUARD, odd / "node_guard.cjs")
+    monkeypatch.setattr("cachelint.runner.childguard.NODE_GUARD", str(odd / "node_guard.cjs"))
+    log = tmp_path / "refused.log"
+    env = {**os.environ, "CACHELINT_SCENARIO": "a/t/s", "NODE_OPTIONS": "--no-warnings"}
+    env.update(child_env("a/t/s", 1, 9, str(log), env))
+    done = subprocess.run(
+        [node(), "--input-type=module", "-e", NODE_FETCH],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "ignored: cachelint: scenario a/t/s: replay mode refuses network access to "
+        "api.example.invalid:443; the answer must come from the cache (call OPENAI_BASE_URL)"
     )
     assert log.read_text() == "api.example.invalid:443\n"
 

@@ -1,20 +1,24 @@
 """Replay fails closed for a command target's children too, as far as the platform allows.
 
 `cachelint.netguard` guards the cachelint process; a `command` target runs another program per
-scenario, which it cannot reach. Without root and without compiled code, two layers do:
+scenario, which it cannot reach. Without root and without compiled code, three layers do:
 
 - Every Python interpreter the program starts imports `cachelint/offline_site/sitecustomize.py`
   (first on PYTHONPATH): the same audit hook as netguard, loopback to the cache endpoint only. The
   hosts it refused are appended to a per-trial log, read back here when the program exits.
-- Every program that honours the proxy variables (curl, wget, the Python, Node and .NET HTTP
-  stacks that read them) is sent to the cache endpoint acting as a proxy that refuses everything:
+- Every Node.js process loads `cachelint/offline_site/node_guard.cjs` first (`--require` in
+  NODE_OPTIONS), which refuses the same connections in `net.Socket`'s connect: Node's fetch and
+  its http modules ignore the proxy variables. It appends the hosts to the same log.
+- Every program that honours the proxy variables (curl, wget, the Python and .NET HTTP stacks
+  that read them) is sent to the cache endpoint acting as a proxy that refuses everything:
   `CONNECT host:port` or `GET http://host/...` gets a 403 naming the host, and the attempt is
   recorded. The proxy URL's user name is the scenario, so concurrent scenarios are told apart.
   NO_PROXY keeps the endpoint's own address direct.
 
-Either way the refusal is reported to netguard (`report_refused`) and fails the scenario with its
-name and the host. A program that ignores the proxy variables and is not Python can still connect:
-`unshare -n` (a network namespace with loopback only) is the complete answer where it is allowed.
+Each refusal is reported to netguard (`report_refused`) and fails the scenario with its name and
+the host. A program that ignores the proxy variables and is neither Python nor Node.js can still
+connect: `unshare -n` (a network namespace with loopback only) is the complete answer where it
+is allowed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from urllib.parse import quote, unquote, urlsplit
 from cachelint import netguard
 
 SITE_DIR = str(Path(__file__).resolve().parent.parent / "offline_site")
+NODE_GUARD = str(Path(SITE_DIR) / "node_guard.cjs")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 _MAX_LOG_BYTES = 64 * 1024
 
@@ -45,8 +50,10 @@ def child_env(
 
     proxy = f"http://{quote(scenario, safe='')}:{trial}@{LOOPBACK}:{port}"
     path = inherited.get("PYTHONPATH", "")
+    node_options = inherited.get("NODE_OPTIONS", "")
     env = {
         "PYTHONPATH": SITE_DIR + (os.pathsep + path if path else ""),
+        "NODE_OPTIONS": f"--require {_node_quoted(NODE_GUARD)} {node_options}".rstrip(),
         "CACHELINT_ALLOW_PORT": str(port),
         "CACHELINT_REFUSED_LOG": log,
         "NO_PROXY": LOOPBACK,
@@ -55,6 +62,12 @@ def child_env(
     for name in PROXY_VARIABLES:
         env[name] = env[name.lower()] = proxy
     return env
+
+
+def _node_quoted(path: str) -> str:
+    """`path` as one value in NODE_OPTIONS, which Node splits at spaces outside double quotes
+    and reads a backslash inside them as an escape (a Windows path is full of them)."""
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 @contextmanager
