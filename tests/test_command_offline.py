@@ -21,7 +21,7 @@ import pytest
 from cachelint.runner.childguard import NODE_GUARD, SITE_DIR, child_env
 from tests.conftest import run_cachelint
 from tests.fakes import fake_server
-from tests.helpers import DEAD, RUN_NOW, command_target, do_run, result
+from tests.helpers import DEAD, RUN_NOW, command_target, do_run, node_or_skip, result
 from tests.helpers import write_targets_repo as write_repo
 
 ANSWER = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
@@ -163,15 +163,6 @@ def test_the_childs_own_error_names_scenario_and_host_and_is_logged(tmp_path: Pa
     assert log.read_text() == "api.example.invalid:443\n"
 
 
-def node() -> str:
-    found = shutil.which("node")
-    if found is not None:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail("CI needs Node.js; .ci/run's machines have it")
-    pytest.skip("needs node")
-
-
 @pytest.mark.parametrize(
     ("program", "host"),
     [(NODE_FETCH, "api.example.invalid:443"), (NODE_HTTPS, "10.255.255.1:443")],
@@ -180,7 +171,7 @@ def node() -> str:
 def test_a_node_child_that_swallows_a_refused_connect_fails_its_scenario(
     git_repo: Path, program: str, host: str
 ) -> None:
-    command_repo(git_repo, [node(), "agent.mjs"], {"agent.mjs": program})
+    command_repo(git_repo, [node_or_skip(), "agent.mjs"], {"agent.mjs": program})
     outcome = do_run(git_repo, jobs=2)
     assert outcome.rc == 1, outcome.out
     for identity in ("support/acme/refund", "support/globex/refund"):
@@ -199,7 +190,7 @@ def test_the_node_guard_loads_from_a_path_with_spaces_quotes_and_backslashes(
     env = {**os.environ, "CACHELINT_SCENARIO": "a/t/s", "NODE_OPTIONS": "--no-warnings"}
     env.update(child_env("a/t/s", 1, 9, str(log), env))
     done = subprocess.run(
-        [node(), "--input-type=module", "-e", NODE_FETCH],
+        [node_or_skip(), "--input-type=module", "-e", NODE_FETCH],
         env=env,
         capture_output=True,
         text=True,

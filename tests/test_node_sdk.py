@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from tests.helpers import (
     ROUND_TRIP_SCRIPT,
     command_target,
     do_run,
+    node_or_skip,
     record_requests,
     replayed_offline,
     result,
@@ -146,13 +146,13 @@ ORDER = {"input": "Where is order A-1?", "assert": [{"type": "contains", "value"
 
 
 def node_with_packages() -> str:
-    node = shutil.which("node")
+    node = node_or_skip()
     names = json.loads((NODE_PROJECT / "package.json").read_text())["dependencies"]
-    if node is not None and all((NODE_MODULES / n / "package.json").is_file() for n in names):
+    if all((NODE_MODULES / n / "package.json").is_file() for n in names):
         return node
     if os.environ.get("CI"):
-        pytest.fail("CI needs Node.js and the npm packages; .ci/run installs them")
-    pytest.skip("needs node and the npm packages: cd .ci/node && npm install")
+        pytest.fail("CI needs the npm packages; .ci/run installs them")
+    pytest.skip("needs the npm packages: cd .ci/node && npm install")
 
 
 @pytest.mark.parametrize("mode", ["create", "stream"])

@@ -284,7 +284,7 @@ def test_refund(cachelint):
 """
 
 
-def test_a_haystack_eval_test_replays_though_conftest_imported_haystack(git_repo: Path) -> None:
+def test_a_haystack_eval_test_replays_when_conftest_imports_haystack(git_repo: Path) -> None:
     """A replaying session switches Haystack's telemetry off before conftest.py is imported
     (netguard.READ_AT_IMPORT); switched off only in the test, it came too late."""
     pytest.importorskip("haystack")
