@@ -17,13 +17,13 @@ from datetime import datetime
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import TextIO, TypeVar, cast
+from typing import NamedTuple, TextIO, TypeVar, cast
 
 import blake3
 
 from cachelint import entrycache, listing
 from cachelint.config import Config
-from cachelint.entries import CachedSource, DiskSource, EntrySource, same_index, special_file
+from cachelint.entries import CachedSource, DiskSource, EntrySource, special_file
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
 from cachelint.pooled import read_all
@@ -127,12 +127,10 @@ def collect(
             lambda out: listing.parse_text_attr(out, plain) if plain else {},
         )
         directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
-        index = blake3.blake3(stage.result().out).hexdigest()
-        # The index's object ids are needed only to check cached entries one by one.
-        by_id = directory is not None and entrycache.written_from(directory, config.layout) != index
-        found = _listings(git, spec, walk, stage, changed, with_objects=by_id)
+        found = _listings(git, spec, walk, stage, changed)
+        reuse = _reuse(config, directory, stage.result().out) if directory else None
         del stage  # its listing, parsed: not kept while entries are read
-        source = _entry_source(git, spec, config, walk, found, directory, index, by_id=by_id)
+        source = _entry_source(config, found, directory, reuse)
         prefixes = _cache_prefixes(roots)
         read = _read_entries(base, walk, prefixes, config, source, jobs, progress)
         source.finish(read.entries)
@@ -168,30 +166,55 @@ def collect(
     )
 
 
+class _Reuse(NamedTuple):
+    """What decides which cached entries a check may take."""
+
+    digest: str  # of this check's index listing
+    # Paths the index records otherwise than the listing the cache was checked against; None:
+    # that listing is lost, and the cache not used.
+    restaged: set[str] | None
+
+
+def _reuse(config: Config, directory: Path, stage: bytes) -> _Reuse:
+    """How the cache in git's `directory` stands to this check's index listing (`stage`). When
+    it was verified against another listing, the kept listing is replaced, before the cache
+    file that follows it."""
+    index = blake3.blake3(stage).hexdigest()
+    written = entrycache.written_from(directory, config.layout)
+    if written == index:
+        return _Reuse(index, set())
+    earlier = entrycache.load_listing(directory, written)
+    entrycache.save_listing(directory, stage)
+    return _Reuse(index, None if earlier is None else listing.changed_since(earlier, stage))
+
+
 def _entry_source(
-    git: _Git,
-    spec: list[str],
-    config: Config,
-    walk: _Walk,
-    found: _Listings,
-    directory: Path | None,
-    index: str,
-    *,
-    by_id: bool,
+    config: Config, found: _Listings, directory: Path | None, reuse: _Reuse | None
 ) -> EntrySource:
     """Where entries come from: the entry cache in git's `directory` (None: the check does not
-    use one), whose entries are taken while git holds their files unchanged, else the disk."""
-    if directory is None:
+    use one), whose entries are taken as `reuse` says, else the disk."""
+    if directory is None or reuse is None:
         return DiskSource()
-    # Loaded only now, so the cached entries and the parsing of the stage listing do not hold
-    # memory at once.
-    cached = entrycache.load(directory, config.layout)
-    if not by_id and not same_index(cached, index):
-        # Its header promised this index, but the file was damaged or replaced since: the
-        # index's object ids are needed after all, to write it anew.
-        index, found.objects = _entry_objects(git, spec, walk)
-    changes = found.candidates | found.untracked
-    return CachedSource(directory, config.layout, cached, found.objects, changes, index)
+    # Loaded only now, so the cached entries and the stage listing do not hold memory at once.
+    restaged = reuse.restaged
+    lost = restaged is None
+    cached = entrycache.Cached({}) if lost else entrycache.load(directory, config.layout)
+    changed = found.candidates | found.untracked | found.ignored
+    indexed = _both_indexed(found.index) if found.strays else None
+    return CachedSource(
+        directory, config.layout, cached, changed, restaged or set(), reuse.digest, indexed
+    )
+
+
+def _both_indexed(index: dict[str, IndexEntry]) -> Callable[[str], bool]:
+    """Whether both files of an entry directory are in the index, unmerged."""
+
+    def indexed(directory: str) -> bool:
+        entry = index.get(f"{directory}/{ENTRY_FILE}")
+        contents = index.get(f"{directory}/{CONTENTS_FILE}")
+        return entry is not None and contents is not None and entry.stage == contents.stage == 0
+
+    return indexed
 
 
 def _walk_roots(config: Config, base: str, roots: list[str]) -> _Walk:
@@ -219,7 +242,6 @@ class _Listings:
     """What git said about the paths under the roots."""
 
     index: dict[str, IndexEntry]
-    objects: dict[str, str]  # both entry files' object ids by entry directory, for the entry cache
     flagged: dict[str, str]  # ls-files -v tag of marked or unmerged paths
     candidates: set[str]  # paths whose working tree may differ from the index
     recorded: dict[str, str]  # the candidates' object ids in the index
@@ -236,13 +258,9 @@ def _listings(
     walk: _Walk,
     stage_job: Future[GitResult],
     changed_job: Future[GitResult],
-    *,
-    with_objects: bool,
 ) -> _Listings:
     stage = stage_job.result().out
-    index, objects, flagged = listing.parse_stage(
-        stage, entry_objects=with_objects, same_as=walk.walked
-    )
+    index, flagged = listing.parse_stage(stage, same_as=walk.walked)
     # Everything the --others listings can name is on disk and not in the index, so when every
     # walked path is in the index (checked before `exclude` dropped any) neither needs to run.
     strays = not all(map(index.__contains__, walk.walked))
@@ -256,7 +274,7 @@ def _listings(
     # entry cache.
     candidates = set(split_z(changed_job.result().out)) | flagged.keys()
     recorded = listing.index_objects(stage, candidates) if candidates else {}
-    found = _Listings(index, objects, flagged, candidates, recorded, strays)
+    found = _Listings(index, flagged, candidates, recorded, strays)
     if _has_mode(index, GITLINK):
         found.nested = {p for p, e in index.items() if e.mode == GITLINK}
     drop = walk.drop
@@ -275,13 +293,6 @@ def _listings(
         found.untracked = {p for p in found.untracked if not drop(p)}
         found.ignored = {p for p in found.ignored if not drop(p)}
     return found
-
-
-def _entry_objects(git: _Git, spec: list[str], walk: _Walk) -> tuple[str, dict[str, str]]:
-    """The digest of a fresh stage listing, and its object ids of each entry's two files."""
-    stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec]).result().out
-    objects = listing.parse_stage(stage, entry_objects=True, same_as=walk.walked)[1]
-    return blake3.blake3(stage).hexdigest(), objects
 
 
 def _modified(repo: Path, walk: _Walk, found: _Listings) -> set[str]:

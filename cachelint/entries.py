@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Mapping
-from operator import attrgetter
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -234,86 +233,75 @@ class DiskSource:
 
 
 class CachedSource:
-    """Entries verified by an earlier check (`cached`), keyed by the git object ids of both of
-    their files (content hashes), taken only while git's index holds exactly those ids and git
-    reports neither file changed in the working tree (see `cachelint.entrycache`).
+    """Entries verified by an earlier check (`cached`), taken only while git's index holds
+    their two files as it did then and git reports neither changed in the working tree (see
+    `cachelint.entrycache`).
 
-    `objects` holds the index's ids of both files by entry directory, as the cache keeps them
-    (`listing.entry_pairs`). `index` is the digest of this check's index listing: when it is
-    the one the cache was written from, every cached entry's ids are by construction still the
-    index's, nothing is looked up, and `objects` is not needed and may be empty."""
+    `changed` holds the paths whose working tree may differ from the index; `restaged`, when
+    the cache was verified against another index listing than this check's (whose digest is
+    `index`), those the two listings record differently. An entry with a file in either is read.
+    `indexed` tells whether both files of an entry directory are in the index (None: every file
+    the walk found is); only such entries, and none with a file in `changed`, are cached."""
 
     def __init__(
         self,
         git_dir: Path,
         layout: Layout,
         cached: entrycache.Cached,
-        objects: Mapping[str, str],
         changed: set[str],
+        restaged: set[str],
         index: str,
+        indexed: Callable[[str], bool] | None,
     ) -> None:
         self._git_dir = git_dir
         self._layout = layout
         self._cached = cached
-        self._changed = changed  # paths whose working tree may differ from the index
+        self._changed = changed
+        self._unknown = changed | restaged if restaged else changed
         self._index = index
-        self._same_index = same_index(cached, index)
-        # The index's ids by entry directory: the cache's own when written from this index.
-        self._index_ids = cached.objects if self._same_index else objects
+        self._indexed = indexed
         self._used = 0
 
-    def _touched(self, directory: str) -> bool:
-        changed = self._changed
-        return bool(changed) and (
-            f"{directory}/{ENTRY_FILE}" in changed or f"{directory}/{CONTENTS_FILE}" in changed
-        )
-
-    def _ids(self, directory: str) -> str | None:
-        if self._touched(directory):
-            return None
-        return self._index_ids.get(directory)
+    def _cacheable(self, directory: str) -> bool:
+        indexed = self._indexed
+        return (indexed is None or indexed(directory)) and not _holds(self._changed, directory)
 
     def known(self, directory: str) -> Entry | None:
-        if self._same_index:
-            entry = None if self._touched(directory) else self._cached.entries.get(directory)
-        else:
-            ids = self._cached.objects.get(directory)
-            entry = (
-                None
-                if ids is None or ids != self._ids(directory)
-                else self._cached.entries[directory]
-            )
+        unknown = _holds(self._unknown, directory)
+        entry = None if unknown else self._cached.entries.get(directory)
         if entry is not None:
             self._used += 1
         return entry
 
     def known_all(self, directories: list[str]) -> list[Entry] | None:
-        # Written from this very index with nothing changed since, and holding exactly these
-        # directories: every entry is known, and none needs looking at on its own.
+        # Nothing changed since the cache was written, and it holds exactly these directories:
+        # every entry is known, and none needs looking at on its own.
         cached = self._cached.entries
-        if not self._same_index or self._changed or len(cached) != len(directories):
-            return None
-        if list(cached) != directories:
+        if self._unknown or len(cached) != len(directories) or list(cached) != directories:
             return None
         self._used = len(directories)
         return list(cached.values())
 
     def finish(self, entries: Iterable[Entry]) -> None:
-        """Rewrite the cache file when this check verified entries it lacked or left some unused,
-        in the check's own process (why not in a forked child: benchmarks/README.md)."""
+        """Rewrite the cache file when this check verified entries it lacked, left some unused
+        or was verified against another index, in the check's own process (why not in a forked
+        child: benchmarks/README.md)."""
         entries = list(entries)
-        if self._used == len(entries) == len(self._cached.entries) and self._same_index:
+        current = same_index(self._cached, self._index)
+        if current and self._used == len(entries) == len(self._cached.entries):
             return  # every entry came from the cache and none went unused: nothing to rewrite
-        pairs = zip(entries, map(self._index_ids.get, map(_DIRECTORY, entries)), strict=True)
-        keep = [(entry, ids) for entry, ids in pairs if ids is not None]
-        if self._changed:
-            keep = [pair for pair in keep if not self._touched(pair[0].directory)]
-        if self._used == len(keep) == len(self._cached.entries) and self._same_index:
+        if self._indexed is not None or self._changed:
+            entries = [entry for entry in entries if self._cacheable(entry.directory)]
+        if current and self._used == len(entries) == len(self._cached.entries):
             return  # the others were changed on disk: not cached either way
-        entrycache.save(self._git_dir, self._layout, keep, self._index)
+        entrycache.save(self._git_dir, self._layout, entries, self._index)
 
 
-_DIRECTORY = attrgetter("directory")
+def _holds(paths: set[str], directory: str) -> bool:
+    """Whether `paths` holds either file of the entry in `directory`."""
+    return bool(paths) and (
+        f"{directory}/{ENTRY_FILE}" in paths or f"{directory}/{CONTENTS_FILE}" in paths
+    )
 
 
 def same_index(cached: entrycache.Cached, index: str) -> bool:

@@ -3,11 +3,10 @@ hashed and verified again.
 
 Reading and verifying every entry is the largest part of a check, and a pre-commit hook runs
 check on every commit that touches the cache, when nearly every entry is the one it verified last
-time. Each entry in this cache carries the git object ids its `entry.json` and `contents.data`
-had in the index when it was verified. Object ids are content hashes, so the entry is reused only
-while
+time. The cache keeps the index listing (`git ls-files -v --stage`) its entries were verified
+against, whose records hold each file's object id, a content hash. An entry is reused only while
 
-- the index holds exactly those two object ids for those two paths, and
+- its two files' records in the index are the ones in that listing (the same object ids), and
 - `git diff-files` lists neither path and neither is marked assume-unchanged or skip-worktree
   (git's own check that the working tree file still has the indexed content: the same trust
   `git status` and `git commit -a` place in it).
@@ -16,20 +15,22 @@ Anything else is read from disk and verified. Only valid entries are kept; a cor
 every time, so its finding is always worded from the bytes on disk.
 
 The file (`<git dir>/cachelint/entries.jsonl`, never in the cache tree) is a header line (format,
-cachelint version, layout setting, number of entries), then lines of columns: each a JSON array
-holding the object ids, then one array per `store.COLUMNS` field, for up to `LINE_ENTRIES`
-entries. Losing the file only costs time: an unreadable, foreign or damaged file is ignored and
-rewritten, and a failed write is not an error. `cachelint check --no-cache` skips it.
+cachelint version, layout setting, number of entries, the blake3 of the index listing), then lines
+of columns: each a JSON array of one array per `store.COLUMNS` field, for up to `LINE_ENTRIES`
+entries. The listing itself is kept beside it, as git wrote it (`entries.index`). Losing either
+only costs time: an unreadable, foreign or damaged file is ignored and rewritten, and a failed
+write is not an error. `cachelint check --no-cache` skips them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+import blake3
 import orjson
 
 from cachelint import __version__
@@ -40,22 +41,22 @@ from cachelint.store import COLUMNS, UNREAD_REQUEST, Entry, unchanged
 # Bump when the meaning of a column changes, or what the linter verifies before it caches an
 # entry, so older files are dropped. 2 verified entry.json alone; 3 read MEAI dates more loosely
 # than MEAI does; 4 had no secret prefilter column; 5 no digest of the index listing; 6 had a
-# prefilter blind to a Turkish dotted or dotless I in `authorization`.
-FORMAT = 7
+# prefilter blind to a Turkish dotted or dotless I in `authorization`; 7 kept each entry's object
+# ids instead of the index listing.
+FORMAT = 8
 CACHE_FILE = "cachelint/entries.jsonl"
+LISTING_FILE = "cachelint/entries.index"
 
 # Entries per line: decoding a line holds all of its columns at once.
 LINE_ENTRIES = 10_000
 
 
 class Cached(NamedTuple):
-    """Entries by directory, and the object ids ("<entry.json id> <contents.data id>") their
-    files had in the index when each was verified."""
+    """Entries by directory, verified while the index listing was the one whose blake3 is
+    `index_digest`: while the listing is byte for byte the same and git reports no file
+    changed, every entry still holds."""
 
     entries: dict[str, Entry]
-    objects: dict[str, str]
-    # blake3 of the `git ls-files -v --stage` listing the object ids were taken from: while the
-    # listing is byte for byte the same and git reports no file changed, every id still holds.
     index_digest: str = ""
 
 
@@ -84,56 +85,58 @@ def _parse_header(line: bytes, layout: Layout) -> tuple[int, str] | None:
     return count, index
 
 
-def _encode_line(pairs: Sequence[tuple[Entry, str]]) -> tuple[bytes, int]:
+def _encode_line(entries: Sequence[Entry]) -> tuple[bytes, int]:
     """One line of columns and how many entries it holds. An entry that JSON cannot hold (a
     directory git named with undecodable bytes holds a lone surrogate) is left out: it is read
     from disk each time."""
-    columns: list[list[Any]] = [[ids for _, ids in pairs]]
     # One tuple per field, in Entry's own order (the assertion under COLUMNS); `request`, the
     # last field, is no column.
-    fields = list(zip(*(entry for entry, _ in pairs), strict=True)) or [()] * len(Entry._fields)
-    for column, values in zip(COLUMNS, fields[: len(COLUMNS)], strict=True):
-        columns.append(list(_encoded(column.encode, values)))
+    fields = list(zip(*entries, strict=True)) or [()] * len(Entry._fields)
+    columns = [
+        list(_encoded(column.encode, values))
+        for column, values in zip(COLUMNS, fields[: len(COLUMNS)], strict=True)
+    ]
     try:
-        return orjson.dumps(columns, option=orjson.OPT_APPEND_NEWLINE), len(pairs)
+        return orjson.dumps(columns, option=orjson.OPT_APPEND_NEWLINE), len(entries)
     except TypeError:  # orjson.JSONEncodeError
-        return _encode_line([pair for pair in pairs if _encodable(pair)])
+        return _encode_line([entry for entry in entries if _encodable(entry)])
 
 
-def _encodable(pair: tuple[Entry, str]) -> bool:
+def _encodable(entry: Entry) -> bool:
     try:
-        orjson.dumps([pair[1], *(c.encode(getattr(pair[0], c.name)) for c in COLUMNS)])
+        orjson.dumps([c.encode(getattr(entry, c.name)) for c in COLUMNS])
     except TypeError:  # orjson.JSONEncodeError
         return False
     return True
 
 
 def pack(entries: Sequence[Entry]) -> tuple[bytes, list[Entry]]:
-    """`entries` as one line of columns (no object ids), and those JSON cannot hold (to be sent
-    as they are); what the linter's worker processes hand back (`cachelint.pooled`)."""
-    line, count = _encode_line([(entry, "") for entry in entries])
+    """`entries` as one line of the cache file, and those JSON cannot hold (to be sent as they
+    are); what the linter's worker processes hand back (`cachelint.pooled`)."""
+    line, count = _encode_line(entries)
     if count == len(entries):
         return line, []
-    return line, [entry for entry in entries if not _encodable((entry, ""))]
+    return line, [entry for entry in entries if not _encodable(entry)]
 
 
 def unpack(line: bytes) -> dict[str, Entry]:
     """The entries of a line `pack` wrote, by directory."""
-    part = _decode_line(line)
-    if part is None:
+    entries = _decode_line(line)
+    if entries is None:
         raise ValueError("not a line of entry columns")
-    return part.entries
+    return entries
 
 
-def _decode_line(line: bytes) -> Cached | None:
-    """What `_encode_line` wrote; None when it is not that (a damaged line, a wrong type)."""
+def _decode_line(line: bytes) -> dict[str, Entry] | None:
+    """What `_encode_line` wrote, by directory; None when it is not that (a damaged line, a
+    wrong type)."""
     try:
-        ids, *columns = orjson.loads(line)
-        if len(columns) != len(COLUMNS) or not _valid(ids, str, needed=True):
+        columns = orjson.loads(line)
+        if type(columns) is not list or len(columns) != len(COLUMNS):
             return None
         values = []
         for column, raw in zip(COLUMNS, columns, strict=True):
-            if not _valid(raw, column.kind, needed=column.needed) or len(raw) != len(ids):
+            if not _valid(raw, column.kind, needed=column.needed) or len(raw) != len(columns[0]):
                 return None
             values.append(list(_decoded(column.decode, raw)))
         # As a read leaves it: a native entry's request was verified, then not kept; an MEAI
@@ -144,9 +147,7 @@ def _decode_line(line: bytes) -> Cached | None:
         # each entry at C speed.
         rows = zip(*values, strict=True)
         built = cast(Iterator[Entry], map(tuple.__new__, repeat(Entry), rows))
-        directories = columns[COLUMNS.index(_DIRECTORY)]
-        entries = dict(zip(directories, built, strict=True))
-        return Cached(entries, dict(zip(directories, ids, strict=True)))
+        return dict(zip(columns[COLUMNS.index(_DIRECTORY)], built, strict=True))
     except (orjson.JSONDecodeError, TypeError, ValueError):
         return None
 
@@ -195,38 +196,35 @@ def written_from(git_dir: Path, layout: Layout) -> str:
 def load(git_dir: Path, layout: Layout) -> Cached:
     """The cache file's entries for this layout setting; none when it is missing, foreign or
     damaged anywhere, or holds another number of entries than its header says."""
-    found = Cached({}, {})
     try:
         with open(cache_file(git_dir), "rb") as fh:
             parsed = _parse_header(fh.readline(), layout)
             if parsed is None:
-                return found
+                return Cached({})
             count, index = parsed
-            found = Cached({}, {}, index)
+            found = Cached({}, index)
             for line in fh:
                 part = _decode_line(line)
                 if part is None:
-                    return Cached({}, {})
-                found.entries.update(part.entries)
-                found.objects.update(part.objects)
+                    return Cached({})
+                found.entries.update(part)
     except OSError:
-        return Cached({}, {})
-    return found if len(found.entries) == count else Cached({}, {})
+        return Cached({})
+    return found if len(found.entries) == count else Cached({})
 
 
-def save(
-    git_dir: Path, layout: Layout, pairs: Sequence[tuple[Entry, str]], index: str = ""
-) -> None:
-    """Replace the cache file with these (entry, object ids) pairs, atomically and without an
-    fsync (a torn file reads as damaged and is rebuilt), one line encoded at a time so the file
-    is never whole in memory. Failing to write is not an error."""
-    keep: list[tuple[Entry, str]] = []
-    for start in range(0, len(pairs), LINE_ENTRIES):
-        block = pairs[start : start + LINE_ENTRIES]
-        if _plainly_encodable(map(itemgetter(0), block)):
+def save(git_dir: Path, layout: Layout, entries: Sequence[Entry], index: str) -> None:
+    """Replace the cache file with these entries, verified while the index listing was the one
+    whose digest is `index` (kept by `save_listing`), atomically and without an fsync (a torn
+    file reads as damaged and is rebuilt), one line encoded at a time so the file is never whole
+    in memory. Failing to write is not an error."""
+    keep: list[Entry] = []
+    for start in range(0, len(entries), LINE_ENTRIES):
+        block = entries[start : start + LINE_ENTRIES]
+        if _plainly_encodable(block):
             keep += block
         else:
-            keep += [pair for pair in block if _plainly_encodable((pair[0],)) or _encodable(pair)]
+            keep += [entry for entry in block if _plainly_encodable((entry,)) or _encodable(entry)]
     lines = (_encode_line(keep[i : i + LINE_ENTRIES])[0] for i in range(0, len(keep), LINE_ENTRIES))
     try:
         atomic_write_chunks(
@@ -234,6 +232,24 @@ def save(
         )
     except OSError:
         pass
+
+
+def save_listing(git_dir: Path, listing: bytes) -> None:
+    """Keep the index listing the next cache file is verified against. Failing is not an
+    error: a listing that does not match the cache file's header is not used."""
+    try:
+        atomic_write_chunks(git_dir / LISTING_FILE, (listing,), durable=False)
+    except OSError:
+        pass
+
+
+def load_listing(git_dir: Path, digest: str) -> bytes | None:
+    """The kept index listing whose blake3 is `digest`; None when it is missing or another."""
+    try:
+        listing = (git_dir / LISTING_FILE).read_bytes()
+    except OSError:
+        return None
+    return listing if digest and blake3.blake3(listing).hexdigest() == digest else None
 
 
 def _plainly_encodable(entries: Iterable[Entry]) -> bool:

@@ -5,36 +5,29 @@ decoded with surrogateescape so an undecodable name survives the round trip back
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import compress, repeat
-from operator import itemgetter
+from itertools import compress, filterfalse
 from pathlib import Path
 
 from cachelint.gitutil import GitResult, run_git, split_z, stage_record
-from cachelint.store import CONTENTS_FILE, ENTRY_FILE
 from cachelint.tree import IgnoreSource, IndexEntry
 
-_ENTRY_SUFFIX = "/" + ENTRY_FILE
-_CONTENTS_SUFFIX = "/" + CONTENTS_FILE
-_ENTRY_SUFFIXES = (_ENTRY_SUFFIX, _CONTENTS_SUFFIX)
 _REGULAR_TAG = "\0H 100644 "  # a record of a regular file, neither marked nor unmerged
 _REGULAR = IndexEntry("100644", 0)
 SKIP_WORKTREE = ("S", "s")  # ls-files -v: "s" is also marked assume-unchanged
 
 
 def parse_stage(
-    out: bytes, *, entry_objects: bool = False, same_as: Iterable[str] = ()
-) -> tuple[dict[str, IndexEntry], dict[str, str], dict[str, str]]:
+    out: bytes, *, same_as: Iterable[str] = ()
+) -> tuple[dict[str, IndexEntry], dict[str, str]]:
     """`ls-files -v --stage` records are "<tag> <mode> <object> <stage>\\t<path>". Returns the
-    index; if `entry_objects`, the object ids of each entry directory's two files, which the
-    entry cache is keyed by (`entry_pairs`); and the tag of each path whose tag is not "H":
-    marked assume-unchanged ("h") or skip-worktree ("S", "s"), which git no longer compares with
-    the disk, or unmerged ("M"). A path equal to one of `same_as` (the walk's) is that string
-    object, not a copy: the index and the walk of a large tree then share their text."""
+    index, and the tag of each path whose tag is not "H": marked assume-unchanged ("h") or
+    skip-worktree ("S", "s"), which git no longer compares with the disk, or unmerged ("M"). A
+    path equal to one of `same_as` (the walk's) is that string object, not a copy: the index and
+    the walk of a large tree then share their text."""
     index: dict[str, IndexEntry] = {}
-    objects: dict[str, str] = {}
     flagged: dict[str, str] = {}
     if not out:
-        return index, objects, flagged
+        return index, flagged
     text = out.decode("utf-8", "surrogateescape")
     records = text.split("\0")
     records.pop()  # the empty string after the last terminator
@@ -49,16 +42,8 @@ def parse_stage(
             walked = {path: path for path in same_as}
             paths = list(map(walked.get, paths, paths))
             del walked
-        index = dict.fromkeys(paths, _REGULAR)
-        if entry_objects:
-            wanted = list(map(str.endswith, paths, repeat(_ENTRY_SUFFIXES)))
-            object_id = itemgetter(slice(9, start - 3))  # "H 100644 <object> 0\t"
-            ids = list(map(object_id, compress(records, wanted)))
-            objects = entry_pairs(list(compress(paths, wanted)), ids)
-        return index, objects, flagged
+        return dict.fromkeys(paths, _REGULAR), flagged
     shared: dict[str, IndexEntry] = {}
-    files: list[str] = []
-    ids = []
     for record in records:
         meta, _, path = record.partition("\t")
         kind = meta[2:8] + meta[-1]
@@ -66,38 +51,33 @@ def parse_stage(
         if entry is None:
             entry = shared[kind] = IndexEntry(meta[2:8], int(meta[-1]))
         index[path] = entry
-        if entry_objects and entry.stage == 0 and path.endswith(_ENTRY_SUFFIXES):
-            files.append(path)
-            ids.append(meta[9:-2])
         if meta[0] != "H":
             flagged[path] = meta[0]
-    return index, entry_pairs(files, ids), flagged
+    return index, flagged
 
 
-def entry_pairs(files: list[str], ids: list[str]) -> dict[str, str]:
-    """The object ids of each entry directory's two files, as "<entry.json id> <contents.data
-    id>", from entry files listed in index order; a directory holding one of the two is left out."""
-    # In index order a directory's contents.data comes just before its entry.json ("c" < "e"):
-    # when every pair is so, they are paired whole, without a step per file.
-    contents, entries = files[0::2], files[1::2]
-    if len(contents) == len(entries) and all(map(str.endswith, contents, repeat(_CONTENTS_SUFFIX))):
-        directories = [path[: -len(_CONTENTS_SUFFIX)] for path in contents]
-        if [path[: -len(_ENTRY_SUFFIX)] for path in entries] == directories and all(
-            map(str.endswith, entries, repeat(_ENTRY_SUFFIX))
-        ):
-            return dict(zip(directories, map(_PAIR.format, ids[1::2], ids[0::2]), strict=True))
-    by_directory: dict[str, dict[str, str]] = {}
-    for path, object_id in zip(files, ids, strict=True):
-        directory, _, name = path.rpartition("/")
-        by_directory.setdefault(directory, {})[name] = object_id
-    return {
-        directory: _PAIR.format(names[ENTRY_FILE], names[CONTENTS_FILE])
-        for directory, names in by_directory.items()
-        if len(names) == 2
-    }
+def changed_since(earlier: bytes, now: bytes) -> set[str]:
+    """The paths whose record differs between two `ls-files -v --stage` listings: added,
+    removed, or listed with another object id, mode, stage or tag. Both are in index order, so
+    when no path was added or removed the records are compared in place, without a set."""
+    before, after = earlier.split(b"\0"), now.split(b"\0")
+    if len(before) == len(after):
+        unequal = list(map(bytes.__ne__, before, after))
+        was, became = list(compress(before, unequal)), list(compress(after, unequal))
+        if all(map(_same_path, was, became)):
+            return set(map(_record_path, became))
+    kept = set(before)
+    del before
+    added = list(filterfalse(kept.__contains__, after))
+    return set(map(_record_path, [*added, *kept.difference(after)]))
 
 
-_PAIR = "{} {}"
+def _record_path(record: bytes) -> str:
+    return record.partition(b"\t")[2].decode("utf-8", "surrogateescape")
+
+
+def _same_path(before: bytes, after: bytes) -> bool:
+    return before.partition(b"\t")[2] == after.partition(b"\t")[2]
 
 
 def index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:

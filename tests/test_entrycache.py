@@ -1,23 +1,25 @@
 """The entry cache: a check reuses the entries an earlier one verified only while git's index holds
-the same object ids for both of their files and git reports neither changed, and reads and
-verifies everything else from disk. Real repositories, real git."""
+both of their files as it did then (the same object ids) and git reports neither changed, and
+reads and verifies everything else from disk. Real repositories, real git."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+import blake3
 import orjson
 import pytest
 
 from cachelint import __version__, entrycache
 from cachelint.collect import collect
 from cachelint.config import Layout, load
-from cachelint.entrycache import CACHE_FILE
+from cachelint.entrycache import CACHE_FILE, LISTING_FILE
 from cachelint.store import UNREAD_REQUEST, Entry
 from cachelint.tree import TreeFacts
 from tests.conftest import commit_all, git, run_cachelint
@@ -57,16 +59,16 @@ def entry(**fields: object) -> Entry:
     return Entry(**{**base, **fields})  # type: ignore[arg-type]
 
 
-def encode(pairs: list[tuple[Entry, str]]) -> bytes:
-    return entrycache._encode_line(pairs)[0]
+def encode(entries: list[Entry]) -> bytes:
+    return entrycache._encode_line(entries)[0]
 
 
-def decode(line: bytes) -> entrycache.Cached | None:
+def decode(line: bytes) -> dict[str, Entry] | None:
     return entrycache._decode_line(line)
 
 
 # The columns of a line of the cache file.
-FIELDS = ("ids", *Entry._fields[: Entry._fields.index("request")])
+FIELDS = Entry._fields[: Entry._fields.index("request")]
 Row = dict[str, object]
 
 
@@ -99,19 +101,24 @@ def repo(git_repo: Path) -> Path:
     return git_repo
 
 
-def test_first_check_writes_every_committed_entry(repo: Path) -> None:
+def stage_listing(repo: Path) -> bytes:
+    return subprocess.run(
+        ["git", "ls-files", "-z", "-v", "--stage", "--", "eval-cache"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
+def test_first_check_writes_every_committed_entry_and_the_listing_it_checked(repo: Path) -> None:
     facts = facts_of(repo)
     written = rows(repo)
     assert {r["directory"] for r in written} == {e.directory for e in facts.entries}
     assert len(written) == 3
-    objects = {}  # path -> object id, from "<mode> <object> <stage>\t<path>"
-    for line in git(repo, "ls-files", "--stage", "--", "eval-cache").splitlines():
-        meta, path = line.split("\t")
-        objects[path] = meta.split(" ")[1]
-    for row in written:
-        directory = row["directory"]
-        both = f"{objects[f'{directory}/entry.json']} {objects[f'{directory}/contents.data']}"
-        assert row["ids"] == both
+    listing = (repo / ".git" / LISTING_FILE).read_bytes()
+    assert listing == stage_listing(repo)
+    header = orjson.loads(cache_path(repo).read_bytes().splitlines()[0])
+    assert header["index"] == blake3.blake3(listing).hexdigest()
 
 
 def test_a_warm_check_sees_exactly_what_a_cold_one_sees(repo: Path) -> None:
@@ -131,18 +138,41 @@ def test_rows_are_used_while_git_reports_entry_json_unchanged(repo: Path) -> Non
     assert {e.scenario for e in facts_of(repo, entry_cache=False).entries} != {"from-the-cache"}
 
 
-def test_while_the_index_listing_is_unchanged_rows_are_taken_without_their_ids(
-    repo: Path,
-) -> None:
-    """The fast path: the cache file records the digest of the index listing it was written
-    from; while that listing is the same and git reports nothing changed, no row's ids are
-    looked up. Any change to the index (here a staged new entry) ends that."""
+def test_after_the_index_changes_only_the_entries_it_records_anew_are_read(repo: Path) -> None:
+    """The cache keeps the index listing its entries were verified against. Once the index
+    changes (here one entry restaged with an edit, one new entry staged), the entries whose
+    records are the same in both listings are still taken; the others are read."""
     facts_of(repo)
-    rewrite_rows(repo, lambda row: {**row, "ids": "not ids", "scenario": "from-the-cache"})
-    assert {e.scenario for e in facts_of(repo).entries} == {"from-the-cache"}
+    rewrite_rows(repo, lambda row: {**row, "scenario": "from-the-cache"})
+    entry_json = entry_file(repo, "b")
+    data = json.loads(entry_json.read_text())
+    data["model"] = "restaged"
+    entry_json.write_text(json.dumps(data, indent=2))
+    put(repo, scenario="support/acme/c", text="three")
+    git(repo, "add", "-A")
+    facts = facts_of(repo)
+    by_scenario = sorted(e.scenario or "" for e in facts.entries)
+    assert by_scenario == ["from-the-cache", "from-the-cache", "support/acme/b", "support/acme/c"]
+    assert (repo / ".git" / LISTING_FILE).read_bytes() == stage_listing(repo)
+    assert facts_of(repo).entries == facts.entries  # now all from the new rows
+
+
+@pytest.mark.parametrize("listing", [None, b"another index\0"])
+def test_without_the_listing_it_checked_the_cache_is_not_used_once_the_index_changes(
+    repo: Path, listing: bytes | None
+) -> None:
+    facts_of(repo)
+    rewrite_rows(repo, lambda row: {**row, "scenario": "from-the-cache"})
+    kept = repo / ".git" / LISTING_FILE
+    if listing is None:
+        kept.unlink()
+    else:
+        kept.write_bytes(listing)
+    assert "from-the-cache" in {e.scenario for e in facts_of(repo).entries}  # the same index
     put(repo, scenario="support/acme/c", text="three")
     git(repo, "add", "-A")
     assert "from-the-cache" not in {e.scenario for e in facts_of(repo).entries}
+    assert kept.read_bytes() == stage_listing(repo)
 
 
 def test_an_entry_changed_on_disk_is_read_again(repo: Path) -> None:
@@ -242,8 +272,8 @@ def test_a_damaged_cache_file_is_ignored_and_rewritten(repo: Path) -> None:
     facts_of(repo)
     header = cache_path(repo).read_bytes().splitlines()[0]
     cache_path(repo).write_bytes(header + b'\n[["half a column"\n\x00\xff')
-    # The header alone still names this very index, so the check skips the index's object ids
-    # at first, and must fetch them once the body turns out damaged to write the file anew.
+    # The header alone still names this very index: the check must find the body damaged and
+    # write the file anew.
     assert entrycache.written_from(repo / ".git", Layout.AUTO) == orjson.loads(header)["index"]
     cold = facts_of(repo, entry_cache=False)
     assert facts_of(repo).entries == cold.entries
@@ -329,20 +359,16 @@ def test_columns_round_trip_both_layouts() -> None:
         expires=None,
         iteration="1",
     )
-    decoded = decode(encode([(native, "0" * 40), (meai, "1" * 40)]))
-    assert decoded is not None
-    assert decoded.entries == {native.directory: native, meai.directory: meai}
-    assert decoded.entries[native.directory].request is UNREAD_REQUEST
-    assert decoded.objects == {native.directory: "0" * 40, meai.directory: "1" * 40}
+    decoded = decode(encode([native, meai]))
+    assert decoded == {native.directory: native, meai.directory: meai}
+    assert decoded[native.directory].request is UNREAD_REQUEST
 
 
 def test_a_name_json_cannot_hold_drops_only_that_entry() -> None:
     good = entry()
     odd = good._replace(directory="r/cache/\udcff/01")  # undecodable bytes, surrogateescape
-    decoded = decode(encode([(good, "0" * 40), (odd, "1" * 40)]))
-    assert decoded is not None
-    assert list(decoded.entries) == [good.directory]
-    assert decoded.objects == {good.directory: "0" * 40}
+    decoded = decode(encode([good, odd]))
+    assert decoded is not None and list(decoded) == [good.directory]
 
 
 @pytest.mark.parametrize(
@@ -363,7 +389,7 @@ def test_anything_else_decodes_to_nothing(line: bytes) -> None:
 
 
 def test_columns_of_different_lengths_decode_to_nothing() -> None:
-    columns = orjson.loads(encode([(entry(), "0" * 40)]))
+    columns = orjson.loads(encode([entry()]))
     columns[FIELDS.index("key")].append("02cd")  # one key too many
     assert decode(orjson.dumps(columns)) is None
 
@@ -372,11 +398,11 @@ def test_every_entry_field_but_the_request_is_a_column() -> None:
     """A field added to Entry without a column would be silently lost on a cached check."""
     from cachelint.store import COLUMNS
 
-    assert [c.name for c in COLUMNS] == list(FIELDS[1:])
+    assert [c.name for c in COLUMNS] == list(FIELDS)
     full = entry(digest="d" * 64, iteration="it", maybe_secret=False)
     assert all(value is not None for value in full[:-1])
-    decoded = decode(encode([(full, "0" * 40)]))
-    assert decoded is not None and decoded.entries[full.directory] == full
+    decoded = decode(encode([full]))
+    assert decoded is not None and decoded[full.directory] == full
 
 
 def test_a_file_of_several_lines_reads_as_one(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -396,7 +422,7 @@ def test_one_damaged_line_leaves_the_whole_file_unused(
     facts_of(repo)
     header, first, second = cache_path(repo).read_bytes().splitlines()
     cache_path(repo).write_bytes(b"\n".join([header, first, second[:-5]]) + b"\n")
-    assert entrycache.load(repo / ".git", Layout.AUTO) == entrycache.Cached({}, {})
+    assert entrycache.load(repo / ".git", Layout.AUTO) == entrycache.Cached({})
     assert len(facts_of(repo).entries) == 3  # read from disk, and the file written anew
     assert len(rows(repo)) == 3
 

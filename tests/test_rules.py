@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cachelint.fsutil import TEMP_PREFIX
-from cachelint.listing import entry_pairs, parse_stage
+from cachelint.listing import changed_since, parse_stage
 from cachelint.rules import all_rules
 from cachelint.tree import IndexEntry
 from tests.conftest import commit_all, git
@@ -497,19 +497,35 @@ def test_worst_path_counts_utf16_and_breaks_ties_across_ascii_and_wide_paths(rep
     assert facts_of(repo).worst_path == (f"eval-cache/{'z' * 60}/b.json", 78)
 
 
-def test_entry_ids_are_paired_by_directory_however_the_index_orders_them() -> None:
-    """Listed in index order, a directory's contents.data comes just before its entry.json and
-    the pairs are taken whole; a file between them, or a lone entry file, sends the listing down
-    the file-by-file path, which must give the same pairs and leave the lone file out."""
-    files = ["r/a/contents.data", "r/a/entry.json", "r/b/contents.data", "r/b/entry.json"]
-    ids = ["c1", "e1", "c2", "e2"]
-    paired = {"r/a": "e1 c1", "r/b": "e2 c2"}
-    assert entry_pairs(files, ids) == paired
-    between = [*files[:3], "r/b/data/entry.json", files[3]]  # "data" sorts between c and e
-    assert entry_pairs(between, [*ids[:3], "x", ids[3]]) == paired
-    lone = ["r/0/entry.json", *files]
-    assert entry_pairs(lone, ["x", *ids]) == paired
-    assert entry_pairs([], []) == {}
+def _stage_listing(repo: Path) -> bytes:
+    return subprocess.run(
+        ["git", "ls-files", "-z", "-v", "--stage", "--", "eval-cache"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
+def test_listings_differ_in_the_paths_added_removed_or_recorded_anew(repo: Path) -> None:
+    """The records are compared in place while no path was added or removed, else as sets:
+    both ways name exactly the paths whose records differ."""
+    put(repo, scenario="agent/tenant/other", text="three")
+    commit_all(repo)
+    before = _stage_listing(repo)
+    assert changed_since(before, before) == set()
+    first = _entry_dir(repo)
+    rel = first.relative_to(repo).as_posix()
+    (first / "contents.data").write_bytes(b"rewritten")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    assert changed_since(before, _stage_listing(repo)) == {f"{rel}/contents.data"}
+    subprocess.run(["git", "update-index", "--chmod=+x", f"{rel}/entry.json"], cwd=repo, check=True)
+    both = {f"{rel}/contents.data", f"{rel}/entry.json"}
+    assert changed_since(before, _stage_listing(repo)) == both
+    added = put(repo, scenario="agent/tenant/added", text="four").relative_to(repo).as_posix()
+    subprocess.run(["git", "add", "--", added], cwd=repo, check=True)
+    new = {f"{added}/contents.data", f"{added}/entry.json"}
+    assert changed_since(before, _stage_listing(repo)) == both | new
+    assert changed_since(_stage_listing(repo), before) == both | new  # removed, the other way
 
 
 def test_the_usual_index_parses_like_the_general_case(repo: Path) -> None:
@@ -525,16 +541,14 @@ def test_the_usual_index_parses_like_the_general_case(repo: Path) -> None:
     ).stdout
     general = out.replace(b"H 100644 ", b"H 100755 ", 1)
     assert general != out
-    for objects in (False, True):
-        fast_index, fast_objects, fast_flagged = parse_stage(out, entry_objects=objects)
-        slow_index, slow_objects, slow_flagged = parse_stage(general, entry_objects=objects)
-        assert fast_index.keys() == slow_index.keys() and len(fast_index) == 6
-        assert set(fast_index.values()) == {IndexEntry("100644", 0)}
-        assert fast_objects == slow_objects and fast_flagged == slow_flagged == {}
-        assert len(fast_objects) == (3 if objects else 0)  # one pair of ids per entry
+    fast_index, fast_flagged = parse_stage(out)
+    slow_index, slow_flagged = parse_stage(general)
+    assert fast_index.keys() == slow_index.keys() and len(fast_index) == 6
+    assert set(fast_index.values()) == {IndexEntry("100644", 0)}
+    assert fast_flagged == slow_flagged == {}
     walked = [p.decode() for p in out.split(b"\0")[:-1:2]]  # three of the paths, as the walk
     walked = [p.partition("\t")[2] for p in walked]
-    shared, _, _ = parse_stage(out, same_as=walked)
+    shared, _ = parse_stage(out, same_as=walked)
     assert shared == parse_stage(out)[0]
     assert {id(p) for p in shared} & {id(p) for p in walked} == {id(p) for p in walked}
 
