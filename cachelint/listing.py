@@ -5,7 +5,6 @@ decoded with surrogateescape so an undecodable name survives the round trip back
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import compress, filterfalse
 from pathlib import Path
 
 from cachelint.gitutil import GitResult, run_git, split_z, stage_record
@@ -59,25 +58,52 @@ def parse_stage(
 def changed_since(earlier: bytes, now: bytes) -> set[str]:
     """The paths whose record differs between two `ls-files -v --stage` listings: added,
     removed, or listed with another object id, mode, stage or tag. Both are in index order, so
-    when no path was added or removed the records are compared in place, without a set."""
-    before, after = earlier.split(b"\0"), now.split(b"\0")
-    if len(before) == len(after):
-        unequal = list(map(bytes.__ne__, before, after))
-        was, became = list(compress(before, unequal)), list(compress(after, unequal))
-        if all(map(_same_path, was, became)):
-            return set(map(_record_path, became))
-    kept = set(before)
-    del before
-    added = list(filterfalse(kept.__contains__, after))
-    return set(map(_record_path, [*added, *kept.difference(after)]))
+    the records the two share at their start and at their end (all but a few, between two
+    commits) are found by comparing bytes, and only the records between are split and compared."""
+    head = _common_head(earlier, now)
+    tail = _common_tail(earlier, now, head)
+    before = earlier[head : len(earlier) - tail].split(b"\0")
+    after = now[head : len(now) - tail].split(b"\0")
+    differing = set(before).symmetric_difference(after)
+    differing.discard(b"")
+    return set(map(_record_path, differing))
+
+
+def _common_head(earlier: bytes, now: bytes) -> int:
+    """The length of the whole records both listings start with."""
+    view = memoryview(earlier)
+    low, high = 0, min(len(earlier), len(now))
+    while low < high:  # the longest common prefix: each test one memcmp
+        middle = (low + high + 1) // 2
+        if now.startswith(view[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return earlier.rfind(b"\0", 0, low) + 1
+
+
+def _common_tail(earlier: bytes, now: bytes, head: int) -> int:
+    """The length of the whole records both listings end with, after their first `head` bytes."""
+    view = memoryview(earlier)
+    low, high = 0, min(len(earlier), len(now)) - head
+    while low < high:
+        middle = (low + high + 1) // 2
+        if now.endswith(view[len(earlier) - middle :]):
+            low = middle
+        else:
+            high = middle - 1
+    if low == 0:
+        return 0
+    start, other = len(earlier) - low, len(now) - low
+    if not (start == 0 or earlier[start - 1] == 0) or not (other == 0 or now[other - 1] == 0):
+        start = earlier.find(b"\0", start) + 1  # the next record's start, in both
+        if start == 0:  # no terminator: not a listing git wrote, compare it whole
+            return 0
+    return len(earlier) - start
 
 
 def _record_path(record: bytes) -> str:
     return record.partition(b"\t")[2].decode("utf-8", "surrogateescape")
-
-
-def _same_path(before: bytes, after: bytes) -> bool:
-    return before.partition(b"\t")[2] == after.partition(b"\t")[2]
 
 
 def index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:

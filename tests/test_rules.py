@@ -528,6 +528,40 @@ def test_listings_differ_in_the_paths_added_removed_or_recorded_anew(repo: Path)
     assert changed_since(_stage_listing(repo), before) == both | new  # removed, the other way
 
 
+def test_listings_compared_from_both_ends_name_what_a_whole_comparison_names() -> None:
+    """Only the records between the two listings' common start and end are split: whatever was
+    changed, added or removed, and wherever, the paths named are those whose records differ."""
+    import random
+
+    def whole(earlier: bytes, now: bytes) -> set[str]:
+        differing = set(earlier.split(b"\0")) ^ set(now.split(b"\0"))
+        return {r.partition(b"\t")[2].decode() for r in differing if r}
+
+    records = [
+        f"H 100644 {n:040x} 0\tr/cache/a/{n:05d}/{name}".encode()
+        for n in range(300)
+        for name in ("contents.data", "entry.json")
+    ]
+    listing = b"".join(r + b"\0" for r in records)
+    rng = random.Random(13)
+    for trial in range(300):
+        edited = records[: rng.randrange(1, len(records) + 1)] if trial % 4 == 0 else records[:]
+        for _ in range(rng.randrange(4)):
+            i = rng.randrange(len(edited))
+            change = rng.randrange(4)
+            if change == 0:  # restaged: another object id
+                edited[i] = edited[i][:9] + f"{rng.getrandbits(160):040x}".encode() + edited[i][49:]
+            elif change == 1:  # a path added
+                edited.insert(i, edited[i].replace(b"\t", b"\tnew/", 1))
+            elif change == 2 and len(edited) > 1:
+                del edited[i]
+            else:  # marked skip-worktree
+                edited[i] = b"S" + edited[i][1:]
+        now = b"".join(r + b"\0" for r in edited)
+        assert changed_since(listing, now) == whole(listing, now), trial
+        assert changed_since(now, listing) == whole(now, listing), trial
+
+
 def test_the_usual_index_parses_like_the_general_case(repo: Path) -> None:
     """Every record a regular, unmarked file takes the sliced fast path; one executable file
     sends the same listing through the record-by-record loop. Both must agree."""
