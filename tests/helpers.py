@@ -51,6 +51,16 @@ def put(repo: Path, scenario: str = "agent/tenant/hello", text: str = "hi") -> P
     )
 
 
+def stage_listing(repo: Path) -> bytes:
+    """The `git ls-files -z -v --stage` listing of `eval-cache`, as a check asks for it."""
+    return subprocess.run(
+        ["git", "ls-files", "-z", "-v", "--stage", "--", "eval-cache"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
 # ---- the one-line rule harness ----------------------------------------------------------------
 
 

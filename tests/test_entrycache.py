@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -23,7 +22,7 @@ from cachelint.entrycache import CACHE_FILE, LISTING_FILE
 from cachelint.store import UNREAD_REQUEST, Entry
 from cachelint.tree import TreeFacts
 from tests.conftest import commit_all, git, run_cachelint
-from tests.helpers import NOW, put, write_meai
+from tests.helpers import NOW, put, stage_listing, write_meai
 
 # The fixture's MEAI entry has a full-length key and no stamp: those findings are not the point.
 TREE_ONLY = ("--select", "eval-cache-corrupt,eval-cache-empty,eval-cache-dirty")
@@ -99,15 +98,6 @@ def repo(git_repo: Path) -> Path:
     write_meai(git_repo)
     commit_all(git_repo)
     return git_repo
-
-
-def stage_listing(repo: Path) -> bytes:
-    return subprocess.run(
-        ["git", "ls-files", "-z", "-v", "--stage", "--", "eval-cache"],
-        cwd=repo,
-        capture_output=True,
-        check=True,
-    ).stdout
 
 
 def test_first_check_writes_every_committed_entry_and_the_listing_it_checked(repo: Path) -> None:

@@ -23,6 +23,7 @@ from tests.helpers import (
     assert_no_findings,
     facts_of,
     put,
+    stage_listing,
     write_meai,
 )
 
@@ -497,35 +498,26 @@ def test_worst_path_counts_utf16_and_breaks_ties_across_ascii_and_wide_paths(rep
     assert facts_of(repo).worst_path == (f"eval-cache/{'z' * 60}/b.json", 78)
 
 
-def _stage_listing(repo: Path) -> bytes:
-    return subprocess.run(
-        ["git", "ls-files", "-z", "-v", "--stage", "--", "eval-cache"],
-        cwd=repo,
-        capture_output=True,
-        check=True,
-    ).stdout
-
-
 def test_listings_differ_in_the_paths_added_removed_or_recorded_anew(repo: Path) -> None:
-    """The records are compared in place while no path was added or removed, else as sets:
-    both ways name exactly the paths whose records differ."""
+    """A real index restaged, its mode changed, an entry added; and the other way round, removed:
+    the paths named are exactly those whose records differ."""
     put(repo, scenario="agent/tenant/other", text="three")
     commit_all(repo)
-    before = _stage_listing(repo)
+    before = stage_listing(repo)
     assert changed_since(before, before) == set()
     first = _entry_dir(repo)
     rel = first.relative_to(repo).as_posix()
     (first / "contents.data").write_bytes(b"rewritten")
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    assert changed_since(before, _stage_listing(repo)) == {f"{rel}/contents.data"}
+    assert changed_since(before, stage_listing(repo)) == {f"{rel}/contents.data"}
     subprocess.run(["git", "update-index", "--chmod=+x", f"{rel}/entry.json"], cwd=repo, check=True)
     both = {f"{rel}/contents.data", f"{rel}/entry.json"}
-    assert changed_since(before, _stage_listing(repo)) == both
+    assert changed_since(before, stage_listing(repo)) == both
     added = put(repo, scenario="agent/tenant/added", text="four").relative_to(repo).as_posix()
     subprocess.run(["git", "add", "--", added], cwd=repo, check=True)
     new = {f"{added}/contents.data", f"{added}/entry.json"}
-    assert changed_since(before, _stage_listing(repo)) == both | new
-    assert changed_since(_stage_listing(repo), before) == both | new  # removed, the other way
+    assert changed_since(before, stage_listing(repo)) == both | new
+    assert changed_since(stage_listing(repo), before) == both | new  # removed, the other way
 
 
 def test_listings_compared_from_both_ends_name_what_a_whole_comparison_names() -> None:
