@@ -244,12 +244,15 @@ def save_listing(git_dir: Path, listing: bytes) -> None:
 
 
 def load_listing(git_dir: Path, digest: str) -> bytes | None:
-    """The kept index listing whose blake3 is `digest`; None when it is missing or another."""
+    """The kept index listing whose blake3 is `digest`; None when it is missing or another, or
+    `digest` is "" (no cache file names one)."""
+    if not digest:
+        return None
     try:
         listing = (git_dir / LISTING_FILE).read_bytes()
     except OSError:
         return None
-    return listing if digest and blake3.blake3(listing).hexdigest() == digest else None
+    return listing if blake3.blake3(listing).hexdigest() == digest else None
 
 
 def _plainly_encodable(entries: Iterable[Entry]) -> bool:
