@@ -15,6 +15,9 @@ scenario, which it cannot reach. Without root and without compiled code, three l
   recorded. The proxy URL's user name is the scenario, so concurrent scenarios are told apart.
   NO_PROXY keeps the endpoint's own address direct.
 
+A python target's children get the first two layers (`offline_target_children`), through the
+environment of the process the target runs in.
+
 Each refusal is reported to netguard (`report_refused`) and fails the scenario with its name and
 the host. A program that ignores the proxy variables and is neither Python nor Node.js can still
 connect: `unshare -n` (a network namespace with loopback only) is the complete answer where it
@@ -26,7 +29,8 @@ from __future__ import annotations
 import base64
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -49,19 +53,32 @@ def child_env(
     from cachelint.runner.endpoint import LOOPBACK  # imports this module: not at the top
 
     proxy = f"http://{quote(scenario, safe='')}:{trial}@{LOOPBACK}:{port}"
-    path = inherited.get("PYTHONPATH", "")
-    node_options = inherited.get("NODE_OPTIONS", "")
-    env = {
-        "PYTHONPATH": SITE_DIR + (os.pathsep + path if path else ""),
-        "NODE_OPTIONS": f"--require {_node_quoted(NODE_GUARD)} {node_options}".rstrip(),
-        "CACHELINT_ALLOW_PORT": str(port),
-        "CACHELINT_REFUSED_LOG": log,
-        "NO_PROXY": LOOPBACK,
-        "no_proxy": LOOPBACK,
-    }
+    env = guard_env(port, log, inherited)
+    env.update(NO_PROXY=LOOPBACK, no_proxy=LOOPBACK)
     for name in PROXY_VARIABLES:
         env[name] = env[name.lower()] = proxy
     return env
+
+
+def guard_env(port: int, log: str, inherited: Mapping[str, str]) -> dict[str, str]:
+    """The variables that load the Python and Node.js guards in every process started with them
+    (and in theirs): loopback to `port` only, refusals appended to `log`. Added once: a guard
+    already in `inherited` (a python target's child running a command) is not loaded twice."""
+    path = inherited.get("PYTHONPATH", "")
+    node_options = inherited.get("NODE_OPTIONS", "")
+    require = f"--require {_node_quoted(NODE_GUARD)}"
+    return {
+        "PYTHONPATH": path if path.split(os.pathsep)[0] == SITE_DIR else _joined(SITE_DIR, path),
+        "NODE_OPTIONS": node_options
+        if require in node_options
+        else f"{require} {node_options}".rstrip(),
+        "CACHELINT_ALLOW_PORT": str(port),
+        "CACHELINT_REFUSED_LOG": log,
+    }
+
+
+def _joined(first: str, path: str) -> str:
+    return first + (os.pathsep + path if path else "")
 
 
 def _node_quoted(path: str) -> str:
@@ -87,6 +104,44 @@ def offline_children(client: Any, inherited: Mapping[str, str]) -> Iterator[dict
             os.unlink(log)
         for host in dict.fromkeys(line for line in lines if line):
             netguard.report_refused(client.scenario, host)
+
+
+@contextmanager
+def offline_target_children(port: int) -> Iterator[Callable[[], None]]:
+    """While inside, every Python or Node.js process a python target starts is kept off the
+    network as a command's children are, by the same guards (`guard_env`, set in this process's
+    environment, which they inherit); the refusing proxy is left out, since this process's own
+    HTTP clients read the proxy variables too. Yields `drain`, called as each scenario ends:
+    the hosts the children refused since are reported to netguard against the scenarios
+    running then (the one that ends, with `--jobs 1`)."""
+    fd, log = tempfile.mkstemp(prefix="cachelint-refused-", suffix=".log")
+    os.close(fd)
+    env = guard_env(port, log, os.environ)
+    saved = {name: os.environ.get(name) for name in env}
+    read = 0
+    lock = threading.Lock()
+
+    def drain() -> None:
+        nonlocal read
+        with lock, open(log, "rb") as fh:
+            fh.seek(read)
+            data = fh.read(_MAX_LOG_BYTES)
+            whole = data[: data.rfind(b"\n") + 1]
+            read += len(whole)
+        for host in dict.fromkeys(whole.decode("utf-8", "replace").splitlines()):
+            if host:
+                netguard.report_refused(None, host)
+
+    os.environ.update(env)
+    try:
+        yield drain
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        os.unlink(log)
 
 
 def is_proxy_request(method: str, path: str) -> bool:

@@ -9,7 +9,8 @@ target may need it, and `close` stops it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,41 @@ class Wiring:
     _targets: dict[str, Target] = field(default_factory=dict)
     _transports: dict[str, Any] = field(default_factory=dict)
     endpoint: Any = None
+    # Reports what a python target's children refused (`children_offline`), when replaying.
+    _drain: Callable[[], None] | None = None
 
     def target(self, scenario: Scenario, client: CachingClient) -> Output:
         return self._targets[self.names[scenario.identity]](scenario, client)
+
+    @contextmanager
+    def children_offline(self) -> Iterator[None]:
+        """While inside, a replay keeps the python targets' child processes off the network
+        (`childguard.offline_target_children`); a recording, or a run without a python
+        target, is left alone."""
+        python = any(self.config.named_target(n).type == "python" for n in set(self.names.values()))
+        if self.mode.calls_live or not python or self.endpoint is None:
+            yield
+            return
+        from cachelint.runner.childguard import offline_target_children
+
+        with offline_target_children(self.endpoint.port) as drain:
+            self._drain = drain
+            try:
+                yield
+            finally:
+                self._drain = None
+
+    def _draining(self, target: Target) -> Target:
+        """`target`, then what its children refused reported before its scenario ends."""
+
+        def drained(scenario: Scenario, client: CachingClient) -> Output:
+            try:
+                return target(scenario, client)
+            finally:
+                if self._drain is not None:
+                    self._drain()
+
+        return drained
 
     def make_client(self, scenario: Scenario, trial: int) -> CachingClient:
         name = self.names[scenario.identity]
@@ -131,7 +164,9 @@ def wire(
         target = config.named_target(name)
         if target.type == "python" and target.function:
             with armed(replay=not mode.calls_live):  # module-level code is the target's too
-                wiring._targets[name] = load_target(repo, target.function, config.source)
+                wiring._targets[name] = wiring._draining(
+                    load_target(repo, target.function, config.source)
+                )
         elif target.type == "command":
             from cachelint.runner.command import command_target
 
