@@ -183,9 +183,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 @contextmanager
 def _offline(client: Any) -> Iterator[list[str]]:
-    """In replay, the network refused but for the cache endpoint (`cachelint.netguard`); the
-    hosts refused, on the way out."""
+    """In replay, the network refused but for the cache endpoint (`cachelint.netguard`), in the
+    test's process and in the Python and Node.js processes it starts (`childguard`); the hosts
+    refused, on the way out."""
     from cachelint import netguard
+    from cachelint.runner.childguard import offline_target_children
 
     if client is None or client.mode.calls_live:
         yield []
@@ -193,5 +195,9 @@ def _offline(client: Any) -> Iterator[list[str]]:
     with (
         netguard.armed(replay=True, advice=netguard.Advice(_CALLS, _RECORD)),
         netguard.played(client.scenario) as hosts,
+        offline_target_children(client.endpoint.port) as drain,
     ):
-        yield hosts
+        try:
+            yield hosts
+        finally:
+            drain()
