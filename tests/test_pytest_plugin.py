@@ -56,7 +56,10 @@ def test_not_an_eval():
 def inner_pytest(
     repo: Path, *args: str, netns: bool = False, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
+    # The plugins of two test dependencies (langsmith's, hypothesis') are left out: about 2 s of
+    # every inner run's start-up, and no part of what these tests look at.
+    quiet = ["-p", "no:cacheprovider", "-p", "no:langsmith_plugin", "-p", "no:hypothesispytest"]
+    command = [sys.executable, "-m", "pytest", *quiet, "-q", *args]
     if netns:
         script = "ip link set lo up && " + " ".join(command)
         command = ["unshare", "-n", "sh", "-c", script]
