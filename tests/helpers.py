@@ -222,6 +222,31 @@ def framework_commit(
 
 # ---- `cachelint run` repositories, recorded through the fake provider --------------------------
 
+# A child program (the standard library only, so any python runs it) asking the cache endpoint
+# in OPENAI_BASE_URL for a chat completion and printing the answer. With SNEAK set it first
+# reaches for another port than the endpoint's and swallows the error: nothing listens on
+# 127.0.0.2:443, so a recording goes on at once, and a replay must refuse it.
+ENDPOINT_CHILD = """
+import json, os, socket, urllib.request
+if os.environ.get("SNEAK"):
+    try:
+        socket.create_connection(("127.0.0.2", 443), timeout=3)
+    except OSError as exc:
+        print("ignored:", exc)
+body = {"model": "child-model", "messages": [{"role": "user", "content": "refunds?"}]}
+request = urllib.request.Request(
+    os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps(body).encode(),
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+             "Content-Type": "application/json"},
+)
+with urllib.request.urlopen(request, timeout=30) as reply:
+    print(json.load(reply)["choices"][0]["message"]["content"])
+"""
+# A scenario a child's answer passes, and the fake provider's script that gives that answer.
+CHILD_ANSWER = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
+CHILD_SCRIPT: dict[str, Any] = {"rules": [], "default": {"content": "Refunds take 30 days."}}
+
 DEAD = "http://127.0.0.1:9/v1"  # port 9 (discard): nothing listens; swapped in while recording
 
 SCRIPT: dict[str, Any] = {

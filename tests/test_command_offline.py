@@ -21,25 +21,21 @@ import pytest
 from cachelint.runner.childguard import NODE_GUARD, SITE_DIR, child_env
 from tests.conftest import run_cachelint
 from tests.fakes import fake_server
-from tests.helpers import DEAD, RUN_NOW, command_target, do_run, node_or_skip, result
+from tests.helpers import (
+    CHILD_ANSWER,
+    CHILD_SCRIPT,
+    DEAD,
+    ENDPOINT_CHILD,
+    RUN_NOW,
+    command_target,
+    do_run,
+    node_or_skip,
+    result,
+)
 from tests.helpers import write_targets_repo as write_repo
 
-ANSWER = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
-SCRIPT: dict[str, Any] = {"rules": [], "default": {"content": "Refunds take 30 days."}}
+ANSWER, SCRIPT = CHILD_ANSWER, CHILD_SCRIPT
 
-# Talks to the cache endpoint with the standard library only, so it runs under any python.
-POLITE = """
-import json, os, urllib.request
-body = {"model": "child-model", "messages": [{"role": "user", "content": "refunds?"}]}
-request = urllib.request.Request(
-    os.environ["OPENAI_BASE_URL"] + "/chat/completions",
-    data=json.dumps(body).encode(),
-    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
-             "Content-Type": "application/json"},
-)
-with urllib.request.urlopen(request, timeout=30) as reply:
-    print(json.load(reply)["choices"][0]["message"]["content"])
-"""
 
 # Reaches for a private address, swallows the error, and answers as if nothing happened.
 SWALLOWER = """
@@ -224,7 +220,7 @@ def test_curl_in_a_shell_child_is_refused_by_the_proxy(git_repo: Path) -> None:
 
 
 def test_a_child_that_calls_only_the_cache_endpoint_replays_green(git_repo: Path) -> None:
-    command_repo(git_repo, [sys.executable, "agent.py"], {"agent.py": POLITE})
+    command_repo(git_repo, [sys.executable, "agent.py"], {"agent.py": ENDPOINT_CHILD})
     recorded = record(git_repo)
     assert recorded.rc == 0, recorded.out
     replay = do_run(git_repo, jobs=2)

@@ -13,7 +13,7 @@ import pytest
 from cachelint.pytest_plugin import scenario_identity
 from tests.conftest import PROJECT, commit_all, run_cachelint
 from tests.fakes import fake_server
-from tests.helpers import DEAD
+from tests.helpers import DEAD, ENDPOINT_CHILD
 from tests.helpers import RUN_NOW as NOW
 
 pytest.importorskip("openai")
@@ -354,30 +354,12 @@ def test_a_replayed_eval_test_that_reaches_for_the_network_fails_naming_the_host
     assert "--refresh-cache" not in replay.stdout
 
 
-CHILD_TESTS = '''
+CHILD_TESTS = """
 import os, subprocess, sys
 
 import pytest
 
-# Reaches for another port than the endpoint's when SNEAK is set, swallows the error, then asks
-# the cache endpoint.
-CHILD = """
-import json, os, socket, urllib.request
-if os.environ.get("SNEAK"):
-    try:
-        socket.create_connection(("127.0.0.2", 443), timeout=3)
-    except OSError as exc:
-        print("ignored:", exc)
-body = {"model": "bot-model", "messages": [{"role": "user", "content": "refunds?"}]}
-request = urllib.request.Request(
-    os.environ["OPENAI_BASE_URL"] + "/chat/completions",
-    data=json.dumps(body).encode(),
-    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
-             "Content-Type": "application/json"},
-)
-with urllib.request.urlopen(request, timeout=30) as reply:
-    print(json.load(reply)["choices"][0]["message"]["content"])
-"""
+CHILD = @CHILD@
 
 
 @pytest.mark.eval
@@ -387,13 +369,14 @@ def test_child(cachelint, sneak):
     env["SNEAK"] = sneak
     done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True)
     assert "30 days" in done.stdout, done.stderr
-'''
+"""
 
 
 def test_an_eval_tests_child_replays_through_the_endpoint_and_is_refused_elsewhere(
     git_repo: Path,
 ) -> None:
-    assert record_evals(git_repo, CHILD_TESTS) == ["/v1/chat/completions"] * 2
+    tests = CHILD_TESTS.replace("@CHILD@", repr(ENDPOINT_CHILD))
+    assert record_evals(git_repo, tests) == ["/v1/chat/completions"] * 2
     replay = inner_pytest(git_repo, "-m", "eval")
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "1 failed, 1 passed" in replay.stdout

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cachelint.runner.childguard import SITE_DIR, guard_env
 from tests.helpers import (
+    CHILD_ANSWER,
+    CHILD_SCRIPT,
+    ENDPOINT_CHILD,
     RUN_NOW,
     do_run,
     node_or_skip,
@@ -23,8 +25,7 @@ from tests.helpers import (
     write_targets_repo,
 )
 
-ANSWER = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
-SCRIPT: dict[str, Any] = {"rules": [], "default": {"content": "Refunds take 30 days."}}
+ANSWER, SCRIPT = CHILD_ANSWER, CHILD_SCRIPT
 
 # The target starts a child with the cache endpoint's URL and key, and answers what it prints.
 AGENT = """
@@ -41,26 +42,6 @@ def answer(scenario, client):
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
-"""
-
-# Reaches for another port than the endpoint's (nothing listens on 127.0.0.2:443, so a
-# recording goes on at once), swallows the error, then asks the cache endpoint.
-PYTHON_CHILD = """
-import json, os, socket, urllib.request
-if os.environ.get("SNEAK"):
-    try:
-        socket.create_connection(("127.0.0.2", 443), timeout=3)
-    except OSError as exc:
-        print("ignored:", exc)
-body = {"model": "child-model", "messages": [{"role": "user", "content": "refunds?"}]}
-request = urllib.request.Request(
-    os.environ["OPENAI_BASE_URL"] + "/chat/completions",
-    data=json.dumps(body).encode(),
-    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
-             "Content-Type": "application/json"},
-)
-with urllib.request.urlopen(request, timeout=30) as reply:
-    print(json.load(reply)["choices"][0]["message"]["content"])
 """
 
 NODE_CHILD = """
@@ -112,7 +93,7 @@ def test_a_python_targets_child_replays_through_the_endpoint_and_is_refused_else
     git_repo: Path, monkeypatch: pytest.MonkeyPatch, language: str, jobs: int
 ) -> None:
     if language == "python":
-        recorded(git_repo, ["python", "child.py"], {"child.py": PYTHON_CHILD})
+        recorded(git_repo, ["python", "child.py"], {"child.py": ENDPOINT_CHILD})
     else:
         recorded(git_repo, [node_or_skip(), "child.mjs"], {"child.mjs": NODE_CHILD})
     before = {name: os.environ.get(name) for name in GUARD_VARIABLES}
@@ -135,7 +116,7 @@ def test_a_recording_leaves_a_python_targets_children_alone(
     git_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SNEAK", "1")  # refused in a replay; in a recording, merely unanswered
-    recorded(git_repo, ["python", "child.py"], {"child.py": PYTHON_CHILD})
+    recorded(git_repo, ["python", "child.py"], {"child.py": ENDPOINT_CHILD})
 
 
 def test_the_guards_are_loaded_once_when_a_guarded_child_starts_a_command(tmp_path: Path) -> None:
