@@ -147,22 +147,32 @@ def test_after_the_index_changes_only_the_entries_it_records_anew_are_read(repo:
     assert facts_of(repo).entries == facts.entries  # now all from the new rows
 
 
-@pytest.mark.parametrize("listing", [None, b"another index\0"])
+@pytest.mark.parametrize("kept", ["lost", "another index", "the new index's"])
 def test_without_the_listing_it_checked_the_cache_is_not_used_once_the_index_changes(
-    repo: Path, listing: bytes | None
+    repo: Path, kept: str
 ) -> None:
+    """Only the listing whose digest the cache file's header holds says what its entries were
+    verified against. One that is lost, or another (even the listing of the index the check
+    then sees, under which a restaged entry's old row would pass), turns the cache off."""
     facts_of(repo)
     rewrite_rows(repo, lambda row: {**row, "scenario": "from-the-cache"})
-    kept = repo / ".git" / LISTING_FILE
-    if listing is None:
-        kept.unlink()
-    else:
-        kept.write_bytes(listing)
+    listing = repo / ".git" / LISTING_FILE
+    if kept == "lost":
+        listing.unlink()
+    elif kept == "another index":
+        listing.write_bytes(b"another index\0")
     assert "from-the-cache" in {e.scenario for e in facts_of(repo).entries}  # the same index
-    put(repo, scenario="support/acme/c", text="three")
+    entry_json = entry_file(repo, "b")
+    data = json.loads(entry_json.read_text())
+    data["model"] = "restaged"
+    entry_json.write_text(json.dumps(data, indent=2))
     git(repo, "add", "-A")
-    assert "from-the-cache" not in {e.scenario for e in facts_of(repo).entries}
-    assert kept.read_bytes() == stage_listing(repo)
+    if kept == "the new index's":
+        listing.write_bytes(stage_listing(repo))
+    facts = facts_of(repo)
+    assert "from-the-cache" not in {e.scenario for e in facts.entries}
+    assert "restaged" in {e.model for e in facts.entries}
+    assert listing.read_bytes() == stage_listing(repo)
 
 
 def test_an_entry_changed_on_disk_is_read_again(repo: Path) -> None:
