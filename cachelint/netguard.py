@@ -18,7 +18,7 @@ import ipaddress
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, NamedTuple
 
@@ -306,8 +306,14 @@ def own_calls_off() -> Iterator[None]:
 def switch_off(names: Iterable[str]) -> Callable[[], None]:
     """Set the `OWN_CALLS_OFF` switches named in this process's environment; the function that
     puts back what was there before."""
-    saved = {name: os.environ.get(name) for name in names}
-    os.environ.update({name: OWN_CALLS_OFF[name] for name in saved})
+    return put_in_environ({name: OWN_CALLS_OFF[name] for name in names})
+
+
+def put_in_environ(values: Mapping[str, str]) -> Callable[[], None]:
+    """Set `values` in this process's environment (and so its children's); the function that
+    puts back what was there before."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
 
     def put_back() -> None:
         for name, value in saved.items():

@@ -91,19 +91,14 @@ def _node_quoted(path: str) -> str:
 def offline_children(client: Any, inherited: Mapping[str, str]) -> Iterator[dict[str, str]]:
     """While inside, the command runs with `child_env`; on the way out, what its Python children
     refused is reported to netguard against the scenario."""
-    port = client.endpoint.port
-    fd, log = tempfile.mkstemp(prefix="cachelint-refused-", suffix=".log")
-    os.close(fd)
-    try:
-        yield child_env(client.scenario, client.trial, port, log, inherited)
-    finally:
+    with _refused_log() as log:
         try:
-            with open(log, "rb") as fh:
-                lines = fh.read(_MAX_LOG_BYTES).decode("utf-8", "replace").splitlines()
+            yield child_env(client.scenario, client.trial, client.endpoint.port, log, inherited)
         finally:
-            os.unlink(log)
-        for host in dict.fromkeys(line for line in lines if line):
-            netguard.report_refused(client.scenario, host)
+            with open(log, "rb") as fh:
+                refused = _hosts(fh.read(_MAX_LOG_BYTES))
+    for host in refused:
+        netguard.report_refused(client.scenario, host)
 
 
 @contextmanager
@@ -114,34 +109,43 @@ def offline_target_children(port: int) -> Iterator[Callable[[], None]]:
     HTTP clients read the proxy variables too. Yields `drain`, called as each scenario ends:
     the hosts the children refused since are reported to netguard against the scenarios
     running then (the one that ends, with `--jobs 1`)."""
-    fd, log = tempfile.mkstemp(prefix="cachelint-refused-", suffix=".log")
-    os.close(fd)
-    env = guard_env(port, log, os.environ)
-    saved = {name: os.environ.get(name) for name in env}
     read = 0
     lock = threading.Lock()
+    with _refused_log() as log:
 
-    def drain() -> None:
-        nonlocal read
-        with lock, open(log, "rb") as fh:
-            fh.seek(read)
-            data = fh.read(_MAX_LOG_BYTES)
-            whole = data[: data.rfind(b"\n") + 1]
-            read += len(whole)
-        for host in dict.fromkeys(whole.decode("utf-8", "replace").splitlines()):
-            if host:
+        def drain() -> None:
+            nonlocal read
+            with lock, open(log, "rb") as fh:
+                fh.seek(read)
+                data = fh.read(_MAX_LOG_BYTES)
+                whole = data[: data.rfind(b"\n") + 1]  # a line still being written waits
+                read += len(whole)
+            for host in _hosts(whole):
                 netguard.report_refused(None, host)
 
-    os.environ.update(env)
+        put_back = netguard.put_in_environ(guard_env(port, log, os.environ))
+        try:
+            yield drain
+        finally:
+            put_back()
+
+
+@contextmanager
+def _refused_log() -> Iterator[str]:
+    """A temporary file the guards append refused hosts to, a line each."""
+    fd, log = tempfile.mkstemp(prefix="cachelint-refused-", suffix=".log")
+    os.close(fd)
     try:
-        yield drain
+        yield log
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
         os.unlink(log)
+
+
+def _hosts(logged: bytes) -> list[str]:
+    """The distinct hosts in lines of a refused log."""
+    return list(
+        dict.fromkeys(line for line in logged.decode("utf-8", "replace").splitlines() if line)
+    )
 
 
 def is_proxy_request(method: str, path: str) -> bool:
