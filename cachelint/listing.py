@@ -4,7 +4,7 @@ decoded with surrogateescape so an undecodable name survives the round trip back
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from cachelint.gitutil import GitResult, run_git, split_z, stage_record
@@ -72,34 +72,36 @@ def changed_since(earlier: bytes, now: bytes) -> set[str]:
 def _common_head(earlier: bytes, now: bytes) -> int:
     """The length of the whole records both listings start with."""
     view = memoryview(earlier)
-    low, high = 0, min(len(earlier), len(now))
-    while low < high:  # the longest common prefix: each test one memcmp
-        middle = (low + high + 1) // 2
-        if now.startswith(view[:middle]):
-            low = middle
-        else:
-            high = middle - 1
-    return earlier.rfind(b"\0", 0, low) + 1
+    same = _longest(lambda n: now.startswith(view[:n]), min(len(earlier), len(now)))
+    return earlier.rfind(b"\0", 0, same) + 1
 
 
 def _common_tail(earlier: bytes, now: bytes, head: int) -> int:
     """The length of the whole records both listings end with, after their first `head` bytes."""
     view = memoryview(earlier)
-    low, high = 0, min(len(earlier), len(now)) - head
-    while low < high:
-        middle = (low + high + 1) // 2
-        if now.endswith(view[len(earlier) - middle :]):
-            low = middle
-        else:
-            high = middle - 1
-    if low == 0:
+    end = len(earlier)
+    same = _longest(lambda n: now.endswith(view[end - n :]), min(len(earlier), len(now)) - head)
+    if same == 0:
         return 0
-    start, other = len(earlier) - low, len(now) - low
+    start, other = end - same, len(now) - same
     if not (start == 0 or earlier[start - 1] == 0) or not (other == 0 or now[other - 1] == 0):
         start = earlier.find(b"\0", start) + 1  # the next record's start, in both
         if start == 0:  # no terminator: not a listing git wrote, compare it whole
             return 0
-    return len(earlier) - start
+    return end - start
+
+
+def _longest(fits: Callable[[int], bool], most: int) -> int:
+    """The largest n up to `most` that `fits`, where every smaller n fits too: a binary search,
+    each test here one memcmp."""
+    low, high = 0, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _record_path(record: bytes) -> str:
