@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
@@ -24,9 +25,10 @@ import blake3
 from cachelint import entrycache, listing
 from cachelint.config import Config
 from cachelint.entries import CachedSource, DiskSource, EntrySource, special_file
+from cachelint.errors import CachelintError
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.gitutil import GitResult, split_z, start_git
-from cachelint.pooled import read_all
+from cachelint.pooled import Helpers, ahead, read_all
 from cachelint.progressbar import BarFactory, bars_on
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
 from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
@@ -84,6 +86,10 @@ class _Git:
         large tree) is not kept while the check goes on."""
         return self._pool.submit(lambda: parse(self._run(args, stdin).out))
 
+    def call(self, work: Callable[[], _T]) -> Future[_T]:
+        """`work` run on the worker thread, after the git calls queued before it."""
+        return self._pool.submit(work)
+
     def _run(self, args: list[str], stdin: bytes | None) -> GitResult:
         return start_git(args, cwd=self._repo, stdin=stdin).result()
 
@@ -108,17 +114,19 @@ def collect(
     # `:(literal)` so a root named like a glob is never expanded by git.
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
     git = _Git(repo)
+    base = _opening_base(repo)
+    helpers: Future[Helpers | None] | None = None
     try:
         # Queued first: none of these needs the walk, so they run while Python walks.
         git_dir = git.submit(["rev-parse", "--absolute-git-dir"]) if entry_cache else None
         stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec])
+        helpers = git.call(partial(_read_ahead, config, base, roots, stage, git_dir, jobs))
         # Without preloadIndex: its threads would lstat the same files as the walk, on the
         # same two cores, for a diff-files that finishes long before the walk anyway.
         unthreaded = ["-c", "core.preloadIndex=false"]
         changed = git.submit([*unthreaded, "diff-files", "-z", "--name-only", *spec])
         # The pins' projects, unless the config names the pin files.
         projects = None if config.pins else git.submit(listing.PROJECTS)
-        base = _opening_base(repo)
         walk = _walk_roots(config, base, roots)
         plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
         attrs = git.submit_parsed(
@@ -132,11 +140,16 @@ def collect(
         del stage  # its listing, parsed: not kept while entries are read
         source = _entry_source(config, found, directory, reuse)
         prefixes = _cache_prefixes(roots)
-        read = _read_entries(base, walk, prefixes, config, source, jobs, progress)
+        reading = _Reading(jobs, progress, helpers.result())
+        read = _read_entries(base, walk, prefixes, config, source, reading)
         source.finish(read.entries)
         text_attr = attrs.result()
     finally:
-        git.close()
+        git.close()  # after which `helpers` is done or cancelled
+        if helpers is not None and not helpers.cancelled() and helpers.exception() is None:
+            running = helpers.result()
+            if running is not None:
+                running.stop()
     return TreeFacts(
         repo=repo,
         config=config,
@@ -164,6 +177,36 @@ def collect(
         all_indexed=not found.strays,
         projects=None if projects is None else listing.projects(projects.result()),
     )
+
+
+def _read_ahead(
+    config: Config,
+    base: str,
+    roots: list[str],
+    stage: Future[GitResult],
+    git_dir: Future[GitResult] | None,
+    jobs: int | None,
+) -> Helpers | None:
+    """Helpers reading the index's entries while the tree is walked, when the check is to read
+    them all: it keeps no entry cache, or has none to take entries from."""
+    if git_dir is not None:
+        directory = listing.git_dir(git_dir.result())
+        if directory is not None and entrycache.written_from(directory, config.layout):
+            return None
+    try:
+        listed = stage.result().out
+    except CachelintError:  # reported where the listing is parsed
+        return None
+    prefixes = _cache_prefixes(roots)
+    return ahead(base, prefixes, config.layout, config.max_entry_bytes, listed, jobs)
+
+
+class _Reading(NamedTuple):
+    """How the entries no source supplies are read."""
+
+    jobs: int | None  # processes reading at once
+    progress: BarFactory | None  # the bar counting them
+    helpers: Helpers | None  # started ahead of the read
 
 
 class _Reuse(NamedTuple):
@@ -329,8 +372,7 @@ def _read_entries(
     prefixes: tuple[str, ...],
     config: Config,
     source: EntrySource,
-    jobs: int | None,
-    progress: BarFactory | None,
+    reading: _Reading,
 ) -> _Read:
     """Read (or take from `source`) and verify every entry once; anything invalid becomes a
     (path, reason) in `corrupt`. The walk's `holders` are the directories with their entry and
@@ -377,10 +419,18 @@ def _read_entries(
     if not unread:
         read.entries = cast(list[Entry], slots)
         return read
-    bar = progress(len(unread)) if progress is not None else None
+    bar = reading.progress(len(unread)) if reading.progress is not None else None
     advance = bar.advance if bar is not None else None
     try:
-        outcomes = read_all(base, unread, config.layout, config.max_entry_bytes, jobs, advance)
+        outcomes = read_all(
+            base,
+            unread,
+            config.layout,
+            config.max_entry_bytes,
+            reading.jobs,
+            advance,
+            reading.helpers,
+        )
     finally:
         if bar is not None:
             bar.close()

@@ -2,42 +2,159 @@
 
 Verifying an entry (reading both files, hashing them, decoding entry.json, deriving the key from
 the stored request, looking for secrets) is CPU work that threads cannot share under the GIL, and
-a first check of a large tree (a fresh clone in CI) does it for every entry. Worker processes
-share it: the entries to read are cut into slices, queued for the workers, and the linter's own
-process reads too, taking slices from the back of the queue that no worker has started (a future
-not yet handed to a worker can be cancelled), so nothing waits on a worker's start-up and no slice
-is read twice. A worker hands its entries back as a line of the entry cache's columns
-(`entrycache.pack`), which the linter rebuilds at C speed.
+a first check of a large tree (a fresh clone in CI) does it for every entry. Helper processes
+share it. Each reads its share of slices from the front of the list and appends every slice's
+valid entries to its own output file, as a line of the entry cache's columns
+(`entrycache.pack`); the linter reads from the back, and between its steps takes the lines the
+helpers have finished, rebuilt at C speed. When every entry is read or taken, the helpers are
+stopped.
 
-Workers only ever save time: a slice whose worker failed or never started is read here, with the
-same `read_entry`, so every finding is worded from the bytes on disk either way.
+Nothing of the linter feeds a helper or waits on one: a helper is given its list once, and its
+lines wait in a file until the linter looks. So a helper can start before the linter needs it
+(`ahead`, on a check that will read the whole index: it lists the index itself and reads while
+the linter walks the tree), and its work never waits for the linter's GIL, as a worker of a
+process pool does for every slice it is handed and answers.
+
+Helpers only ever save time. Whatever they have not handed back (an entry they found corrupt, a
+directory the walk did not find as they did, everything of a helper that failed) the linter reads
+itself with the same `read_entry`, so every finding is worded from the bytes on disk either way.
 """
 
 from __future__ import annotations
 
-import signal
+import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
+from pathlib import Path
+from typing import IO
 
 from cachelint import entrycache
 from cachelint.childproc import usable_cores
 from cachelint.config import Layout
 from cachelint.entries import read_entry
 from cachelint.errors import CorruptEntry
-from cachelint.store import Entry
+from cachelint.store import ENTRY_FILE, Entry
 
 # An entry, or why it is corrupt.
 Outcome = Entry | str
 # (entry directory, the cache root's `<root>/cache/` prefix it lies under)
 Item = tuple[str, str]
 
-# Below this many entries to read, a worker's start-up (a fresh interpreter and its imports) costs
-# about as much as it saves, so the linter reads them alone unless asked for workers (`--jobs`).
+# Below this many entries to read, a helper's start-up (a fresh interpreter and its imports) costs
+# about as much as it saves, so the linter reads them alone unless asked for helpers (`--jobs`).
 MIN_PARALLEL = 2_000
-# Entries per slice: small enough that the last slices balance the cores, large enough that the
-# per-slice cost of queueing and answering stays small beside reading it.
+# Entries a helper reads before handing them back: one line of its output file.
 SLICE = 500
-MAX_WORKERS = 8
+# Entries the linter reads between two looks at the helpers' output.
+STEP = 100
+MAX_HELPERS = 7
+
+# A helper runs isolated (-I: the working directory, which a pull request fills, is not on
+# sys.path, and no PYTHON* variables apply) and finds cachelint where this process did.
+_HELPER = (
+    "import sys; sys.path.append(sys.argv.pop(1)); from cachelint.pooled import helper; "
+    "helper(sys.argv[1:])"
+)
+_PACKAGES = str(Path(__file__).resolve().parent.parent)
+_ENTRY_END = f"/{ENTRY_FILE}".encode()
+
+
+class Helpers:
+    """Running helper processes and the files their entries arrive in."""
+
+    def __init__(self) -> None:
+        self._running: list[tuple[subprocess.Popen[bytes], str, IO[bytes]]] = []
+        self._partial: dict[int, bytes] = {}
+        self._lists: list[str] = []
+
+    def start(self, base: str, layout: Layout, limit: int, count: int, source: list[str]) -> None:
+        """`count` helpers reading the entries `source` names: `["--index", prefix, ...]`, those
+        the index lists under the prefixes; `["--list", path]`, the NUL-separated items in the
+        file at `path`. A helper that cannot start is left out: its share is read here."""
+        for index in range(count):
+            try:
+                fd, out = tempfile.mkstemp(prefix="cachelint-read-")
+            except OSError:
+                return
+            os.close(fd)
+            args = [base, layout.value, str(limit), out, str(index), str(count), *source]
+            try:
+                proc = subprocess.Popen(
+                    [sys.executable, "-I", "-c", _HELPER, _PACKAGES, *args],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            except (OSError, ValueError):  # no interpreter to start (an embedded Python)
+                os.unlink(out)
+                return
+            self._running.append((proc, out, open(out, "rb")))  # noqa: SIM115 (closed in stop)
+
+    def __bool__(self) -> bool:
+        return bool(self._running)
+
+    def take(self) -> dict[str, Entry]:
+        """The entries the helpers have handed back since the last call."""
+        found: dict[str, Entry] = {}
+        for number, (_, _, fh) in enumerate(self._running):
+            data = self._partial.pop(number, b"") + fh.read()
+            whole, _, self._partial[number] = data.rpartition(b"\n")
+            for line in whole.split(b"\n") if whole else ():
+                try:
+                    found.update(entrycache.unpack(line))
+                except ValueError:  # a damaged line: its entries are read here
+                    continue
+        return found
+
+    def stop(self) -> None:
+        """Stop every helper and remove its files."""
+        for proc, out, fh in self._running:
+            proc.kill()
+            proc.wait()
+            fh.close()
+            try:
+                os.unlink(out)
+            except OSError:
+                pass
+        self._running.clear()
+        for path in self._lists:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self._lists.clear()
+
+    def list_items(self, items: Sequence[Item]) -> list[str] | None:
+        """The `source` naming `items`, written to a file removed by `stop`; None when it cannot
+        be written."""
+        try:
+            fd, path = tempfile.mkstemp(prefix="cachelint-list-")
+        except OSError:
+            return None
+        self._lists.append(path)
+        listed = b"".join(f"{d}\0{p}\0".encode("utf-8", "surrogateescape") for d, p in items)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(listed)
+        except OSError:
+            return None
+        return ["--list", path]
+
+
+def ahead(
+    base: str, prefixes: Sequence[str], layout: Layout, limit: int, stage: bytes, jobs: int | None
+) -> Helpers | None:
+    """Helpers reading every entry the index listing `stage` (`git ls-files --stage` under the
+    cache roots) names, started before the linter knows which it must read: for a check that
+    will read them all (no entry cache to take from). None when too few to be worth it."""
+    helpers = _helpers(stage.count(_ENTRY_END + b"\0"), jobs)
+    if not helpers:
+        return None
+    running = Helpers()
+    running.start(base, layout, limit, helpers, ["--index", *prefixes])
+    return running
 
 
 def read_all(
@@ -47,81 +164,49 @@ def read_all(
     limit: int,
     jobs: int | None = None,
     advance: Callable[[int], object] | None = None,
+    helpers: Helpers | None = None,
 ) -> dict[str, Outcome]:
-    """What `read_entry` makes of each item, by directory. `jobs` is how many processes may read
-    at once (None: every core, and only when there are enough entries to be worth it).
-    `advance(n)` is told of every n items read, from any thread (a progress bar)."""
-    workers = _workers(len(items), jobs)
-    size = max(1, min(SLICE, -(-len(items) // (4 * (workers + 1)))))
-    if workers == 0 and advance is None:
-        return read_slice(base, items, layout, limit)
-    slices = [items[i : i + size] for i in range(0, len(items), size)]
-    pool = _pool(workers) if workers else None
-    if pool is None:  # read alone, a slice at a time to be counted
-        return _read_here(base, slices, layout, limit, advance)
+    """What `read_entry` makes of each item, by directory: read here from the back while
+    `helpers` (started `ahead`, or here when there are enough items) read from the front. `jobs`
+    is how many processes may read at once (None: every core, and only when there are enough
+    entries to be worth it). `advance(n)` is told of every n items read or taken."""
+    if helpers is None:
+        count = _helpers(len(items), jobs)
+        helpers = Helpers()
+        source = helpers.list_items(items) if count else None
+        if source is not None:
+            helpers.start(base, layout, limit, count, source)
     found: dict[str, Outcome] = {}
+    wanted = {directory for directory, _ in items} if helpers and advance is not None else None
     try:
-        futures = [pool.submit(_read_packed, base, part, layout, limit) for part in slices]
-        if advance is not None:
-            for part, future in zip(slices, futures, strict=True):
-                future.add_done_callback(_counter(advance, len(part)))
-        for part, future in zip(reversed(slices), reversed(futures), strict=True):
-            if future.cancel():
-                found.update(_read_here(base, [part], layout, limit, advance))
-        for part, future in zip(slices, futures, strict=True):
-            if not future.cancelled():
-                found.update(_answer(future) or read_slice(base, part, layout, limit))
+        position = len(items)
+        while position:
+            if helpers:
+                taken = helpers.take()
+                if wanted is not None and advance is not None:
+                    advance(sum(1 for d in taken if d in wanted and d not in found))
+                found.update(taken)
+            while position and items[position - 1][0] in found:
+                position -= 1
+            start = max(0, position - STEP)
+            part = [item for item in items[start:position] if item[0] not in found]
+            found.update(read_slice(base, part, layout, limit))
+            if advance is not None and part:
+                advance(len(part))
+            position = start
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if helpers is not None:
+            helpers.stop()
     return found
 
 
-def _pool(workers: int) -> Executor | None:
-    """Worker processes, or None when this platform cannot start them."""
-    try:
-        # Imported only here: most checks (a hook's) read too few entries to start workers.
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        return ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_sigint
-        )
-    except (OSError, ValueError, ImportError):
-        return None
-
-
-def _counter(advance: Callable[[int], object], count: int) -> Callable[[Future[_Packed]], None]:
-    """A worker's slice counted once it is done, in whichever thread sees it done; a slice taken
-    back (cancelled) is counted where it is read."""
-
-    def done(future: Future[_Packed]) -> None:
-        if not future.cancelled():
-            advance(count)
-
-    return done
-
-
-def _read_here(
-    base: str,
-    slices: Sequence[Sequence[Item]],
-    layout: Layout,
-    limit: int,
-    advance: Callable[[int], object] | None,
-) -> dict[str, Outcome]:
-    found: dict[str, Outcome] = {}
-    for part in slices:
-        found.update(read_slice(base, part, layout, limit))
-        if advance is not None:
-            advance(len(part))
-    return found
-
-
-def _workers(count: int, jobs: int | None) -> int:
+def _helpers(count: int, jobs: int | None) -> int:
+    """How many helpers should read `count` entries beside the linter."""
     if count == 0:
         return 0
     if jobs is None:
-        return 0 if count < MIN_PARALLEL else min(usable_cores() - 1, MAX_WORKERS)
-    return max(0, min(jobs - 1, MAX_WORKERS, count - 1))
+        return 0 if count < MIN_PARALLEL else min(usable_cores() - 1, MAX_HELPERS)
+    return max(0, min(jobs - 1, MAX_HELPERS, count - 1))
 
 
 def read_slice(base: str, items: Sequence[Item], layout: Layout, limit: int) -> dict[str, Outcome]:
@@ -134,32 +219,35 @@ def read_slice(base: str, items: Sequence[Item], layout: Layout, limit: int) -> 
     return found
 
 
-_Packed = tuple[bytes, list[Entry], dict[str, str]]
+def helper(argv: list[str]) -> None:
+    """A helper's work: its share of the items, a line of valid entries per slice."""
+    base, layout, limit, out, index, count, source, *names = argv
+    items = _listed(base, names) if source == "--index" else _from_list(names[0])
+    share, every = int(index), int(count)
+    with open(out, "ab", buffering=0) as fh:
+        for start in range(share * SLICE, len(items), every * SLICE):
+            found = read_slice(base, items[start : start + SLICE], Layout(layout), int(limit))
+            line, _ = entrycache.pack([e for e in found.values() if not isinstance(e, str)])
+            fh.write(line)
 
 
-def _read_packed(base: str, items: Sequence[Item], layout: Layout, limit: int) -> _Packed:
-    """A worker's answer: the valid entries as a line of columns (and any JSON cannot hold), and
-    the corrupt ones' reasons."""
-    found = read_slice(base, items, layout, limit)
-    entries = [outcome for outcome in found.values() if not isinstance(outcome, str)]
-    line, unpackable = entrycache.pack(entries)
-    corrupt = {d: outcome for d, outcome in found.items() if isinstance(outcome, str)}
-    return line, unpackable, corrupt
+def _listed(base: str, prefixes: list[str]) -> list[Item]:
+    """The entry directories the index lists under `prefixes`, in the index's order."""
+    from cachelint.gitutil import run_git
+
+    spec = [f":(literal){prefix}" for prefix in prefixes]
+    out = run_git(["ls-files", "-z", "--", *spec], cwd=Path(base)).out
+    items = []
+    for path in out.split(b"\0"):
+        if path.endswith(_ENTRY_END):
+            directory = path[: -len(_ENTRY_END)].decode("utf-8", "surrogateescape")
+            prefix = next((p for p in prefixes if directory.startswith(p)), None)
+            if prefix is not None:
+                items.append((directory, prefix))
+    return items
 
 
-def _answer(future: Future[_Packed]) -> dict[str, Outcome] | None:
-    """A worker's slice as outcomes; None when the worker failed (the slice is read here)."""
-    try:
-        line, unpackable, corrupt = future.result()
-        found: dict[str, Outcome] = dict(entrycache.unpack(line))
-    except Exception:  # a broken pool, a worker killed, a damaged answer: read it here
-        return None
-    found.update((entry.directory, entry) for entry in unpackable)
-    found.update(corrupt)
-    return found
-
-
-def _ignore_sigint() -> None:
-    # Ctrl-C reaches the whole process group: the linter stops the check, and workers must not
-    # each print a KeyboardInterrupt traceback while it does.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _from_list(path: str) -> list[Item]:
+    with open(path, "rb") as fh:
+        fields = fh.read().decode("utf-8", "surrogateescape").split("\0")
+    return list(zip(fields[0:-1:2], fields[1:-1:2], strict=True))

@@ -1,20 +1,24 @@
-"""Entries read by worker processes (`cachelint check --jobs N`, and by default on large trees)
+"""Entries read by helper processes (`cachelint check --jobs N`, and by default on large trees)
 give exactly the facts and findings of entries read in the linter's own process: valid entries,
-every kind of corrupt entry, and an entry whose name JSON cannot carry back from a worker."""
+every kind of corrupt entry, and an entry whose name JSON cannot carry back from a helper."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cachelint import entrycache, pooled
 from cachelint.collect import collect
 from cachelint.config import load
-from tests.conftest import PROJECT, commit_all, run_cachelint
+from tests.conftest import commit_all, run_cachelint
 from tests.helpers import NOW
 from tests.trees import copy_bundled, entry_dirs
 
@@ -65,28 +69,126 @@ def test_check_with_jobs_reports_the_same_findings(broken: Path) -> None:
     assert shared.stdout == alone.stdout
 
 
-def test_a_check_of_a_few_entries_starts_no_worker_machinery(broken: Path) -> None:
-    """Below `MIN_PARALLEL` entries (a hook's usual check) nothing of multiprocessing is even
-    imported, which a small check paid for on every run (benchmarks/README). With `--jobs 2` the
-    same check reads with a worker."""
-    probe = (
-        "import sys; from cachelint.cli import main; rc = main(sys.argv[1:]); "
-        "print(rc, [m for m in ('multiprocessing', 'concurrent.futures.process') "
-        "if m in sys.modules])"
-    )
-    for jobs, imported in (
-        ((), "[]"),
-        (("--jobs", "2"), "['multiprocessing', 'concurrent.futures.process']"),
-    ):
-        out = subprocess.run(
-            [sys.executable, "-c", probe, "check", "--no-cache", *jobs],
+def test_helpers_start_for_many_entries_or_when_asked(
+    broken: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below `MIN_PARALLEL` entries (a hook's usual check) no helper starts; `--jobs 2` starts
+    one, ahead of the walk when the check keeps no entry cache, and for what is left to read
+    when the cache holds the rest."""
+    started: list[tuple[int, str]] = []
+    start = pooled.Helpers.start
+
+    def counted(self: pooled.Helpers, *args: Any) -> None:
+        started.append((args[3], args[4][0]))
+        start(self, *args)
+
+    monkeypatch.setattr(pooled.Helpers, "start", counted)
+    collect(load(broken), now=NOW, entry_cache=False)
+    assert started == []
+    collect(load(broken), now=NOW, entry_cache=False, jobs=2)
+    assert started == [(1, "--index")]
+    shutil.rmtree(broken / ".git" / "cachelint")  # as on a fresh clone
+    collect(load(broken), now=NOW, entry_cache=True, jobs=3)  # writes the cache: ahead again
+    collect(load(broken), now=NOW, entry_cache=True, jobs=3)  # reads the corrupt entries only
+    assert started[1:] == [(2, "--index"), (2, "--list")]
+
+
+def _items(repo: Path) -> list[tuple[str, str]]:
+    """Every entry directory of the tree, as the walk hands them to `read_all`."""
+    found = (repo / PREFIX).rglob("entry.json")
+    return sorted((p.parent.relative_to(repo).as_posix(), PREFIX) for p in found)
+
+
+PREFIX = "eval-cache/cache/"
+
+
+def _handed_back(helpers: pooled.Helpers, expected: set[str]) -> dict[str, Any]:
+    """What the helpers hand back, once it covers `expected` (or half a minute has passed)."""
+    taken: dict[str, Any] = {}
+    deadline = time.monotonic() + 30
+    while not expected <= taken.keys() and time.monotonic() < deadline:
+        taken.update(helpers.take())
+        time.sleep(0.05)
+    helpers.stop()
+    return taken
+
+
+@pytest.mark.parametrize("source", ["--list", "--index"])
+def test_helpers_hand_back_every_valid_entry_as_the_linter_reads_it(
+    broken: Path, source: str
+) -> None:
+    items = _items(broken)
+    config = load(broken)
+    here = pooled.read_slice(str(broken), items, config.layout, config.max_entry_bytes)
+    valid = {d: e for d, e in here.items() if not isinstance(e, str)}
+    assert 0 < len(valid) < len(here)  # corrupt entries too, which helpers leave to the linter
+    # As are those whose name JSON cannot carry (a directory of undecodable bytes).
+    carried = {d: e for d, e in valid.items() if not entrycache.pack([e])[1]}
+    assert len(carried) < len(valid) or sys.platform != "linux"
+    if source == "--list":
+        helpers = pooled.Helpers()
+        listed = helpers.list_items(items)
+        assert listed is not None
+        helpers.start(str(broken), config.layout, config.max_entry_bytes, 2, listed)
+    else:
+        stage = subprocess.run(
+            ["git", "ls-files", "-z", "-v", "--stage", "--", PREFIX],
             cwd=broken,
-            env={**os.environ, "PYTHONPATH": str(PROJECT)},
             capture_output=True,
-            text=True,
-            timeout=120,
+            check=True,
         ).stdout
-        assert out.splitlines()[-1] == f"1 {imported}", out
+        ahead = pooled.ahead(
+            str(broken), [PREFIX], config.layout, config.max_entry_bytes, stage, jobs=3
+        )
+        assert ahead is not None
+        helpers = ahead
+    assert _handed_back(helpers, set(carried)) == carried
+
+
+class _Handed:
+    """Helpers that have already handed back `entries` (and nothing more will come)."""
+
+    def __init__(self, entries: dict[str, Any]) -> None:
+        self.entries = entries
+        self.stopped = False
+
+    def __bool__(self) -> bool:
+        return True
+
+    def take(self) -> dict[str, Any]:
+        entries, self.entries = self.entries, {}
+        return entries
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_the_linter_reads_only_what_helpers_did_not_hand_back(
+    broken: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = _items(broken)
+    config = load(broken)
+    base, layout, limit = str(broken), config.layout, config.max_entry_bytes
+    everything = pooled.read_slice(base, items, layout, limit)
+    valid = {d: e for d, e in everything.items() if not isinstance(e, str)}
+    read_here: list[str] = []
+    read_slice = pooled.read_slice
+
+    def counted(base: str, part: list[tuple[str, str]], *args: Any) -> dict[str, Any]:
+        read_here.extend(d for d, _ in part)
+        return read_slice(base, part, *args)
+
+    monkeypatch.setattr(pooled, "read_slice", counted)
+    # A helper started ahead reads what the index names, which the walk may not have found.
+    handed = _Handed(
+        {**valid, "eval-cache/cache/gone/x/0123456789abcdef": valid[next(iter(valid))]}
+    )
+    advanced: list[int] = []
+    found = pooled.read_all(base, items, layout, limit, advance=advanced.append, helpers=handed)
+    assert {d: found[d] for d, _ in items} == everything
+    assert sorted(read_here) == sorted(d for d in everything if d not in valid)
+    assert sum(advanced) == len(items)
+    assert handed.stopped
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "many"])
