@@ -197,3 +197,46 @@ def test_jobs_must_be_a_positive_whole_number(git_repo: Path, value: str) -> Non
     assert result.returncode == 2
     assert "--jobs: expected a whole number of processes >= 1" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_helpers_started_ahead_change_nothing_where_the_tree_differs_from_the_index(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Helpers started ahead read what the index names, before the walk says what is there: a
+    deleted entry, a directory turned into a link to another entry, an edited file, a FIFO in
+    place of entry.json and an untracked entry. The linter waits for them to finish before it
+    reads anything, so it takes every entry they hand back, and the facts are still those of a
+    check reading alone."""
+    copy_bundled(git_repo)
+    shutil.rmtree(entry_dirs(git_repo, "eval-cache/cache/orders/acme/track")[0])
+    linked, target = entry_dirs(git_repo, "eval-cache/cache/returns/acme/window")
+    shutil.rmtree(linked)
+    linked.symlink_to(target.name)
+    contents = entry_dirs(git_repo, "eval-cache/cache/support/globex/refund")[0] / "contents.data"
+    contents.write_bytes(contents.read_bytes() + b" ")
+    if sys.platform == "linux":
+        fifo = entry_dirs(git_repo)[0] / "entry.json"
+        fifo.unlink()
+        os.mkfifo(fifo)
+    untracked = entry_dirs(git_repo, "eval-cache/cache/triage/acme/classify")[0]
+    shutil.copytree(untracked, untracked.parent / "ffffffffffffffff")
+    alone = collect(load(git_repo), now=NOW, entry_cache=False, jobs=1)
+    read_here: list[str] = []
+    take, read_slice = pooled.Helpers.take, pooled.read_slice
+
+    def after_the_helpers(self: pooled.Helpers) -> dict[str, Any]:
+        for process, _, _ in self._running:  # done with what the index names
+            process.wait(timeout=60)
+        return take(self)
+
+    def counted(base: str, part: list[tuple[str, str]], *args: Any) -> dict[str, Any]:
+        read_here.extend(d for d, _ in part)
+        return read_slice(base, part, *args)
+
+    monkeypatch.setattr(pooled.Helpers, "take", after_the_helpers)
+    monkeypatch.setattr(pooled, "read_slice", counted)
+    shared = collect(load(git_repo), now=NOW, entry_cache=False, jobs=2)
+    assert shared.corrupt == alone.corrupt
+    assert shared.entries == alone.entries
+    assert 0 < len(read_here) < len(alone.entries) + len(alone.corrupt)
+    assert (untracked.parent / "ffffffffffffffff").relative_to(git_repo).as_posix() in read_here
