@@ -15,9 +15,14 @@ lines wait in a file until the linter looks. So a helper can start before the li
 the linter walks the tree), and its work never waits for the linter's GIL, as a worker of a
 process pool does for every slice it is handed and answers.
 
-Helpers only ever save time. Whatever they have not handed back (an entry they found corrupt, a
-directory the walk did not find as they did, everything of a helper that failed) the linter reads
-itself with the same `read_entry`, so every finding is worded from the bytes on disk either way.
+A helper started ahead opens what the index names before the walk has said what is there. Like
+the linter, it never follows a link in a file's own name nor waits on a FIFO (`read_file`), and
+what it hands back for a directory the walk did not find holding two regular entry files is never
+looked at.
+
+Helpers only ever save time. Whatever they have not handed back (an entry they found corrupt, one
+whose name JSON cannot carry, everything of a helper that failed) the linter reads itself with the
+same `read_entry`, so every finding is worded from the bytes on disk either way.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ MIN_PARALLEL = 2_000
 SLICE = 500
 # Entries the linter reads between two looks at the helpers' output.
 STEP = 100
-MAX_HELPERS = 7
+MAX_HELPERS = 8
 
 # A helper runs isolated (-I: the working directory, which a pull request fills, is not on
 # sys.path, and no PYTHON* variables apply) and finds cachelint where this process did.
