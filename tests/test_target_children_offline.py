@@ -7,6 +7,7 @@ found it."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,7 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
     monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
     monkeypatch.delenv("SNEAK", raising=False)
+    monkeypatch.delenv("SNEAK_AT_IMPORT", raising=False)
     monkeypatch.setenv("CACHELINT_NOW", RUN_NOW)
 
 
@@ -109,6 +111,50 @@ def test_a_python_targets_child_replays_through_the_endpoint_and_is_refused_else
         assert error.startswith(f"scenario {identity}: tried to reach 127.0.0.2:443 in replay"), (
             error
         )
+    assert {name: os.environ.get(name) for name in GUARD_VARIABLES} == before
+
+
+# Started as the target's module is imported, as a module-level MCP client starts its server.
+IMPORT_TIME_CHILD = """
+subprocess.run([sys.executable, os.path.join(HERE, "sneak.py")], timeout=60, check=True)
+"""
+SNEAK = """
+import os, socket
+if os.environ.get("SNEAK_AT_IMPORT"):
+    try:
+        socket.create_connection(("127.0.0.2", 443), timeout=3)
+    except OSError as exc:
+        print("ignored:", exc)
+"""
+
+
+def test_a_child_the_targets_module_starts_as_it_is_imported_is_kept_offline(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_targets_repo(
+        git_repo,
+        targets=python_target("agent:answer"),
+        scenarios=dict.fromkeys(IDENTITIES, ANSWER),
+        files={
+            "agent.py": AGENT.format(child=["python", "child.py"]) + IMPORT_TIME_CHILD,
+            "child.py": ENDPOINT_CHILD,
+            "sneak.py": SNEAK,
+        },
+    )
+    outcome, _ = record_requests(git_repo, SCRIPT)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    before = {name: os.environ.get(name) for name in GUARD_VARIABLES}
+    monkeypatch.delitem(sys.modules, "agent")  # imported again by the replay
+    replay = do_run(git_repo)
+    assert replay.rc == 0, replay.out + replay.err
+
+    monkeypatch.setenv("SNEAK_AT_IMPORT", "1")
+    monkeypatch.delitem(sys.modules, "agent")
+    sneaky = do_run(git_repo)
+    assert sneaky.rc == 1, sneaky.out
+    # Reported as the first scenario ends: no scenario runs while the module is imported.
+    error = str(result(git_repo, IDENTITIES[0])["trials"][0]["error"])
+    assert "tried to reach 127.0.0.2:443 in replay" in error, error
     assert {name: os.environ.get(name) for name in GUARD_VARIABLES} == before
 
 

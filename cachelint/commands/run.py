@@ -404,7 +404,7 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
             lines(result)
 
     try:
-        with writer, armed(replay=not plan.mode.calls_live), wiring.children_offline():
+        with writer, armed(replay=not plan.mode.calls_live):
             results = run_scenarios(
                 selected,
                 make_client=wiring.make_client,

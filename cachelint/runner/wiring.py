@@ -4,13 +4,13 @@ Each scenario resolves to one named target (its `"target"` field, else its agent
 `[tool.cachelint.target]`); each target has its own provider, model, params, upstream transport and
 kind of code (the plain chat call, a python function, a command). Judges may run on another target
 (`[tool.cachelint.judge] target`). The cache endpoint is started only when a python or command
-target may need it, and `close` stops it.
+target may need it, and `close` stops it, and the guard on python targets' children with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,29 +56,23 @@ class Wiring:
     _targets: dict[str, Target] = field(default_factory=dict)
     _transports: dict[str, Any] = field(default_factory=dict)
     endpoint: Any = None
-    # Reports what a python target's children refused (`children_offline`), when replaying.
+    # Reports what a python target's children refused (`keep_children_offline`), when replaying.
     _drain: Callable[[], None] | None = None
+    _guard: ExitStack = field(default_factory=ExitStack)
 
     def target(self, scenario: Scenario, client: CachingClient) -> Output:
         return self._targets[self.names[scenario.identity]](scenario, client)
 
-    @contextmanager
-    def children_offline(self) -> Iterator[None]:
-        """While inside, a replay keeps the python targets' child processes off the network
-        (`childguard.offline_target_children`); a recording, or a run without a python
-        target, is left alone."""
+    def keep_children_offline(self) -> None:
+        """From now until `close`, a replay keeps the python targets' child processes off the
+        network (`childguard.offline_target_children`), those a target starts as its module is
+        imported too; a recording, or a run without a python target, is left alone."""
         python = any(self.config.named_target(n).type == "python" for n in set(self.names.values()))
         if self.mode.calls_live or not python or self.endpoint is None:
-            yield
             return
         from cachelint.runner.childguard import offline_target_children
 
-        with offline_target_children(self.endpoint.port) as drain:
-            self._drain = drain
-            try:
-                yield
-            finally:
-                self._drain = None
+        self._drain = self._guard.enter_context(offline_target_children(self.endpoint.port))
 
     def _draining(self, target: Target) -> Target:
         """`target`, then what its children refused reported before its scenario ends."""
@@ -131,6 +125,8 @@ class Wiring:
         return self._transports[name]
 
     def close(self) -> None:
+        self._guard.close()
+        self._drain = None
         if self.endpoint is not None:
             self.endpoint.close()
         for transport in self._transports.values():
@@ -149,7 +145,9 @@ def wire(
     transport_factory: TransportFactory | None = None,
 ) -> Wiring:
     """Resolve every scenario's target and load each used target's code (a bad target is a
-    configuration error before any scenario runs)."""
+    configuration error before any scenario runs). In a replay, a python target's children are
+    kept offline from before its module is imported, so those its module-level code starts (an
+    MCP server over stdio, say) are too."""
     repo = config.repo
     wiring = Wiring(
         config,
@@ -160,6 +158,22 @@ def wire(
     )
     for s in scenarios:
         wiring.names[s.identity] = target_name(config, agent=s.agent, chosen=s.target, where=s.path)
+    used = {config.named_target(name).type for name in wiring.names.values()}
+    if used & {"python", "command"}:
+        from cachelint.runner.endpoint import Endpoint
+
+        wiring.endpoint = Endpoint()
+    try:
+        wiring.keep_children_offline()
+        _load_targets(wiring, repo, config, mode)
+    except BaseException:
+        wiring.close()
+        raise
+    return wiring
+
+
+def _load_targets(wiring: Wiring, repo: Path, config: Config, mode: Mode) -> None:
+    """Each used target's code, wrapped as the mode asks."""
     for name in sorted(set(wiring.names.values())):
         target = config.named_target(name)
         if target.type == "python" and target.function:
@@ -181,8 +195,3 @@ def wire(
             wiring._targets[name] = guard_target(
                 wiring._targets[name], must_use_cache=target.type == "python"
             )
-        if target.type in ("python", "command") and wiring.endpoint is None:
-            from cachelint.runner.endpoint import Endpoint
-
-            wiring.endpoint = Endpoint()
-    return wiring
