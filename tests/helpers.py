@@ -222,17 +222,28 @@ def framework_commit(
 
 # ---- `cachelint run` repositories, recorded through the fake provider --------------------------
 
+
 # A child program (the standard library only, so any python runs it) asking the cache endpoint
 # in OPENAI_BASE_URL for a chat completion and printing the answer. With SNEAK set it first
 # reaches for another port than the endpoint's and swallows the error: nothing listens on
 # 127.0.0.2:443, so a recording goes on at once, and a replay must refuse it.
-ENDPOINT_CHILD = """
-import json, os, socket, urllib.request
-if os.environ.get("SNEAK"):
+def sneak(variable: str) -> str:
+    """A program's start that, with `variable` set, reaches for 127.0.0.2:443 and swallows the
+    error."""
+    return f"""
+import os, socket
+if os.environ.get("{variable}"):
     try:
         socket.create_connection(("127.0.0.2", 443), timeout=3)
     except OSError as exc:
         print("ignored:", exc)
+"""
+
+
+ENDPOINT_CHILD = (
+    sneak("SNEAK")
+    + """
+import json, urllib.request
 body = {"model": "child-model", "messages": [{"role": "user", "content": "refunds?"}]}
 request = urllib.request.Request(
     os.environ["OPENAI_BASE_URL"] + "/chat/completions",
@@ -243,6 +254,7 @@ request = urllib.request.Request(
 with urllib.request.urlopen(request, timeout=30) as reply:
     print(json.load(reply)["choices"][0]["message"]["content"])
 """
+)
 # A scenario a child's answer passes, and the fake provider's script that gives that answer.
 CHILD_ANSWER = {"input": "refunds?", "assert": [{"type": "contains", "value": "30 days"}]}
 CHILD_SCRIPT: dict[str, Any] = {"rules": [], "default": {"content": "Refunds take 30 days."}}

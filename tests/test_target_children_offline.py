@@ -23,6 +23,7 @@ from tests.helpers import (
     python_target,
     record_requests,
     result,
+    sneak,
     write_targets_repo,
 )
 
@@ -118,14 +119,6 @@ def test_a_python_targets_child_replays_through_the_endpoint_and_is_refused_else
 IMPORT_TIME_CHILD = """
 subprocess.run([sys.executable, os.path.join(HERE, "sneak.py")], timeout=60, check=True)
 """
-SNEAK = """
-import os, socket
-if os.environ.get("SNEAK_AT_IMPORT"):
-    try:
-        socket.create_connection(("127.0.0.2", 443), timeout=3)
-    except OSError as exc:
-        print("ignored:", exc)
-"""
 
 
 def test_a_child_the_targets_module_starts_as_it_is_imported_is_kept_offline(
@@ -138,7 +131,7 @@ def test_a_child_the_targets_module_starts_as_it_is_imported_is_kept_offline(
         files={
             "agent.py": AGENT.format(child=["python", "child.py"]) + IMPORT_TIME_CHILD,
             "child.py": ENDPOINT_CHILD,
-            "sneak.py": SNEAK,
+            "sneak.py": sneak("SNEAK_AT_IMPORT"),
         },
     )
     outcome, _ = record_requests(git_repo, SCRIPT)
