@@ -57,9 +57,10 @@ STEP = 100
 MAX_HELPERS = 8
 
 # A helper runs isolated (-I: the working directory, which a pull request fills, is not on
-# sys.path, and no PYTHON* variables apply) and finds cachelint where this process did.
+# sys.path, and no PYTHON* variables apply) and imports cachelint from where this process did,
+# first, so it runs this code even when another cachelint is installed beside it.
 _HELPER = (
-    "import sys; sys.path.append(sys.argv.pop(1)); from cachelint.pooled import helper; "
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from cachelint.pooled import helper; "
     "helper(sys.argv[1:])"
 )
 _PACKAGES = str(Path(__file__).resolve().parent.parent)

@@ -4,7 +4,7 @@ Each scenario resolves to one named target (its `"target"` field, else its agent
 `[tool.cachelint.target]`); each target has its own provider, model, params, upstream transport and
 kind of code (the plain chat call, a python function, a command). Judges may run on another target
 (`[tool.cachelint.judge] target`). The cache endpoint is started only when a python or command
-target may need it, and `close` stops it, and the guard on python targets' children with it.
+target may need it; `close` stops it and lifts the guard on python targets' children.
 """
 
 from __future__ import annotations
