@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import IO
 
@@ -85,10 +86,10 @@ class Helpers:
             except OSError:
                 return
             os.close(fd)
-            args = [base, layout.value, str(limit), out, str(index), str(count), *source]
+            args = [str(os.getpid()), base, layout.value, str(limit), out, str(index), str(count)]
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-I", "-c", _HELPER, _PACKAGES, *args],
+                    [sys.executable, "-I", "-c", _HELPER, _PACKAGES, *args, *source],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -120,16 +121,12 @@ class Helpers:
             proc.kill()
             proc.wait()
             fh.close()
-            try:
+            with suppress(OSError):
                 os.unlink(out)
-            except OSError:
-                pass
         self._running.clear()
         for path in self._lists:
-            try:
+            with suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass
         self._lists.clear()
 
     def list_items(self, items: Sequence[Item]) -> list[str] | None:
@@ -226,12 +223,19 @@ def read_slice(base: str, items: Sequence[Item], layout: Layout, limit: int) -> 
 
 
 def helper(argv: list[str]) -> None:
-    """A helper's work: its share of the items, a line of valid entries per slice."""
-    base, layout, limit, out, index, count, source, *names = argv
+    """A helper's work: its share of the items, a line of valid entries per slice. A helper
+    whose linter has died (killed by a CI timeout, say) stops and removes its files, which the
+    linter would have removed."""
+    linter, base, layout, limit, out, index, count, source, *names = argv
     items = _listed(base, names) if source == "--index" else _from_list(names[0])
     share, every = int(index), int(count)
     with open(out, "ab", buffering=0) as fh:
         for start in range(share * SLICE, len(items), every * SLICE):
+            if os.getppid() != int(linter):  # orphaned: adopted by init or a subreaper
+                for path in (out, names[0]) if source == "--list" else (out,):
+                    with suppress(OSError):  # another helper's, or already gone
+                        os.unlink(path)
+                return
             found = read_slice(base, items[start : start + SLICE], Layout(layout), int(limit))
             line, _ = entrycache.pack([e for e in found.values() if not isinstance(e, str)])
             fh.write(line)

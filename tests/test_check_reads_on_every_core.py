@@ -240,3 +240,39 @@ def test_helpers_started_ahead_change_nothing_where_the_tree_differs_from_the_in
     assert shared.entries == alone.entries
     assert 0 < len(read_here) < len(alone.entries) + len(alone.corrupt)
     assert (untracked.parent / "ffffffffffffffff").relative_to(git_repo).as_posix() in read_here
+
+
+# Starts helpers over a long list, as a linter does, and exits at once without stopping them.
+DYING_LINTER = """
+import os, sys, tempfile
+from cachelint import pooled
+from cachelint.config import Layout
+base, directory, prefix = sys.argv[1:]
+helpers = pooled.Helpers()
+source = helpers.list_items([(directory, prefix)] * 200_000)
+helpers.start(base, Layout.AUTO, 1 << 20, 2, source)
+print(len(os.listdir(tempfile.gettempdir())))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a Windows process keeps its parent's id")
+def test_a_helper_whose_linter_died_stops_and_removes_its_files(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    copy_bundled(git_repo)
+    directory, prefix = _items(git_repo)[0]
+    temp = tmp_path / "temp"  # where the linter puts the helpers' list and output files
+    temp.mkdir()
+    died = subprocess.run(
+        [sys.executable, "-c", DYING_LINTER, str(git_repo), directory, prefix],
+        env={**os.environ, "TMPDIR": str(temp)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert died.stdout.split() == ["3"]  # two helpers' output and the list
+    deadline = time.monotonic() + 30  # the list takes each helper far longer to read
+    while list(temp.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(temp.iterdir()) == []
