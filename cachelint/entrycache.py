@@ -35,7 +35,7 @@ import orjson
 
 from cachelint import __version__
 from cachelint.config import Layout
-from cachelint.fsutil import atomic_write_chunks
+from cachelint.fsutil import atomic_write_chunks, open_regular, read_regular
 from cachelint.store import COLUMNS, UNREAD_REQUEST, Entry, unchanged
 
 # Bump when the meaning of a column changes, or what the linter verifies before it caches an
@@ -186,7 +186,7 @@ def written_from(git_dir: Path, layout: Layout) -> str:
     """The digest of the index listing the cache file was written from, read from its header
     alone; "" when there is no usable file."""
     try:
-        with open(cache_file(git_dir), "rb") as fh:
+        with open_regular(cache_file(git_dir)) as fh:
             parsed = _parse_header(fh.readline(), layout)
     except OSError:
         return ""
@@ -197,7 +197,7 @@ def load(git_dir: Path, layout: Layout) -> Cached:
     """The cache file's entries for this layout setting; none when it is missing, foreign or
     damaged anywhere, or holds another number of entries than its header says."""
     try:
-        with open(cache_file(git_dir), "rb") as fh:
+        with open_regular(cache_file(git_dir)) as fh:
             parsed = _parse_header(fh.readline(), layout)
             if parsed is None:
                 return Cached({})
@@ -249,7 +249,7 @@ def load_listing(git_dir: Path, digest: str) -> bytes | None:
     if not digest:
         return None
     try:
-        listing = (git_dir / LISTING_FILE).read_bytes()
+        listing = read_regular(git_dir / LISTING_FILE, max_bytes=None)
     except OSError:
         return None
     return listing if blake3.blake3(listing).hexdigest() == digest else None

@@ -12,6 +12,7 @@ import secrets
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 TEMP_PREFIX = ".cachelint-tmp-"
 
@@ -98,12 +99,16 @@ def _refuse(mode: int, path: str | os.PathLike[str]) -> NotRegularFile:
     return NotRegularFile(errno.EINVAL, f"is a {kind}, not a regular file; never read", str(path))
 
 
-def read_regular(path: str | os.PathLike[str], max_bytes: int | None = DEFAULT_MAX_BYTES) -> bytes:
-    """The bytes of a regular file, refusing anything else without blocking or following a link.
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """A regular file opened for reading, refused as `read_regular` refuses anything else."""
+    fd, _ = _open_regular(path)
+    return os.fdopen(fd, "rb")
 
-    The lstat comes first so a FIFO or device is never even opened (opening some devices has
-    side effects); the fstat after opening confirms the same file. Raises `NotRegularFile`,
-    `FileTooLarge` (above `max_bytes`) or the OSError of the failed syscall."""
+
+def _open_regular(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+    """The descriptor of a regular file opened for reading, and its stat, without blocking or
+    following a link. The lstat comes first so a FIFO or device is never even opened (opening
+    some devices has side effects); the fstat after opening confirms the same file."""
     mode = os.lstat(path).st_mode
     if not stat.S_ISREG(mode):
         raise _refuse(mode, path)
@@ -113,10 +118,19 @@ def read_regular(path: str | os.PathLike[str], max_bytes: int | None = DEFAULT_M
         if exc.errno == errno.ELOOP:  # replaced by a link since the lstat
             raise _refuse(stat.S_IFLNK, path) from None
         raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise _refuse(info.st_mode, path)
+    return fd, info
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int | None = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of a regular file, refusing anything else without blocking or following a link
+    (`_open_regular`). Raises `NotRegularFile`, `FileTooLarge` (above `max_bytes`) or the OSError
+    of the failed syscall."""
+    fd, info = _open_regular(path)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _refuse(info.st_mode, path)
         if max_bytes is not None and info.st_size > max_bytes:
             raise FileTooLarge(
                 errno.EFBIG,

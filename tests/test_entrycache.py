@@ -467,3 +467,21 @@ def test_an_unchanged_tree_is_taken_whole_and_anything_else_entry_by_entry(
     assert [reason for _, reason in warm.corrupt] == [
         "leftover temp file from an interrupted write"
     ]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+@pytest.mark.parametrize("name", [CACHE_FILE, LISTING_FILE])
+def test_a_fifo_in_place_of_a_cache_file_is_no_cache_and_never_waited_on(
+    repo: Path, name: str
+) -> None:
+    """Opening a FIFO for reading waits for a writer: a check must never, and must rewrite the
+    cache as it would a damaged file."""
+    facts_of(repo)
+    git(repo, "rm", "-q", "--cached", "-r", "eval-cache/cache/support/acme/b")  # the index changes
+    path = repo / ".git" / name
+    path.unlink()
+    os.mkfifo(path)
+    result = run_cachelint(repo, "check", *TREE_ONLY)  # a wait would time out
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert path.is_file()  # rewritten, a regular file again
+    assert rows(repo)
