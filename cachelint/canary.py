@@ -60,13 +60,10 @@ class FirstSnapshot:
             return
         request = {"repo": os.fspath(self.repo), "roots": self.roots}
         request |= {"tops": self.tops, "exclude": self.exclude}
-        command, env = module_command("cachelint.canary")
-        command.append(json.dumps(request))
+        command = [*module_command("cachelint.canary"), json.dumps(request)]
         pipe = subprocess.PIPE
         try:
-            child = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe, env=env
-            )
+            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe)
         except OSError:
             return  # no interpreter to start: the snapshot is taken here instead
         self._child = child

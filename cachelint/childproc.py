@@ -1,5 +1,5 @@
-"""Starting cachelint's own helper processes (`python -m cachelint.<module>`), and how many
-cores they may use."""
+"""Starting cachelint's own helper processes (a `cachelint.<module>` run as a program), and how
+many cores they may use."""
 
 from __future__ import annotations
 
@@ -7,14 +7,21 @@ import os
 import sys
 from pathlib import Path
 
+# Run isolated (-I): `python -m` would put the working directory, which a pull request fills,
+# first on sys.path, so a json.py there would run in place of the standard library's; and no
+# PYTHON* variable applies. This cachelint's own directory goes first instead, so the child runs
+# this code wherever it was imported from (an install, or a checkout put on sys.path).
+_RUN_MODULE = (
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+)
 
-def module_command(module: str) -> tuple[list[str], dict[str, str]]:
-    """The command line and environment that run `module` of this same cachelint, wherever it
-    was imported from (an install, or a checkout put on sys.path)."""
-    env = dict(os.environ)
+
+def module_command(module: str) -> list[str]:
+    """The command line that runs `module` of this same cachelint as a program; arguments for
+    it follow."""
     here = os.fspath(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
-    return [sys.executable, "-m", module], env
+    return [sys.executable, "-I", "-c", _RUN_MODULE, here, module]
 
 
 def usable_cores() -> int:

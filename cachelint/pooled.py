@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO
 
 from cachelint import entrycache
-from cachelint.childproc import usable_cores
+from cachelint.childproc import module_command, usable_cores
 from cachelint.config import Layout
 from cachelint.entries import read_entry
 from cachelint.errors import CorruptEntry
@@ -57,14 +57,6 @@ SLICE = 500
 STEP = 100
 MAX_HELPERS = 8
 
-# A helper runs isolated (-I: the working directory, which a pull request fills, is not on
-# sys.path, and no PYTHON* variables apply) and imports cachelint from where this process did,
-# first, so it runs this code even when another cachelint is installed beside it.
-_HELPER = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); from cachelint.pooled import helper; "
-    "helper(sys.argv[1:])"
-)
-_PACKAGES = str(Path(__file__).resolve().parent.parent)
 _ENTRY_END = f"/{ENTRY_FILE}".encode()
 
 
@@ -89,7 +81,7 @@ class Helpers:
             args = [str(os.getpid()), base, layout.value, str(limit), out, str(index), str(count)]
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-I", "-c", _HELPER, _PACKAGES, *args, *source],
+                    [*module_command("cachelint.pooled"), *args, *source],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -261,3 +253,7 @@ def _from_list(path: str) -> list[Item]:
     with open(path, "rb") as fh:
         fields = fh.read().decode("utf-8", "surrogateescape").split("\0")
     return list(zip(fields[0:-1:2], fields[1:-1:2], strict=True))
+
+
+if __name__ == "__main__":
+    helper(sys.argv[1:])

@@ -588,3 +588,13 @@ def node_or_skip() -> str:
     if os.environ.get("CI"):
         pytest.fail("CI needs Node.js; .ci/run's machines have it")
     pytest.skip("needs node")
+
+
+# Modules a pull request could add at the top of the repository to run in place of the real ones.
+SHADOWED = ("json", "orjson", "blake3")
+
+
+def plant_shadows(directory: Path, marker: Path) -> None:
+    """A module for each of `SHADOWED` in `directory`, which notes in `marker` that it ran."""
+    for name in SHADOWED:
+        (directory / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write('{name}\\n')\n")

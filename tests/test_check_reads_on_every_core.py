@@ -19,7 +19,7 @@ from cachelint import entrycache, pooled
 from cachelint.collect import collect
 from cachelint.config import load
 from tests.conftest import commit_all, run_cachelint
-from tests.helpers import NOW
+from tests.helpers import NOW, plant_shadows
 from tests.trees import copy_bundled, entry_dirs
 
 
@@ -115,8 +115,13 @@ def _handed_back(helpers: pooled.Helpers, expected: set[str]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("source", ["--list", "--index"])
 def test_helpers_hand_back_every_valid_entry_as_the_linter_reads_it(
-    broken: Path, source: str
+    broken: Path, source: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In the repository's top directory, as a check runs: its modules (a pull request's
+    json.py) are never imported in place of the real ones."""
+    marker = broken.parent / "imported"
+    plant_shadows(broken, marker)
+    monkeypatch.chdir(broken)
     items = _items(broken)
     config = load(broken)
     here = pooled.read_slice(str(broken), items, config.layout, config.max_entry_bytes)
@@ -143,6 +148,7 @@ def test_helpers_hand_back_every_valid_entry_as_the_linter_reads_it(
         assert ahead is not None
         helpers = ahead
     assert _handed_back(helpers, set(carried)) == carried
+    assert not marker.exists(), marker.read_text()
 
 
 class _Handed:

@@ -20,6 +20,7 @@ from pathlib import Path
 import blake3
 import pytest
 
+from cachelint.childproc import module_command
 from cachelint.netguard import NetworkRefused, allow_loopback_port, disallow_loopback_port
 from cachelint.netguard import replay_only as armed
 from tests.conftest import PROJECT, commit_all, git, run_cachelint
@@ -30,11 +31,13 @@ from tests.helpers import (
     cli,
     do_run,
     entry_files,
+    plant_shadows,
     record,
     refund,
     write_repo,
 )
 from tests.helpers import RUN_NOW as NOW
+from tests.trees import copy_bundled
 
 OUTSIDE_TEXT = "root:x:0:0:OUTSIDE-SECRET-LINE:/root:/bin/bash\n"
 ACME = {"support/acme/refund": refund(prompt="prompts/acme.md")}
@@ -635,3 +638,26 @@ def test_a_replay_switches_own_calls_off_and_puts_the_environment_back(
     assert {os.environ.get(name) for name in OWN_CALLS_OFF} == {before}
     with netguard.armed(replay=False):  # recording: their calls are the team's to keep
         assert {os.environ.get(name) for name in OWN_CALLS_OFF} == {before}
+
+
+def test_cachelints_own_children_never_import_the_repositorys_modules(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m` puts the working directory first on the child's sys.path: a json.py a pull
+    request adds at the top of the repository would run in the results writer and the canary's
+    snapshot in place of the standard library's."""
+    copy_bundled(git_repo)
+    marker = git_repo.parent / "imported"
+    plant_shadows(git_repo, marker)
+    monkeypatch.chdir(git_repo)
+    sink = subprocess.run(
+        module_command("cachelint.resultsink"), input=b"", capture_output=True, timeout=60
+    )
+    assert (sink.returncode, sink.stdout) == (0, b"null"), sink.stderr
+    request = {"repo": str(git_repo), "roots": ["eval-cache"], "tops": [], "exclude": []}
+    canary = subprocess.run(
+        [*module_command("cachelint.canary"), json.dumps(request)], capture_output=True, timeout=60
+    )
+    assert canary.returncode == 0, canary.stderr
+    assert "eval-cache/cache" in canary.stdout.decode()
+    assert not marker.exists(), marker.read_text()

@@ -443,14 +443,12 @@ def _compact(record: Mapping[str, Any]) -> str:
 
 
 def _start_sink() -> subprocess.Popen[bytes] | None:
-    command, env = module_command("cachelint.resultsink")
     try:
         return subprocess.Popen(
-            command,
+            module_command("cachelint.resultsink"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=env,
             bufsize=1 << 16,
         )
     except OSError:
