@@ -5,7 +5,7 @@
 Builds a repository configured like a real user's (cache root, datasets, watch globs in
 pyproject.toml, a committed cache), stages an unrelated change, and times, in rounds, the same
 interpreter's `python -c pass`, `hooks/pre-commit` (exactly what `git commit` runs with
-core.hooksPath=hooks) and `python -m cachelint.hook check` (the entry of the pre-commit
+core.hooksPath=hooks) and `python -I -m cachelint.hook check` (the entry of the pre-commit
 framework's `cachelint-check`, which runs on every commit). Each hook's figure is the median of
 its per-round ratios to `python -c pass`. Goal: the plain hook within 3x of `python -c pass`.
 """
@@ -95,7 +95,7 @@ def main() -> int:
             {
                 "pass": [python, "-c", "pass"],
                 "plain": ["sh", str(HOOK)],
-                "framework": [python, "-m", "cachelint.hook", "check"],
+                "framework": [python, "-I", "-m", "cachelint.hook", "check"],
             },
             repo,
             env,

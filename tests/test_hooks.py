@@ -18,6 +18,7 @@ from tests.helpers import (
     hook_env,
     make_checked_repo,
     make_gated_repo,
+    plant_shadows,
     record_green,
 )
 from tests.helpers import hook_commit as commit
@@ -42,6 +43,20 @@ def test_watch_gate_blocks_a_prompt_change_until_the_green_record_is_staged(
     done = commit(repo, "new prompt, evals green")
     assert done.returncode == 0, done.stdout + done.stderr
     assert head(repo) != before
+
+
+def test_the_hook_never_imports_the_repositorys_modules(git_repo: Path) -> None:
+    """`python -m` puts the working directory, the repository's top, first on sys.path: a
+    json.py there would run in the hook in place of the standard library's."""
+    repo = make_gated_repo(git_repo)
+    marker = repo.parent / "imported"
+    plant_shadows(repo, marker)
+    (repo / "prompts" / "system.txt").write_text("You are verbose.\n")
+    git(repo, "add", "prompts")
+    blocked = commit(repo, "new prompt")
+    assert blocked.returncode == 1, blocked.stderr
+    assert "prompts/system.txt: eval-green-stale" in blocked.stderr
+    assert not marker.exists(), marker.read_text()
 
 
 def test_without_watch_globs_a_committed_record_still_gates_datasets(git_repo: Path) -> None:
