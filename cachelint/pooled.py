@@ -40,7 +40,7 @@ from cachelint import entrycache
 from cachelint.childproc import module_command, usable_cores
 from cachelint.config import Layout
 from cachelint.entries import read_entry
-from cachelint.errors import CorruptEntry
+from cachelint.errors import CachelintError, CorruptEntry
 from cachelint.store import ENTRY_FILE, Entry
 
 # An entry, or why it is corrupt.
@@ -217,20 +217,24 @@ def read_slice(base: str, items: Sequence[Item], layout: Layout, limit: int) -> 
 def helper(argv: list[str]) -> None:
     """A helper's work: its share of the items, a line of valid entries per slice. A helper
     whose linter has died (killed by a CI timeout, say) stops and removes its files, which the
-    linter would have removed."""
+    linter would have removed; so does one that finds its list already removed by another."""
     linter, base, layout, limit, out, index, count, source, *names = argv
-    items = _listed(base, names) if source == "--index" else _from_list(names[0])
+    try:
+        items = _listed(base, names) if source == "--index" else _from_list(names[0])
+    except (OSError, CachelintError):  # the list is gone: its linter stopped, or died
+        items = []
     share, every = int(index), int(count)
     with open(out, "ab", buffering=0) as fh:
         for start in range(share * SLICE, len(items), every * SLICE):
-            if os.getppid() != int(linter):  # orphaned: adopted by init or a subreaper
-                for path in (out, names[0]) if source == "--list" else (out,):
-                    with suppress(OSError):  # another helper's, or already gone
-                        os.unlink(path)
-                return
+            if os.getppid() != int(linter):
+                break
             found = read_slice(base, items[start : start + SLICE], Layout(layout), int(limit))
             line, _ = entrycache.pack([e for e in found.values() if not isinstance(e, str)])
             fh.write(line)
+    if os.getppid() != int(linter):  # orphaned: adopted by init or a subreaper
+        for path in (out, names[0]) if source == "--list" else (out,):
+            with suppress(OSError):  # another helper's, or already gone
+                os.unlink(path)
 
 
 def _listed(base: str, prefixes: list[str]) -> list[Item]:

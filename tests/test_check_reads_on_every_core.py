@@ -248,29 +248,34 @@ def test_helpers_started_ahead_change_nothing_where_the_tree_differs_from_the_in
     assert (untracked.parent / "ffffffffffffffff").relative_to(git_repo).as_posix() in read_here
 
 
-# Starts helpers over a long list, as a linter does, and exits at once without stopping them.
+# Starts helpers over a long list, as a linter does, and exits at once without stopping them;
+# with "gone", it first removes the list, as the first helper to see its linter dead does
+# (the others may not have read the list yet).
 DYING_LINTER = """
 import os, sys, tempfile
 from cachelint import pooled
 from cachelint.config import Layout
-base, directory, prefix = sys.argv[1:]
+base, directory, prefix, gone = sys.argv[1:]
 helpers = pooled.Helpers()
 source = helpers.list_items([(directory, prefix)] * 200_000)
 helpers.start(base, Layout.AUTO, 1 << 20, 2, source)
 print(len(os.listdir(tempfile.gettempdir())))
+if gone == "gone":
+    os.unlink(source[1])
 """
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a Windows process keeps its parent's id")
+@pytest.mark.parametrize("gone", ["kept", "gone"], ids=["list-kept", "list-gone-before-read"])
 def test_a_helper_whose_linter_died_stops_and_removes_its_files(
-    git_repo: Path, tmp_path: Path
+    git_repo: Path, tmp_path: Path, gone: str
 ) -> None:
     copy_bundled(git_repo)
     directory, prefix = _items(git_repo)[0]
     temp = tmp_path / "temp"  # where the linter puts the helpers' list and output files
     temp.mkdir()
     died = subprocess.run(
-        [sys.executable, "-c", DYING_LINTER, str(git_repo), directory, prefix],
+        [sys.executable, "-c", DYING_LINTER, str(git_repo), directory, prefix, gone],
         env={**os.environ, "TMPDIR": str(temp)},
         capture_output=True,
         text=True,
