@@ -115,12 +115,12 @@ def collect(
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
     git = _Git(repo)
     base = _opening_base(repo)
-    helpers: Future[Helpers | None] | None = None
+    prepared: Future[_Prepared] | None = None
     try:
         # Queued first: none of these needs the walk, so they run while Python walks.
         git_dir = git.submit(["rev-parse", "--absolute-git-dir"]) if entry_cache else None
         stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec])
-        helpers = git.call(partial(_read_ahead, config, base, roots, stage, git_dir, jobs))
+        prepared = git.call(partial(_prepare, config, base, roots, stage, git_dir, jobs))
         # Without preloadIndex: its threads would lstat the same files as the walk, on the
         # same two cores, for a diff-files that finishes long before the walk anyway.
         unthreaded = ["-c", "core.preloadIndex=false"]
@@ -134,20 +134,19 @@ def collect(
             listing.nul_joined(plain),
             lambda out: listing.parse_text_attr(out, plain) if plain else {},
         )
-        directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
         found = _listings(git, spec, walk, stage, changed)
-        reuse = _reuse(config, directory, stage.result().out) if directory else None
         del stage  # its listing, parsed: not kept while entries are read
-        source = _entry_source(config, found, directory, reuse)
+        ready = prepared.result()
+        source = _entry_source(config, found, ready.reuse)
         prefixes = _cache_prefixes(roots)
-        reading = _Reading(jobs, progress, helpers.result())
+        reading = _Reading(jobs, progress, ready.helpers)
         read = _read_entries(base, walk, prefixes, config, source, reading)
         source.finish(read.entries)
         text_attr = attrs.result()
     finally:
-        git.close()  # after which `helpers` is done or cancelled
-        if helpers is not None and not helpers.cancelled() and helpers.exception() is None:
-            running = helpers.result()
+        git.close()  # after which `prepared` is done or cancelled
+        if prepared is not None and not prepared.cancelled() and prepared.exception() is None:
+            running = prepared.result().helpers
             if running is not None:
                 running.stop()
     return TreeFacts(
@@ -179,26 +178,46 @@ def collect(
     )
 
 
-def _read_ahead(
+class _Reuse(NamedTuple):
+    """What decides which cached entries a check may take."""
+
+    directory: Path  # git's, holding the entry cache
+    digest: str  # of this check's index listing
+    # Paths the index records otherwise than the listing the cache was checked against; None:
+    # that listing is lost, and the cache not used.
+    restaged: set[str] | None
+
+
+class _Prepared(NamedTuple):
+    """What is settled once the index listing is in, on git's thread while the tree is walked."""
+
+    reuse: _Reuse | None  # how the entry cache stands to the listing; None: no cache is used
+    helpers: Helpers | None  # reading entries ahead of the walk
+
+
+def _prepare(
     config: Config,
     base: str,
     roots: list[str],
     stage: Future[GitResult],
     git_dir: Future[GitResult] | None,
     jobs: int | None,
-) -> Helpers | None:
-    """Helpers reading the index's entries while the tree is walked, when the check is to read
-    them all: it keeps no entry cache, or has none to take entries from."""
-    if git_dir is not None:
-        directory = listing.git_dir(git_dir.result())
-        if directory is not None and entrycache.written_from(directory, config.layout):
-            return None
+) -> _Prepared:
+    """How the entry cache in the git directory `git_dir` names stands to the index listing
+    `stage`, and helpers reading the index's entries while the tree is walked when the check is
+    to read them all: it keeps no entry cache, or has none to take entries from."""
+    directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
     try:
         listed = stage.result().out
     except CachelintError:  # reported where the listing is parsed
-        return None
-    prefixes = _cache_prefixes(roots)
-    return ahead(base, prefixes, config.layout, config.max_entry_bytes, listed, jobs)
+        return _Prepared(None, None)
+    written = entrycache.written_from(directory, config.layout) if directory else ""
+    helpers = None
+    if not written:
+        prefixes = _cache_prefixes(roots)
+        helpers = ahead(base, prefixes, config.layout, config.max_entry_bytes, listed, jobs)
+    reuse = _reuse(directory, listed, written) if directory else None
+    return _Prepared(reuse, helpers)
 
 
 class _Reading(NamedTuple):
@@ -209,35 +228,25 @@ class _Reading(NamedTuple):
     helpers: Helpers | None  # started ahead of the read
 
 
-class _Reuse(NamedTuple):
-    """What decides which cached entries a check may take."""
-
-    digest: str  # of this check's index listing
-    # Paths the index records otherwise than the listing the cache was checked against; None:
-    # that listing is lost, and the cache not used.
-    restaged: set[str] | None
-
-
-def _reuse(config: Config, directory: Path, stage: bytes) -> _Reuse:
-    """How the cache in git's `directory` stands to this check's index listing (`stage`). When
-    it was verified against another listing, the kept listing is replaced, before the cache
-    file that follows it."""
+def _reuse(directory: Path, stage: bytes, written: str) -> _Reuse:
+    """How the cache in git's `directory`, written from the index listing whose digest is
+    `written`, stands to this check's listing (`stage`). When it was verified against another
+    listing, the kept listing is replaced, before the cache file that follows it."""
     index = blake3.blake3(stage).hexdigest()
-    written = entrycache.written_from(directory, config.layout)
     if written == index:
-        return _Reuse(index, set())
+        return _Reuse(directory, index, set())
     earlier = entrycache.load_listing(directory, written)
     entrycache.save_listing(directory, stage)
-    return _Reuse(index, None if earlier is None else listing.changed_since(earlier, stage))
+    restaged = None if earlier is None else listing.changed_since(earlier, stage)
+    return _Reuse(directory, index, restaged)
 
 
-def _entry_source(
-    config: Config, found: _Listings, directory: Path | None, reuse: _Reuse | None
-) -> EntrySource:
-    """Where entries come from: the entry cache in git's `directory` (None: the check does not
-    use one), whose entries are taken as `reuse` says, else the disk."""
-    if directory is None or reuse is None:
+def _entry_source(config: Config, found: _Listings, reuse: _Reuse | None) -> EntrySource:
+    """Where entries come from: the entry cache, whose entries are taken as `reuse` says (None:
+    the check does not use one), else the disk."""
+    if reuse is None:
         return DiskSource()
+    directory = reuse.directory
     # Loaded only now, so the cached entries and the stage listing do not hold memory at once.
     restaged = reuse.restaged
     lost = restaged is None
