@@ -11,8 +11,8 @@ stopped.
 
 Nothing of the linter feeds a helper or waits on one: a helper is given its list once, and its
 lines wait in a file until the linter looks. So a helper can start before the linter needs it
-(`ahead`, on a check that will read the whole index: it lists the index itself and reads while
-the linter walks the tree), and its work never waits for the linter's GIL, as a worker of a
+(`ahead`, on a check that will read the whole index: it is given the index listing and reads
+while the linter walks the tree), and its work never waits for the linter's GIL, as a worker of a
 process pool does for every slice it is handed and answers.
 
 A helper started ahead opens what the index names before the walk has said what is there. Like
@@ -33,14 +33,13 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from pathlib import Path
 from typing import IO
 
 from cachelint import entrycache
 from cachelint.childproc import module_command, usable_cores
 from cachelint.config import Layout
 from cachelint.entries import read_entry
-from cachelint.errors import CachelintError, CorruptEntry
+from cachelint.errors import CorruptEntry
 from cachelint.store import ENTRY_FILE, Entry
 
 # An entry, or why it is corrupt.
@@ -69,9 +68,10 @@ class Helpers:
         self._lists: list[str] = []
 
     def start(self, base: str, layout: Layout, limit: int, count: int, source: list[str]) -> None:
-        """`count` helpers reading the entries `source` names: `["--index", prefix, ...]`, those
-        the index lists under the prefixes; `["--list", path]`, the NUL-separated items in the
-        file at `path`. A helper that cannot start is left out: its share is read here."""
+        """`count` helpers reading the entries `source` names: `["--stage", path, prefix, ...]`,
+        those the index listing in the file at `path` lists under the prefixes; `["--list",
+        path]`, the NUL-separated items in the file at `path`. A helper that cannot start is left
+        out: its share is read here."""
         for index in range(count):
             try:
                 fd, out = tempfile.mkstemp(prefix="cachelint-read-")
@@ -124,18 +124,30 @@ class Helpers:
     def list_items(self, items: Sequence[Item]) -> list[str] | None:
         """The `source` naming `items`, written to a file removed by `stop`; None when it cannot
         be written."""
+        listed = b"".join(f"{d}\0{p}\0".encode("utf-8", "surrogateescape") for d, p in items)
+        path = self._list(listed)
+        return None if path is None else ["--list", path]
+
+    def list_stage(self, stage: bytes, prefixes: Sequence[str]) -> list[str] | None:
+        """The `source` naming the entries under `prefixes` of the index listing `stage`, as
+        `list_items` does."""
+        path = self._list(stage)
+        return None if path is None else ["--stage", path, *prefixes]
+
+    def _list(self, data: bytes) -> str | None:
+        """The path of a file holding `data`, removed by `stop`; None when it cannot be
+        written."""
         try:
             fd, path = tempfile.mkstemp(prefix="cachelint-list-")
         except OSError:
             return None
         self._lists.append(path)
-        listed = b"".join(f"{d}\0{p}\0".encode("utf-8", "surrogateescape") for d, p in items)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(listed)
+                fh.write(data)
         except OSError:
             return None
-        return ["--list", path]
+        return path
 
 
 def ahead(
@@ -148,7 +160,10 @@ def ahead(
     if not helpers:
         return None
     running = Helpers()
-    running.start(base, layout, limit, helpers, ["--index", *prefixes])
+    source = running.list_stage(stage, prefixes)
+    if source is None:
+        return None
+    running.start(base, layout, limit, helpers, source)
     return running
 
 
@@ -218,10 +233,10 @@ def helper(argv: list[str]) -> None:
     """A helper's work: its share of the items, a line of valid entries per slice. A helper
     whose linter has died (killed by a CI timeout, say) stops and removes its files, which the
     linter would have removed; so does one that finds its list already removed by another."""
-    linter, base, layout, limit, out, index, count, source, *names = argv
+    linter, base, layout, limit, out, index, count, source, listed, *prefixes = argv
     try:
-        items = _listed(base, names) if source == "--index" else _from_list(names[0])
-    except (OSError, CachelintError):  # the list is gone: its linter stopped, or died
+        items = _from_stage(listed, prefixes) if source == "--stage" else _from_list(listed)
+    except OSError:  # the list is gone: its linter stopped, or died
         items = []
     share, every = int(index), int(count)
     with open(out, "ab", buffering=0) as fh:
@@ -232,24 +247,26 @@ def helper(argv: list[str]) -> None:
             line, _ = entrycache.pack([e for e in found.values() if not isinstance(e, str)])
             fh.write(line)
     if os.getppid() != int(linter):  # orphaned: adopted by init or a subreaper
-        for path in (out, names[0]) if source == "--list" else (out,):
+        for path in (out, listed):
             with suppress(OSError):  # another helper's, or already gone
                 os.unlink(path)
 
 
-def _listed(base: str, prefixes: list[str]) -> list[Item]:
-    """The entry directories the index lists under `prefixes`, in the index's order."""
-    from cachelint.gitutil import run_git
-
-    spec = [f":(literal){prefix}" for prefix in prefixes]
-    out = run_git(["ls-files", "-z", "--", *spec], cwd=Path(base)).out
+def _from_stage(path: str, prefixes: list[str]) -> list[Item]:
+    """The entry directories under `prefixes` that the index listing (`git ls-files -z -v
+    --stage`: "<tag> <mode> <object> <stage>\t<path>" records) in the file at `path` names,
+    unmerged ones left out (the linter reads and reports those), in the listing's order."""
+    with open(path, "rb") as fh:
+        stage = fh.read()
     items = []
-    for path in out.split(b"\0"):
-        if path.endswith(_ENTRY_END):
-            directory = path[: -len(_ENTRY_END)].decode("utf-8", "surrogateescape")
-            prefix = next((p for p in prefixes if directory.startswith(p)), None)
-            if prefix is not None:
-                items.append((directory, prefix))
+    for record in stage.split(b"\0"):
+        if record.endswith(_ENTRY_END):
+            fields, _, name = record.partition(b"\t")
+            if fields.endswith(b" 0"):
+                directory = name[: -len(_ENTRY_END)].decode("utf-8", "surrogateescape")
+                prefix = next((p for p in prefixes if directory.startswith(p)), None)
+                if prefix is not None:
+                    items.append((directory, prefix))
     return items
 
 

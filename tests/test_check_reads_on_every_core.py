@@ -86,11 +86,11 @@ def test_helpers_start_for_many_entries_or_when_asked(
     collect(load(broken), now=NOW, entry_cache=False)
     assert started == []
     collect(load(broken), now=NOW, entry_cache=False, jobs=2)
-    assert started == [(1, "--index")]
+    assert started == [(1, "--stage")]
     shutil.rmtree(broken / ".git" / "cachelint")  # as on a fresh clone
     collect(load(broken), now=NOW, entry_cache=True, jobs=3)  # writes the cache: ahead again
     collect(load(broken), now=NOW, entry_cache=True, jobs=3)  # reads the corrupt entries only
-    assert started[1:] == [(2, "--index"), (2, "--list")]
+    assert started[1:] == [(2, "--stage"), (2, "--list")]
 
 
 def _items(repo: Path) -> list[tuple[str, str]]:
@@ -113,7 +113,7 @@ def _handed_back(helpers: pooled.Helpers, expected: set[str]) -> dict[str, Any]:
     return taken
 
 
-@pytest.mark.parametrize("source", ["--list", "--index"])
+@pytest.mark.parametrize("source", ["--list", "--stage"])
 def test_helpers_hand_back_every_valid_entry_as_the_linter_reads_it(
     broken: Path, source: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
