@@ -141,12 +141,14 @@ class Helpers:
             fd, path = tempfile.mkstemp(prefix="cachelint-list-")
         except OSError:
             return None
-        self._lists.append(path)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
-        except OSError:
+        except OSError:  # no room: no helper starts, and the file goes now
+            with suppress(OSError):
+                os.unlink(path)
             return None
+        self._lists.append(path)
         return path
 
 
@@ -254,7 +256,7 @@ def helper(argv: list[str]) -> None:
 
 def _from_stage(path: str, prefixes: list[str]) -> list[Item]:
     """The entry directories under `prefixes` that the index listing (`git ls-files -z -v
-    --stage`: "<tag> <mode> <object> <stage>\t<path>" records) in the file at `path` names,
+    --stage`: "<tag> <mode> <object> <stage>\\t<path>" records) in the file at `path` names,
     unmerged ones left out (the linter reads and reports those), in the listing's order."""
     with open(path, "rb") as fh:
         stage = fh.read()

@@ -287,3 +287,29 @@ def test_a_helper_whose_linter_died_stops_and_removes_its_files(
     while list(temp.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(temp.iterdir()) == []
+
+
+# A list that cannot be written whole (the file size limit stands in for a full disk).
+NO_ROOM = """
+import os, resource, signal, sys, tempfile
+from cachelint import pooled
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+helpers = pooled.Helpers()
+print(helpers.list_stage(b"x" * 65536, ["eval-cache/cache/"]), os.listdir(tempfile.gettempdir()))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE and SIGXFSZ as on Linux")
+def test_a_list_that_cannot_be_written_is_removed_and_no_helper_starts(tmp_path: Path) -> None:
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", NO_ROOM],
+        env={**os.environ, "TMPDIR": str(temp)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert done.stdout.split() == ["None", "[]"]
