@@ -293,10 +293,13 @@ def test_a_helper_whose_linter_died_stops_and_removes_its_files(
 NO_ROOM = """
 import os, resource, signal, sys, tempfile
 from cachelint import pooled
+from cachelint.config import Layout
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-helpers = pooled.Helpers()
-print(helpers.list_stage(b"x" * 65536, ["eval-cache/cache/"]), os.listdir(tempfile.gettempdir()))
+record = b"H 100644 %s 0\\teval-cache/cache/s/%04d/entry.json\\0"
+stage = b"".join(record % (b"0" * 40, n) for n in range(pooled.MIN_PARALLEL))
+started = pooled.ahead(".", ["eval-cache/cache/"], Layout.AUTO, 1 << 20, stage, jobs=2)
+print(started, os.listdir(tempfile.gettempdir()))
 """
 
 
