@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -175,6 +176,20 @@ def hook_env(**extra: str) -> dict[str, str]:
     env.pop("CACHELINT_PYTHON", None)
     env.update(extra)
     return env
+
+
+def outside_site_packages(tmp_path: Path) -> tuple[Path, str]:
+    """An interpreter whose own site-packages is empty, and the PYTHONPATH that gives it
+    cachelint and its dependencies, as `pip install --target` leaves them (a `pip install
+    --user` is outside the interpreter's site-packages likewise): `python -I` sees neither."""
+    bare = tmp_path / "bare-venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120
+    )
+    python = bare / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+    paths = sysconfig.get_paths()
+    found = dict.fromkeys([str(PROJECT), paths["purelib"], paths["platlib"]])
+    return python, os.pathsep.join(found)
 
 
 def hook_commit(

@@ -19,7 +19,7 @@ from cachelint import entrycache, pooled
 from cachelint.collect import collect
 from cachelint.config import load
 from tests.conftest import commit_all, run_cachelint
-from tests.helpers import NOW, plant_shadows
+from tests.helpers import NOW, outside_site_packages, plant_shadows
 from tests.trees import copy_bundled, entry_dirs
 
 
@@ -316,3 +316,39 @@ def test_a_list_that_cannot_be_written_is_removed_and_no_helper_starts(tmp_path:
         timeout=60,
     )
     assert done.stdout.split() == ["None", "[]"]
+
+
+# Helpers over the entries named after the base directory and prefix, waited for, then what
+# they handed back counted.
+HANDING_BACK = """
+import sys
+from cachelint import pooled
+from cachelint.config import Layout
+base, prefix, *directories = sys.argv[1:]
+helpers = pooled.Helpers()
+source = helpers.list_items([(directory, prefix) for directory in directories])
+helpers.start(base, Layout.AUTO, 1 << 20, 1, source)
+for process, _, _ in helpers._running:
+    process.wait(timeout=60)
+print(len(helpers.take()))
+helpers.stop()
+"""
+
+
+def test_helpers_read_with_a_cachelint_installed_outside_the_interpreters_site_packages(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    """A helper runs with the linter's PYTHONPATH and user site-packages, where cachelint and
+    its dependencies may be installed: only the working directory is kept off its sys.path."""
+    copy_bundled(git_repo)
+    directories = [directory for directory, _ in _items(git_repo)]
+    python, pythonpath = outside_site_packages(tmp_path)
+    done = subprocess.run(
+        [str(python), "-c", HANDING_BACK, str(git_repo), PREFIX, *directories],
+        env={**os.environ, "PYTHONPATH": pythonpath},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert done.stdout.split() == [str(len(directories))]

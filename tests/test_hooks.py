@@ -18,6 +18,7 @@ from tests.helpers import (
     hook_env,
     make_checked_repo,
     make_gated_repo,
+    outside_site_packages,
     plant_shadows,
     record_green,
 )
@@ -57,6 +58,21 @@ def test_the_hook_never_imports_the_repositorys_modules(git_repo: Path) -> None:
     assert blocked.returncode == 1, blocked.stderr
     assert "prompts/system.txt: eval-green-stale" in blocked.stderr
     assert not marker.exists(), marker.read_text()
+
+
+def test_the_hook_runs_a_cachelint_installed_outside_the_interpreters_site_packages(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    """Keeping the repository's modules out must not keep out PYTHONPATH or the user's
+    site-packages, where a team may have installed cachelint (`python -I` would)."""
+    repo = make_gated_repo(git_repo)
+    python, pythonpath = outside_site_packages(tmp_path)
+    (repo / "prompts" / "system.txt").write_text("You are verbose.\n")
+    git(repo, "add", "prompts")
+    env = hook_env(CACHELINT_PYTHON=str(python), PYTHONPATH=pythonpath)
+    blocked = commit(repo, "new prompt", env)
+    assert blocked.returncode == 1, blocked.stderr
+    assert "prompts/system.txt: eval-green-stale" in blocked.stderr
 
 
 def test_without_watch_globs_a_committed_record_still_gates_datasets(git_repo: Path) -> None:
