@@ -26,7 +26,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from operator import attrgetter
+from itertools import chain, islice, repeat
+from operator import attrgetter, lt
 from pathlib import Path
 from typing import Any
 
@@ -98,19 +99,23 @@ def seal_of(pairs: Iterable[tuple[str, str]]) -> str:
     return _sealed([p[0] for p in pairs], [p[1] for p in pairs])
 
 
-def _sealed(directories: Iterable[str], digests: Iterable[str]) -> str:
-    # One line per entry, "<directory>\0<digest>\n", sorted; made by C-level calls, since a
-    # large tree seals every entry on every check. Hashed a block of lines at a time, so the
-    # text of all of them is never also held joined.
-    lines = sorted(map(_LINE.format, directories, digests))
+def _sealed(directories: list[str], digests: list[str]) -> str:
+    # One line per entry, "<directory>\0<digest>\n", sorted, hashed a block at a time (so the
+    # text of all of them is never held joined) and made by C-level calls, since a large tree
+    # seals every entry on every check. No directory holds "\0", which sorts first, so lines
+    # sort as their directories do, and a check's entries already come sorted: only
+    # directories out of order (or repeated) cost a sort of the pairs.
+    if not all(map(lt, directories, islice(directories, 1, None))):
+        pairs = sorted(zip(directories, digests, strict=True))
+        directories, digests = [p[0] for p in pairs], [p[1] for p in pairs]
     hasher = blake3.blake3()
-    for start in range(0, len(lines), _BLOCK):
-        block = "".join(lines[start : start + _BLOCK])
-        hasher.update(block.encode("utf-8", "surrogateescape"))
+    for start in range(0, len(directories), _BLOCK):
+        end = start + _BLOCK
+        lines = zip(directories[start:end], repeat("\0"), digests[start:end], repeat("\n"))
+        hasher.update("".join(chain.from_iterable(lines)).encode("utf-8", "surrogateescape"))
     return hasher.hexdigest()
 
 
-_LINE = "{}\0{}\n"
 _BLOCK = 4096
 
 

@@ -528,7 +528,14 @@ def test_the_seal_is_the_documented_digest() -> None:
     blake3 of one "<directory>\\0<digest>\\n" line per entry, sorted by directory."""
     import blake3
 
-    pairs = [("tenant/b/0002", "b" * 64), ("tenant/a/0001", "a" * 64), ("tenant/é/0003", "")]
-    lines = "".join(f"{d}\0{g}\n" for d, g in sorted(pairs))
-    assert stamp_mod.seal_of(pairs) == blake3.blake3(lines.encode()).hexdigest()
-    assert stamp_mod.seal_of(reversed(pairs)) == stamp_mod.seal_of(pairs)
+    # "t/a" is a prefix of both "t/a-b" and "t/a/c", which sort on either side of "t/a/" by
+    # the character after it; the generated run crosses the block the seal is hashed by.
+    named = [("t/b/0002", "b" * 64), ("t/a/0001", "a" * 64), ("t/é/0003", ""), ("t/a", "c" * 64)]
+    named += [("t/a-b", "d" * 64), ("t/a/c", "e" * 64)]
+    many = [(f"t/run/{n:05}", f"{n:064x}") for n in range(9_000)]
+    for pairs in (named, many + named, many):
+        lines = "".join(f"{d}\0{g}\n" for d, g in sorted(pairs))
+        expected = blake3.blake3(lines.encode()).hexdigest()
+        assert stamp_mod.seal_of(pairs) == expected
+        assert stamp_mod.seal_of(reversed(pairs)) == expected
+        assert stamp_mod.seal_of(sorted(pairs)) == expected
