@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 import blake3
@@ -140,9 +141,15 @@ def _cache_findings(facts: TreeFacts, ctx: ScanContext) -> Iterator[Finding]:
     Without a configured key to look for, an entry whose bytes the check saw hold no anchor of
     any well-known format (`Entry.maybe_secret` False) cannot match, and is not read again; only
     when no entry is left does the rule not touch its memory of clean digests at all."""
-    unsuspected = (
-        {e.directory for e in facts.entries if e.maybe_secret is False} if not ctx.extra else set()
-    )
+    entries = facts.entries
+    unsuspected: set[str] = set()
+    if not ctx.extra:
+        flags = list(map(attrgetter("maybe_secret"), entries))
+        if flags.count(False) == len(facts.entry_dirs):
+            # Each entry comes from a directory of its own in `entry_dirs`: the usual tree, every
+            # entry directory holding a valid entry without an anchor, is cleared at C speed.
+            return
+        unsuspected = {e.directory for e, flag in zip(entries, flags, strict=True) if flag is False}
     suspects = sorted(d for d in facts.entry_dirs.items() if d[0] not in unsuspected)
     if not suspects:
         return
