@@ -14,7 +14,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from importlib import import_module
 from pathlib import Path
+from typing import cast
 
 from cachelint.config import Config
 from cachelint.errors import CachelintError, ConfigError
@@ -61,38 +63,30 @@ def stamp_key(name: str) -> str:
 Parser = Callable[[Path, str], list[Pin]]
 
 
-def _parser_for(name: str) -> Parser | None:
-    from cachelint.pins import (
-        csproj,
-        directory_packages,
-        nuget_lock,
-        package_json,
-        package_lock,
-        pipfile_lock,
-        poetry_lock,
-        pyproject,
-        requirements,
-        uv_lock,
-    )
+# Each format's parser module, imported only for a file of that format: the .NET ones bring in
+# an XML parser, and a check reads pins on every run.
+_PARSERS = {
+    "pyproject.toml": "pyproject",
+    "uv.lock": "uv_lock",
+    "poetry.lock": "poetry_lock",
+    "pipfile.lock": "pipfile_lock",
+    "directory.packages.props": "directory_packages",
+    "packages.lock.json": "nuget_lock",
+    "package.json": "package_json",
+    "package-lock.json": "package_lock",
+}
 
+
+def _parser_for(name: str) -> Parser | None:
     lower = name.lower()
-    exact: dict[str, Parser] = {
-        "pyproject.toml": pyproject.parse,
-        "uv.lock": uv_lock.parse,
-        "poetry.lock": poetry_lock.parse,
-        "pipfile.lock": pipfile_lock.parse,
-        "directory.packages.props": directory_packages.parse,
-        "packages.lock.json": nuget_lock.parse,
-        "package.json": package_json.parse,
-        "package-lock.json": package_lock.parse,
-    }
-    if lower in exact:
-        return exact[lower]
-    if lower.endswith((".csproj", ".fsproj", ".vbproj", ".props", ".targets")):
-        return csproj.parse
-    if lower.endswith((".txt", ".in")):
-        return requirements.parse
-    return None
+    module = _PARSERS.get(lower)
+    if module is None and lower.endswith((".csproj", ".fsproj", ".vbproj", ".props", ".targets")):
+        module = "csproj"
+    if module is None and lower.endswith((".txt", ".in")):
+        module = "requirements"
+    if module is None:
+        return None
+    return cast(Parser, import_module(f"cachelint.pins.{module}").parse)
 
 
 _ROOT_NAMES = (
@@ -156,7 +150,7 @@ _DOTNET_NAMES = ("directory.packages.props", "packages.lock.json", "directory.bu
 def read_pins(config: Config, indexed_projects: Sequence[str] | None = None) -> PinSet:
     """The pins of `config`'s pin files. `indexed_projects`: the .NET project files in git's
     index, when the caller has listed them already (`TreeFacts.projects`)."""
-    from cachelint.pins import msbuild_eval
+    from cachelint.listing import PROJECT_SUFFIXES
 
     repo = config.repo
     if config.pins:
@@ -167,16 +161,16 @@ def read_pins(config: Config, indexed_projects: Sequence[str] | None = None) -> 
                     f"{config.source}: key 'pins' names {name!r}, which does not exist; "
                     "fix the path or remove it"
                 )
-        projects = [n for n in names if n.lower().endswith(msbuild_eval.PROJECT_SUFFIXES)]
+        projects = [n for n in names if n.lower().endswith(PROJECT_SUFFIXES)]
     else:
         names = detect_pin_files(repo)
         if indexed_projects is None:
-            indexed_projects = msbuild_eval.find_projects(repo, skip=config.cache)
+            from cachelint.pins.msbuild_eval import find_projects
+
+            indexed_projects = find_projects(repo, skip=config.cache)
         projects = list(indexed_projects)
         # A solution's projects count even before `git add`.
-        projects += [
-            n for n in names if n.endswith(msbuild_eval.PROJECT_SUFFIXES) and n not in projects
-        ]
+        projects += [n for n in names if n.endswith(PROJECT_SUFFIXES) and n not in projects]
     pins: list[Pin] = []
     files: list[str] = []
     # Each project as MSBuild evaluates it; the .NET files its evaluation read are not read again
@@ -184,7 +178,9 @@ def read_pins(config: Config, indexed_projects: Sequence[str] | None = None) -> 
     consumed: set[str] = set()
     project_files: dict[str, tuple[str, ...]] = {}
     for project in projects:
-        evaluated = msbuild_eval.evaluate(repo, project)
+        from cachelint.pins.msbuild_eval import evaluate
+
+        evaluated = evaluate(repo, project)
         pins.extend(evaluated.pins)
         project_files[project] = evaluated.files
         consumed.update(evaluated.files)
@@ -193,7 +189,7 @@ def read_pins(config: Config, indexed_projects: Sequence[str] | None = None) -> 
         if name in consumed or (
             projects
             and not config.pins
-            and (last in _DOTNET_NAMES or last.endswith(msbuild_eval.PROJECT_SUFFIXES))
+            and (last in _DOTNET_NAMES or last.endswith(PROJECT_SUFFIXES))
         ):
             continue
         parser = _parser_for(name.rpartition("/")[2])
