@@ -273,6 +273,7 @@ def _walk_roots(config: Config, base: str, roots: list[str]) -> _Walk:
     """Walk every root, then leave out what `exclude` names (`walk.walked` keeps all paths)."""
     walk = _Walk()
     for root in config.cache:
+        walk.names.update(root.split("/"))
         if os.path.islink(config.repo / root):
             walk.symlinks.add(root)
             walk.files.append(root)

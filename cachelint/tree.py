@@ -9,6 +9,7 @@ only a few of them and a large tree makes each cost real time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -52,7 +53,8 @@ class TreeFacts:
     now: datetime  # injected clock: tests pass a fixed moment, never the real date
     roots: tuple[str, ...]  # repo-relative cache roots that exist on disk
     missing_roots: tuple[str, ...] = ()  # configured roots that do not exist
-    disk_files: list[str] = field(default_factory=list)  # files and symlinks on disk under roots
+    # Files and symlinks on disk under roots, each once, in the walk's order.
+    disk_files: list[str] = field(default_factory=list)
     symlinks: set[str] = field(default_factory=set)  # symlinks on disk (files or dirs)
     index: dict[str, IndexEntry] = field(default_factory=dict)  # index entries under roots
     untracked: set[str] = field(default_factory=set)  # --others --exclude-standard
@@ -80,7 +82,8 @@ class TreeFacts:
     # Lines of every attributes file that can apply to a file under a root, keyed by its
     # repo-relative path: ".gitattributes", "eval-cache/sub/.gitattributes", ".git/info/attributes".
     attributes: dict[str, list[str]] = field(default_factory=dict)
-    walked_names: set[str] = field(default_factory=set)  # every name the walk met under roots
+    # Every name the walk met under the roots, and every part of each configured root's path.
+    walked_names: set[str] = field(default_factory=set)
     all_indexed: bool = False  # True: every path the walk found is in the index (collect knows)
     # The .NET project files in git's index (`listing.PROJECTS`), which the pins are read from;
     # None: not listed (the pins then list them themselves).
@@ -105,8 +108,8 @@ class TreeFacts:
     @cached_property
     def gone(self) -> frozenset[str]:
         """Paths in the index that are not on disk (usually none)."""
-        if self.all_indexed and len(self.on_disk) == len(self.index):
-            return frozenset()  # a subset of the same size: equal, no pass over either needed
+        if self.all_indexed and len(self.disk_files) == len(self.index):
+            return frozenset()  # a subset of the same size: equal, no set of either to build
         return frozenset(self.index.keys() - self.on_disk)
 
     @cached_property
@@ -123,6 +126,11 @@ class TreeFacts:
         sort only what they report."""
         return self.on_disk | self.gone if self.gone else self.on_disk
 
+    @property
+    def file_count(self) -> int:
+        """len(files), without building the set: no path in `gone` is on disk."""
+        return len(self.disk_files) + len(self.gone)
+
     @cached_property
     def nodes(self) -> set[str]:
         """`files` plus every directory above them (up to the repository top): what a checkout
@@ -137,34 +145,39 @@ class TreeFacts:
         return out
 
     @cached_property
-    def names(self) -> frozenset[str]:
+    def names(self) -> AbstractSet[str]:
         """Every name a path in `nodes` can end in, and possibly a few more (empty or excluded
         directories). A cache repeats its scenario directories and file names thousands of
         times, so rules about single names clear the whole tree by checking this set, which the
         walk gathers at no cost, and build `nodes` only when a name is suspect."""
-        out = set(self.walked_names)
-        for path in self.gone:
-            out.update(path.split("/"))
-        for root in self.config.cache:
-            out.update(root.split("/"))
-        return frozenset(out)
+        if not self.gone:
+            return self.walked_names  # no copy of a set as large as the tree
+        more = {part for path in self.gone for part in path.split("/")}
+        return frozenset(self.walked_names | more)
+
+    @cached_property
+    def names_text(self) -> str:
+        """Every name in `names`, each between two "/" (which no name holds): one string that
+        the rules about names scan at C speed instead of looping over the names."""
+        return "/".join(["", *self.names, ""])
 
     @cached_property
     def worst_path(self) -> tuple[str | None, int]:
         """The longest file path in UTF-16 code units (what Windows counts), and its length;
         the first in sorted order among equally long ones, so output is stable."""
-        files = self.files
+        # The list rather than the `files` set: a pass over a large set visits its strings in
+        # hash order, scattered over memory, and takes several times as long.
+        files = [*self.disk_files, *self.gone] if self.gone else self.disk_files
         if not files:
             return None, 0
         # A path's UTF-16 length is its len() unless it holds characters beyond the BMP, so
         # only non-ASCII paths need encoding; the rest runs at C speed, not a Python loop.
         wide: dict[str, int] = {}
         # Every part of every path is in `names`, a small fraction of the paths' text.
-        if not "".join(self.names).isascii():
+        if not self.names_text.isascii():
             wide = {p: utf16_len(p) for p in files if not p.isascii()}
         lengths = list(map(len, files))
         length = max(max(lengths), max(wide.values(), default=0))
-        # Iterating the same frozenset twice yields the same order, so compress pairs them.
         tied: Iterable[str] = compress(files, map(eq, lengths, repeat(length)))
         if wide:
             tied = [p for p in tied if p not in wide]

@@ -44,8 +44,10 @@ TREE_CODES = [r.code for r in all_rules() if r.group == "tree"]
 # ---- a cache entry --------------------------------------------------------------------------
 
 
-def put(repo: Path, scenario: str = "agent/tenant/hello", text: str = "hi") -> Path:
-    store = Store(repo / "eval-cache", clock=lambda: NOW)
+def put(
+    repo: Path, scenario: str = "agent/tenant/hello", text: str = "hi", root: str = "eval-cache"
+) -> Path:
+    store = Store(repo / root, clock=lambda: NOW)
     request = {"messages": [{"role": "user", "content": text}]}
     return store.put(
         scenario, cache_key(request), request, {"text": text}, provider="openai", model="m"

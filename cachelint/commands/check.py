@@ -192,7 +192,7 @@ def check(
         notes.append(skipped_note(config, facts.excluded))
     summary = CheckSummary(
         roots=config.cache,
-        files=len(facts.files),
+        files=facts.file_count,
         entries=len(facts.entries),
         worst_path=worst,
         worst_length=worst_length,

@@ -29,10 +29,11 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     # anywhere in the tree do, nothing collides. Names repeat, so there are far fewer of them
     # than paths, and for ASCII one lower() over them all joined folds at C speed.
     names = facts.names
-    joined = "\0".join(names)
-    if joined.isascii():
-        lowered = joined.lower()
-        if lowered == joined or len(set(lowered.split("\0"))) == len(names):
+    text = facts.names_text
+    if text.isascii():
+        lowered = text.lower()
+        # The split also yields the empty string before the first "/" (and after the last).
+        if lowered == text or len(set(lowered.split("/"))) == len(names) + 1:
             return
     elif len({fold(n) for n in names}) == len(names):
         return

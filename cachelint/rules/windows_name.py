@@ -31,9 +31,9 @@ def _suspect(text: str) -> bool:
 def check(facts: TreeFacts) -> Iterator[Finding]:
     # Names repeat across the tree, so each distinct one is judged once; one regex scan of them
     # all joined by "/" clears a clean tree without a Python loop per name.
-    names = facts.names
-    if not _suspect("/".join(["", *names, ""])):
+    if not _suspect(facts.names_text):
         return
+    names = facts.names
     bad = {part: why for part in names if (why := problem(part)) is not None}
     if not bad:
         return
