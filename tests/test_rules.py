@@ -458,13 +458,12 @@ def test_same_name_in_two_directories_is_no_collision(repo: Path) -> None:
     assert_no_findings(repo, "eval-cache-case-collision")
 
 
-@pytest.mark.parametrize("root", ["evals/aux", "con/eval-cache"])
-def test_windows_name_of_a_configured_root(git_repo: Path, root: str) -> None:
+@pytest.mark.parametrize(("root", "bad"), [("evals/aux", "evals/aux"), ("con/eval-cache", "con")])
+def test_windows_name_of_a_configured_root(git_repo: Path, root: str, bad: str) -> None:
     # The walk starts inside the root and never meets the root's own parts as names.
     put(git_repo, root=root)
     (git_repo / "cachelint.toml").write_text(f'cache = ["{root}"]\n')
     (found,) = assert_findings(git_repo, "eval-cache-windows-name")
-    bad = root.partition("/")[0] if root.startswith("con") else root
     assert found.path == bad
 
 

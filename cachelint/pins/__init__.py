@@ -177,9 +177,9 @@ def read_pins(config: Config, indexed_projects: Sequence[str] | None = None) -> 
     # on their own (a VersionOverride is that project's version, not a second opinion).
     consumed: set[str] = set()
     project_files: dict[str, tuple[str, ...]] = {}
-    for project in projects:
+    if projects:
         from cachelint.pins.msbuild_eval import evaluate
-
+    for project in projects:
         evaluated = evaluate(repo, project)
         pins.extend(evaluated.pins)
         project_files[project] = evaluated.files
