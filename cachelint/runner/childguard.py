@@ -12,8 +12,9 @@ scenario, which it cannot reach. Without root and without compiled code, three l
 - Every program that honours the proxy variables (curl, wget, the Python and .NET HTTP stacks
   that read them) is sent to the cache endpoint acting as a proxy that refuses everything:
   `CONNECT host:port` or `GET http://host/...` gets a 403 naming the host, and the attempt is
-  recorded. The proxy URL's user name is the scenario, so concurrent scenarios are told apart.
-  NO_PROXY keeps the endpoint's own address direct.
+  recorded. The proxy URL's user name is the scenario, so concurrent scenarios are told apart,
+  and its password the run's key: a proxy request without it (another local process's) gets a
+  407 and blames no scenario. NO_PROXY keeps the endpoint's own address direct.
 
 A python target's children get the first two layers (`offline_target_children`), through the
 environment of the process the target runs in.
@@ -27,6 +28,7 @@ is allowed.
 from __future__ import annotations
 
 import base64
+import hmac
 import os
 import tempfile
 import threading
@@ -47,12 +49,14 @@ Response = tuple[int, dict[str, str], bytes]
 
 
 def child_env(
-    scenario: str, trial: int, port: int, log: str, inherited: Mapping[str, str]
+    scenario: str, trial: int, port: int, log: str, inherited: Mapping[str, str], token: str = ""
 ) -> dict[str, str]:
-    """The variables that keep a replayed command's children offline (added to its env)."""
+    """The variables that keep a replayed command's children offline (added to its env); the
+    proxy's credentials are the scenario and the run's key `token` (the trial when none)."""
     from cachelint.runner.endpoint import LOOPBACK  # imports this module: not at the top
 
-    proxy = f"http://{quote(scenario, safe='')}:{trial}@{LOOPBACK}:{port}"
+    secret = quote(token or str(trial), safe="")
+    proxy = f"http://{quote(scenario, safe='')}:{secret}@{LOOPBACK}:{port}"
     env = guard_env(port, log, inherited)
     env.update(NO_PROXY=LOOPBACK, no_proxy=LOOPBACK)
     for name in PROXY_VARIABLES:
@@ -93,7 +97,10 @@ def offline_children(client: Any, inherited: Mapping[str, str]) -> Iterator[dict
     refused is reported to netguard against the scenario."""
     with _refused_log() as log:
         try:
-            yield child_env(client.scenario, client.trial, client.endpoint.port, log, inherited)
+            endpoint = client.endpoint
+            yield child_env(
+                client.scenario, client.trial, endpoint.port, log, inherited, endpoint.token
+            )
         finally:
             with open(log, "rb") as fh:
                 refused = _hosts(fh.read(_MAX_LOG_BYTES))
@@ -153,16 +160,26 @@ def is_proxy_request(method: str, path: str) -> bool:
     return method == "CONNECT" or not path.startswith("/")
 
 
-def refuse_proxied(method: str, path: str, headers: Any) -> Response:
+def refuse_proxied(method: str, path: str, headers: Any, token: str) -> Response:
     """The cache endpoint's answer to a proxy request: 403 naming the host, recorded against the
-    scenario in the proxy credentials (every running scenario when there are none)."""
+    scenario in the proxy credentials (every running scenario when it names none running). A
+    request whose credentials do not hold the run's key `token` is no child of the run: a 407
+    that blames no scenario (a client that sends credentials only when challenged, as .NET's
+    does, then sends them)."""
+    scenario = _credentials(headers.get_all("Proxy-Authorization") or [], token)
+    if scenario is None:
+        body = b"cachelint replay: proxy credentials required\n"
+        return 407, {**_CLOSE, "Proxy-Authenticate": 'Basic realm="cachelint"'}, body
     host = _host(method, path)
-    netguard.report_refused(_scenario(headers.get("Proxy-Authorization")), host)
-    body = (
+    netguard.report_refused(scenario or None, host)
+    body_text = (
         f"cachelint replay refuses network access to {host}: the answer must come from the "
         "cache, call the cache endpoint (OPENAI_BASE_URL) instead\n"
     )
-    return 403, {"Content-Type": "text/plain; charset=utf-8", "Connection": "close"}, body.encode()
+    return 403, dict(_CLOSE), body_text.encode()
+
+
+_CLOSE = {"Content-Type": "text/plain; charset=utf-8", "Connection": "close"}
 
 
 def _host(method: str, path: str) -> str:
@@ -177,14 +194,21 @@ def _host(method: str, path: str) -> str:
     return f"{name}:{port}" if port else name
 
 
-def _scenario(credentials: str | None) -> str | None:
-    scheme, _, value = (credentials or "").partition(" ")
+def _credentials(given: list[str], token: str) -> str | None:
+    """The scenario named by Basic proxy credentials whose password is `token` ("" when they
+    name none), or None when there are no such credentials."""
+    if len(given) != 1 or not token:
+        return None
+    scheme, _, value = given[0].partition(" ")
     if scheme.lower() != "basic":
         return None
     try:
-        user = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+        user, _, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
     except ValueError:
         return None
-    # Clients percent-decode a proxy URL's user name before sending it, most but not all: one
-    # that did not is decoded here. A name that matches no running scenario blames them all.
-    return unquote(user.partition(":")[0])
+    # Clients percent-decode a proxy URL's user name and password before sending them, most but
+    # not all: one that did not is decoded here. A name that matches no running scenario blames
+    # them all.
+    if not hmac.compare_digest(unquote(password).encode(), token.encode()):
+        return None
+    return unquote(user)

@@ -47,15 +47,17 @@ import importlib.util
 import json
 import re
 import secrets
+import sys
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+from cachelint.display import sanitize
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import apis
+from cachelint.runner import apis, requestbody
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ _DEPLOYMENT = re.compile(r".*/openai/deployments/(?P<name>[^/]+)/(?:chat/complet
 AZURE_KEY_HEADER = "api-key"
 # The SDKs retry 5xx and 429; a cache miss or a failed recording is not fixed by asking again.
 _NO_RETRY = {"x-should-retry": "false"}
+_MAX_LOGGED = 20  # lines about refused requests per run
 
 
 def _json(status: int, value: Any, headers: Mapping[str, str] | None = None) -> Response:
@@ -330,14 +333,16 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
         endpoint = self.server.endpoint
         if is_proxy_request(self.command, self.path):
             # A replayed command's children have this endpoint as their proxy, which refuses.
-            status, headers, data = refuse_proxied(self.command, self.path, self.headers)
+            status, headers, data = refuse_proxied(
+                self.command, self.path, self.headers, endpoint.token
+            )
             self.close_connection = True
         elif not _authorised(self.headers, endpoint.token):
+            # Refused before the body is read: a process without the run's key cannot make the
+            # run hold its bytes. The body stays unread, so the connection ends here.
             status, headers, data = _error(
                 401,
                 "the cachelint cache endpoint needs the API key cachelint gave this run "
@@ -346,10 +351,30 @@ class _Handler(BaseHTTPRequestHandler):
                 "invalid_request_error",
                 "invalid_api_key",
             )
+            self.close_connection = True
         else:
-            sent = dict(self.headers.items())
-            status, headers, data = endpoint.dispatch(self.command, self.path, raw, sent)
+            raw = self._body()
+            if isinstance(raw, tuple):
+                status, headers, data = raw
+                self.close_connection = True
+            else:
+                sent = dict(self.headers.items())
+                status, headers, data = endpoint.dispatch(self.command, self.path, raw, sent)
         reply(self, status, headers, data)
+
+    def _body(self) -> bytes | Response:
+        """The request's body (`requestbody.read`); the answer refusing it, logged once, when
+        its length is malformed or too large or it ends early."""
+        found = requestbody.read(self.headers, self.rfile)
+        if isinstance(found, bytes):
+            return found
+        status, problem = found
+        self.server.endpoint.log(f"refused a request from {self._peer()}: {problem}")
+        return _error(status, f"the cachelint cache endpoint refuses {problem}", "bad_request")
+
+    def _peer(self) -> str:
+        host, port = self.client_address[:2]
+        return f"{host}:{port}"
 
     do_GET = _serve
     do_POST = _serve
@@ -381,6 +406,14 @@ class _Server(ThreadingHTTPServer):
         self.endpoint = endpoint
         super().__init__((LOOPBACK, 0), _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that failed on the way (a client gone mid-request, say) is one line on
+        the run's stderr, never socketserver's traceback."""
+        kind, exc = sys.exc_info()[:2]
+        name = kind.__name__ if kind is not None else "error"
+        host, port = client_address[:2] if isinstance(client_address, tuple) else ("?", "?")
+        self.endpoint.log(f"dropped a connection from {host}:{port} ({name}: {exc})")
+
 
 class Endpoint:
     """The loopback server of one run: started on first use, one base URL per scenario trial.
@@ -397,6 +430,22 @@ class Endpoint:
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._logged = 0
+
+    def log(self, line: str) -> None:
+        """One line on stderr about a request the endpoint refused or dropped; after
+        `_MAX_LOGGED` of them, one more saying the rest are not logged (a hostile local process
+        cannot flood the run's output)."""
+        with self._lock:
+            self._logged += 1
+            count = self._logged
+        if count <= _MAX_LOGGED:
+            text = sanitize(line)
+        elif count == _MAX_LOGGED + 1:
+            text = "further refused requests are not logged"
+        else:
+            return
+        print(f"cachelint: cache endpoint: {text}", file=sys.stderr, flush=True)
 
     def __enter__(self) -> Endpoint:
         return self
