@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from cachelint.runner.dataset import Scenario, load_scenarios
 from cachelint.runner.judges import JUDGE_OPTIONS, METRICS, judge_messages, parse_score, rubric
 from cachelint.runner.output import Output, ToolCall
 from cachelint.runner.request import build_request
+from tests.conftest import RUN_NOW, commit_all, run_cachelint
+from tests.helpers import DEAD, record, refund, result, write_repo
 
 
 def make_scenario() -> Scenario:
@@ -128,3 +131,31 @@ def test_parse_score_explains_a_missing_score(text: str, fragment: str) -> None:
     score, reason = parse_score(text)
     assert score is None
     assert fragment in reason
+
+
+# ---- a judge call the cache cannot answer (issue 36.3) -----------------------------------------
+
+
+def test_a_judge_miss_in_replay_fails_its_scenario_with_the_miss_explanation(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The target's answer replays, the judge asked of it was never recorded (a judge added to
+    the dataset after the recording): the scenario fails with the miss, not "no score"."""
+    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
+    monkeypatch.setenv("CACHELINT_NOW", RUN_NOW)
+    write_repo(git_repo, DEAD, {"support/acme/refund": refund(prompt="prompts/acme.md")})
+    recorded, requests = record(git_repo)
+    assert recorded.rc == 0 and requests == 1, recorded.out
+    dataset = git_repo / "eval-datasets/support/acme/refund.json"
+    data = json.loads(dataset.read_text(encoding="utf-8"))
+    dataset.write_text(json.dumps({**data, "judge": ["relevance"]}), encoding="utf-8")
+    commit_all(git_repo, "recorded, then a judge added")
+    proc = run_cachelint(git_repo, "run", "--execution", "replay", env={"CACHELINT_NOW": RUN_NOW})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "judge relevance: cache miss in replay mode: scenario support/acme/refund" in proc.stdout
+    trial = result(git_repo, "support/acme/refund", "replay")["trials"][0]
+    assert trial["passed"] is False
+    assert trial["error"].startswith("judge relevance: cache miss in replay mode")
+    assert "to re-record: cachelint run" in trial["error"]
+    assert [a["passed"] for a in trial["assertions"]] == [True]  # the answer itself passed
+    assert trial["judges"][0]["score"] is None

@@ -259,15 +259,16 @@ def test_judges_are_reported_and_never_gate(git_repo: Path) -> None:
     assert "    judge relevance: 2/5  partly on topic" in outcome.out
     judge = result(git_repo, "support/acme/refund")["trials"][0]["judges"][0]
     assert judge["metric"] == "relevance" and judge["score"] == 2
-    # A judge that cannot replay is reported, still without changing the verdict.
+    # A judge that cannot replay is a miss: its score never gates, its miss fails the scenario.
     for path in list((git_repo / "eval-cache").rglob("entry.json")):
         if "Metric: relevance" in path.read_text(encoding="utf-8"):
             for f in path.parent.iterdir():
                 f.unlink()
             path.parent.rmdir()
     outcome = do_run(git_repo, execution="missing-judge")
-    assert outcome.rc == 0
+    assert outcome.rc == 1
     assert "    judge relevance: no score  not judged: cache miss in replay mode" in outcome.out
+    assert "judge relevance: cache miss in replay mode: scenario support/acme/refund" in outcome.out
 
 
 def test_failed_assertion_exits_1_with_reason(git_repo: Path) -> None:

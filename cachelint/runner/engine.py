@@ -138,7 +138,9 @@ def run_trial(
     if output is not None and error is None:
         assertions, metrics = evaluate_all(scenario, output, calls, context or EvalContext())
         if scenario.judges:
-            judges, judge_calls = _judge(scenario, output, client)
+            # A judge's score never gates, but a judge call the cache cannot answer is a miss
+            # like any other: it fails the scenario with its explanation, never a skip.
+            judges, judge_calls, error = _judge(scenario, output, client)
     passed = error is None and all(a.passed for a in assertions)
     latency = sum(c.latency_s for c in calls)
     return TrialResult(
@@ -148,9 +150,11 @@ def run_trial(
 
 def _judge(
     scenario: Scenario, output: Output, client: CachingClient
-) -> tuple[tuple[JudgeScore, ...], tuple[CallRecord, ...]]:
-    """Score each metric through the same cache (so judges replay offline); never gate."""
+) -> tuple[tuple[JudgeScore, ...], tuple[CallRecord, ...], str | None]:
+    """Score each metric through the same cache (so judges replay offline); the scores never
+    gate. The third item is the first judge call's miss explanation, if one missed."""
     scores: list[JudgeScore] = []
+    miss: str | None = None
     # [tool.cachelint.judge] target may name another target (another model) for the judges.
     judge_client = dataclasses.replace(
         client.judge_client or client, purpose="judge", calls=[], misses=[]
@@ -165,7 +169,10 @@ def _judge(
             )
         except CachelintError as exc:
             first = str(exc).splitlines()[0]
-            hint = f" (re-record: {client.recorder.command})" if isinstance(exc, CacheMiss) else ""
+            hint = ""
+            if isinstance(exc, CacheMiss):
+                hint = f" (re-record: {client.recorder.command})"
+                miss = miss or f"judge {metric}: {exc}"
             scores.append(JudgeScore(metric, None, f"not judged: {first}{hint}"))
             continue
         score, reason = parse_score(output_from_completion(completion).text)
@@ -179,7 +186,7 @@ def _judge(
                 hit=call.hit if call else None,
             )
         )
-    return tuple(scores), tuple(judge_client.calls)
+    return tuple(scores), tuple(judge_client.calls), miss
 
 
 def run_scenario(
