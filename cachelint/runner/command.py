@@ -10,7 +10,9 @@ and as the AWS SDKs read it for Bedrock: `AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, wit
 as `AWS_ACCESS_KEY_ID` (and a placeholder secret): the program's own AWS credentials are withheld,
 so its calls to other AWS services have none under `cachelint run`.
 `CACHELINT_SCENARIO`, `CACHELINT_TRIAL` and `CACHELINT_SCENARIO_FILE` say which scenario to
-play. Its stdout is the output the assertions see.
+play. Its stdout is the output the assertions see. In replay a scenario whose program made no model
+call through the cache fails (its answer came from elsewhere), unless the dataset declares
+`"model-calls": false`.
 
 The target's real key variable is removed from the program's environment: a program that ignored
 OPENAI_BASE_URL must fail, not quietly call the provider around the cache. In replay its Python
@@ -124,7 +126,22 @@ def command_target(
                 f"target command `{shown}` exited {done.returncode} for scenario "
                 f"{scenario.identity}{detail}"
             )
+        if offline and scenario.model_calls and not client.calls:
+            raise CachelintError(_no_call(scenario, shown))
         text = done.stdout.decode("utf-8", "replace")
         return output_from_value(text.removesuffix("\n").removesuffix("\r"))
 
     return target
+
+
+def _no_call(scenario: Scenario, shown: str) -> str:
+    """Why a replayed scenario whose program made no model call fails: its answer came from
+    somewhere else than the cache (a cache of its own, a key of its own), as a python target's
+    would (`netguard.guard_target`)."""
+    return (
+        f"scenario {scenario.identity}: the target command `{shown}` made no model call through "
+        "the cache, so its answer did not come from the cache; have its SDK read "
+        "OPENAI_BASE_URL (or the other endpoint variables it is given) and turn off any "
+        "response cache of its own, or, if the program makes no model call at all, declare "
+        f'"model-calls": false in {scenario.path}'
+    )

@@ -51,6 +51,9 @@ class Scenario:
     # The green record's content hash of the dataset file as it was loaded ("" when not loaded
     # from a file): the record pins what ran, without reading the file again.
     file_digest: str = ""
+    # False: the scenario declares its target answers without a model call (`"model-calls":
+    # false`), so a replay that made none is not a bypassed cache.
+    model_calls: bool = True
 
 
 FIELDS = frozenset(
@@ -67,6 +70,7 @@ FIELDS = frozenset(
         "tags",
         "description",
         "target",
+        "model-calls",
     }
 )
 MAX_TRIALS = 100
@@ -334,6 +338,10 @@ def parse_scenario(
     target = data.get("target")
     if target is not None:
         f.string(target, "target")
+    model_calls = data.get("model-calls", True)
+    if not isinstance(model_calls, bool):
+        got = json_kind(model_calls, exact=True)
+        raise f.error("model-calls", f"expected true or false, got {got}")
     agent, tenant, name = identity.split("/")
     return Scenario(
         identity=identity,
@@ -352,6 +360,7 @@ def parse_scenario(
         description=description,
         target=target,
         file_digest=file_digest,
+        model_calls=model_calls,
     )
 
 
