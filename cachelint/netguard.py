@@ -5,11 +5,17 @@ target that builds its own SDK client would go live, pass, and earn a green reco
 replay an audit hook (PEP 578) watches every `socket.connect`, `socket.getaddrinfo` and friends
 in the process: anything but loopback to a port cachelint itself opened (its cache endpoint,
 `allow_loopback_port`) raises `NetworkRefused`, naming the scenario and the host, and the
-scenario fails even when the target swallows the exception. An audit hook cannot be removed
-(target code cannot undo it); it is installed once and only acts while a replay is armed.
+scenario fails even when the target swallows the exception. An audit hook cannot be removed;
+it is installed once and only acts while a replay is armed, and this module's attributes cannot
+be assigned (`cachelint.netguard._armed = 0` raises), so no target switches it off by accident.
 What replay would refuse, it does not provoke: the network calls frameworks make of their own
 accord (trace exports, catalogs fetched at import) are switched off while it is armed
 (`own_calls_off`).
+
+It is a guard against answers that did not come from the cache, not a security boundary against
+the target: code in the same process can still reach its state through the interpreter (the
+module's `__dict__`, ctypes), and native code (a C or Rust HTTP library, a libc call through
+ctypes) makes no audit event at all. docs/security.md says what it sees and what it cannot.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import ipaddress
 import os
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, NamedTuple
@@ -30,6 +37,7 @@ _EVENTS = frozenset(
         "socket.getaddrinfo",
         "socket.gethostbyname",
         "socket.gethostbyaddr",
+        "socket.getnameinfo",  # a reverse lookup leaves the process as a forward one does
         "socket.sendto",
         "socket.sendmsg",
     }
@@ -103,6 +111,11 @@ def _target(event: str, args: tuple[Any, ...]) -> tuple[str, Any, Any] | None:
             return None  # a passive lookup for binding, nothing remote
         shown = host.decode("ascii", "replace") if isinstance(host, bytes) else str(host)
         return (f"{shown}:{port}" if port is not None else shown), host, port
+    if event == "socket.getnameinfo":
+        # (sockaddr,): the port only names a service, the address is what is looked up.
+        address = args[0] if args else None
+        host = address[0] if isinstance(address, tuple) and address else address
+        return str(host), host, None
     host = args[0] if args else None
     return str(host), host, None
 
@@ -323,3 +336,21 @@ def put_in_environ(values: Mapping[str, str]) -> Callable[[], None]:
                 os.environ[name] = value
 
     return put_back
+
+
+class _Sealed(types.ModuleType):
+    """This module, whose attributes cannot be assigned or deleted from outside it: replay's
+    switch (`_armed`) and what the hook consults are changed by its own functions only."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(_SEALED.format(name=name))
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(_SEALED.format(name=name))
+
+
+_SEALED = (
+    "cachelint.netguard.{name} cannot be assigned: replay's network guard is not switched off "
+    "from inside a replay; record with --cache auto or --refresh-cache instead"
+)
+sys.modules[__name__].__class__ = _Sealed

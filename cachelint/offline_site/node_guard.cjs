@@ -10,9 +10,18 @@
 // CACHELINT_REFUSED_LOG, so the scenario fails even when the program swallows the error. A
 // connection to a socket path is local IPC and is left alone.
 //
+// Name lookups leave the process too (a DNS query names the host to the resolver), so the `dns`
+// module is guarded as the Python guard refuses getaddrinfo and getnameinfo: `lookup` of
+// anything but a loopback name, `lookupService` of anything but a loopback address, and every
+// query of the resolver (`resolve*`, `reverse`: c-ares asks the DNS server even for localhost),
+// in the callback API, the promise API (`dns.promises`, `dns/promises`) and on `Resolver`s,
+// fail with ECONNREFUSED the same way. Node's internal bindings and native addons stay out of
+// reach (docs/security.md).
+//
 // Plain CommonJS with no dependencies: it runs in whatever Node.js the program uses.
 "use strict";
 
+const dns = require("dns");
 const fs = require("fs");
 const net = require("net");
 
@@ -82,4 +91,89 @@ if (allowedPort) {
     process.nextTick(() => this.destroy(error));
     return this;
   };
+}
+
+// The resolver's queries: each asks the DNS server, whatever the name.
+const QUERIES = [
+  "resolve",
+  "resolveAny",
+  "resolve4",
+  "resolve6",
+  "resolveCaa",
+  "resolveCname",
+  "resolveMx",
+  "resolveNaptr",
+  "resolveNs",
+  "resolvePtr",
+  "resolveSoa",
+  "resolveSrv",
+  "resolveTxt",
+  "reverse",
+];
+
+function refusal(shown) {
+  record(shown);
+  const error = new Error(
+    `cachelint: scenario ${scenario}: replay mode refuses network access to ${shown}; ` +
+      "the answer must come from the cache (call OPENAI_BASE_URL)",
+  );
+  error.code = "ECONNREFUSED";
+  return error;
+}
+
+// What a dns function of `name` is asked to look up, shown; null when it stays on this machine.
+function refused(name, args) {
+  const first = args[0];
+  if (name === "lookup") {
+    return !first || isLoopback(first) ? null : String(first);
+  }
+  if (name === "lookupService") {
+    return isLoopback(first) ? null : `${first}:${args[1]}`;
+  }
+  return String(first);
+}
+
+// `original` (a function of the callback API) refusing what `refused` names: the callback, its
+// last argument, is called with the error, as a failed lookup would. Anything else (a missing
+// callback) goes to the original, which throws on it.
+function guardCallback(name, original) {
+  const guarded = function (...args) {
+    const shown = refused(name, args);
+    const callback = args[args.length - 1];
+    if (shown === null || typeof callback !== "function") {
+      return original.apply(this, args);
+    }
+    const error = refusal(shown);
+    process.nextTick(() => callback(error));
+    return {};
+  };
+  // util.promisify's hints (lookup resolves to {address, family}) are kept.
+  for (const symbol of Object.getOwnPropertySymbols(original)) {
+    Object.defineProperty(guarded, symbol, Object.getOwnPropertyDescriptor(original, symbol));
+  }
+  return guarded;
+}
+
+function guardPromise(name, original) {
+  return function (...args) {
+    const shown = refused(name, args);
+    return shown === null ? original.apply(this, args) : Promise.reject(refusal(shown));
+  };
+}
+
+function guardAll(target, names, guard) {
+  for (const name of names) {
+    if (target && typeof target[name] === "function") {
+      target[name] = guard(name, target[name]);
+    }
+  }
+}
+
+if (allowedPort) {
+  const callbacks = ["lookup", "lookupService", ...QUERIES];
+  guardAll(dns, callbacks, guardCallback);
+  guardAll(dns.Resolver && dns.Resolver.prototype, QUERIES, guardCallback);
+  const promises = dns.promises;
+  guardAll(promises, callbacks, guardPromise);
+  guardAll(promises && promises.Resolver && promises.Resolver.prototype, QUERIES, guardPromise);
 }

@@ -26,6 +26,7 @@ _EVENTS = frozenset(
         "socket.getaddrinfo",
         "socket.gethostbyname",
         "socket.gethostbyaddr",
+        "socket.getnameinfo",  # a reverse lookup leaves the process as a forward one does
         "socket.sendto",
         "socket.sendmsg",
     }
@@ -61,6 +62,10 @@ def _target(event: str, args: tuple[Any, ...]) -> tuple[str, Any, Any] | None:
         return (f"{shown}:{port}" if port is not None else shown), host, port
     if event in ("socket.gethostbyname", "socket.gethostbyaddr"):
         host = args[0] if args else None
+        return str(host), host, None
+    if event == "socket.getnameinfo":  # (sockaddr,): the address is what is looked up
+        address = args[0] if args else None
+        host = address[0] if isinstance(address, tuple) and address else address
         return str(host), host, None
     address = args[1] if len(args) > 1 else None
     if address is None or isinstance(address, (str, bytes)):
