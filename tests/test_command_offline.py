@@ -9,6 +9,7 @@ the cache endpoint replays green.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -265,6 +266,9 @@ echo "Refunds take 30 days."
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
 def test_the_proxy_blames_only_the_scenario_whose_child_reached_out(git_repo: Path) -> None:
     command_repo(git_repo, ["sh", "agent.sh"], {"agent.sh": ONE_ROGUE})
+    # The other scenario's program answers without a model call, and its dataset says so.
+    quiet = git_repo / "eval-datasets/support/globex/refund.json"
+    quiet.write_text(json.dumps({**ANSWER, "model-calls": False}), encoding="utf-8")
     outcome = do_run(git_repo, jobs=2)
     assert outcome.rc == 1
     error = error_of(git_repo, "support/acme/refund")
