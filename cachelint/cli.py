@@ -20,6 +20,7 @@ from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 
 COMMANDS = (
+    "init",
     "check",
     "stamp",
     "run",
