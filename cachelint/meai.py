@@ -195,7 +195,7 @@ def skipped_note(config: Config, count: int) -> str:
     why = f"by `exclude` ({config.source})"
     if results_in_roots(config):
         why = f"{why} or as MEAI results" if config.exclude else "as MEAI results"
-    return f"{count} file(s) skipped {why}"
+    return f"{count} {'file' if count == 1 else 'files'} skipped {why}"
 
 
 def family(config: Config) -> tuple[str, ...]:

@@ -162,8 +162,10 @@ def test_a_prefix_collision_is_a_miss_never_a_wrong_answer(tmp_path: Path) -> No
     entry = json.loads(entry_path.read_text(encoding="utf-8"))
     entry["key"] = key[:8] + ("0" if key[8] != "0" else "1") + key[9:]  # same prefix, other key
     entry_path.write_text(json.dumps(entry), encoding="utf-8")
-    with pytest.raises(CacheMiss):
+    with pytest.raises(CacheMiss) as miss:
         client(tmp_path, Mode.REPLAY, OfflineRefuser(), prefix=8).chat(MESSAGES)
+    # The request is the one recorded: the message says what differs instead of nothing.
+    assert f"the entry's key {entry['key']} is not its request's hash {key}" in str(miss.value)
 
 
 def test_records_through_the_real_http_transport(tmp_path: Path) -> None:

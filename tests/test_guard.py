@@ -56,7 +56,7 @@ def test_write_delete_and_new_file_are_each_named(git_repo: Path) -> None:
     assert lines[0].startswith(f"{prefix}/contents.data: eval-cache-mutated: changed by ")
     assert lines[1].startswith(f"{prefix}/stray.tmp: eval-cache-mutated: added by ")
     assert lines[2].startswith("eval-cache/keep.json: eval-cache-mutated: removed by ")
-    assert lines[3] == "cachelint guard: 3 file(s) under the cache roots changed"
+    assert lines[3] == "cachelint guard: 3 files under the cache roots changed"
 
 
 def test_a_failing_command_that_mutates_keeps_its_own_exit_code(git_repo: Path) -> None:

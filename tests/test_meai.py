@@ -138,7 +138,7 @@ def test_meai_tree_is_clean_under_check_stamp_and_guard(
     assert checked.returncode == 0, checked.stdout + checked.stderr
     warnings = [line for line in checked.stdout.splitlines() if "eval-cache-" in line]
     assert len(warnings) == 1 and "eval-cache-results-in-root" in warnings[0], checked.stdout
-    assert "file(s) skipped as MEAI results" in checked.stdout
+    assert "files skipped as MEAI results" in checked.stdout
     stamp_check = run_cachelint(repo, "stamp", "--check", env=ENV)
     assert stamp_check.returncode == 0, stamp_check.stdout
 

@@ -63,6 +63,7 @@ def test_every_tree_rule_has_a_test() -> None:
         "eval-cache-env-file",  # tests/test_secrets.py
         "eval-cache-unused",  # tests/test_lifecycle.py
         "eval-cache-results-in-root",  # tests/test_meai.py
+        "eval-cache-meai-shape",  # tests/test_meai_layout.py
     }
 
 
@@ -105,7 +106,7 @@ def test_file_under_a_dot_git_directory_is_invisible(repo: Path) -> None:
     assert "eval-cache/cache/x/.git/entry.json" not in git(repo, "ls-files")
     (found,) = assert_findings(repo, "eval-cache-invisible")
     assert found.path == "eval-cache/cache/x/.git"
-    assert "`.git`" in found.message and "1 file(s)" in found.message
+    assert "`.git`" in found.message and "its 1 file is never committed" in found.message
 
 
 def test_nested_repository_is_invisible(repo: Path) -> None:
@@ -116,7 +117,7 @@ def test_nested_repository_is_invisible(repo: Path) -> None:
     (nested / "b.json").write_text("{}")
     (found,) = assert_findings(repo, "eval-cache-invisible")
     assert found.path == "eval-cache/vendored"
-    assert "nested git repository" in found.message and "2 file(s)" in found.message
+    assert "nested git repository" in found.message and "2 files" in found.message
     assert_no_findings(repo, "eval-cache-untracked")
 
 
@@ -279,7 +280,7 @@ def test_text_attr_missing_line(repo: Path) -> None:
     (repo / ".gitattributes").write_text("*.png binary\n")
     (found,) = assert_findings(repo, "eval-cache-text-attr")
     assert found.path == "eval-cache"
-    assert "unspecified for 4 file(s)" in found.message
+    assert "unspecified for 4 files" in found.message
     assert "`eval-cache/** -text`" in found.message
 
 
@@ -318,7 +319,7 @@ def test_text_attr_a_later_line_sets_text_on_some_files(repo: Path) -> None:
     (repo / ".gitattributes").write_text("eval-cache/** -text\neval-cache/**/contents.data text\n")
     (found,) = assert_findings(repo, "eval-cache-text-attr")
     assert found.path == ".gitattributes" and found.line == 2
-    assert "text=set for 2 file(s)" in found.message
+    assert "text=set for 2 files" in found.message
 
 
 def test_text_attr_of_a_file_the_index_lacks(repo: Path) -> None:
@@ -328,7 +329,7 @@ def test_text_attr_of_a_file_the_index_lacks(repo: Path) -> None:
     found = assert_findings(repo, "eval-cache-text-attr")
     assert [(f.path, f.line) for f in found] == [(".gitattributes", 2)]
     assert (
-        "text=set for 1 file(s) under eval-cache/ (e.g. eval-cache/notes.txt)" in found[0].message
+        "text=set for 1 file under eval-cache/ (e.g. eval-cache/notes.txt)" in found[0].message
     )
 
 

@@ -73,7 +73,8 @@ def green(
     failed = [s for s, ok in entries.items() if not ok]
     problems = []
     if missing:
-        problems.append(f"{len(missing)} scenario(s) not in it (first: {missing[0]})")
+        noun = "scenario is" if len(missing) == 1 else "scenarios are"
+        problems.append(f"{len(missing)} {noun} not in it (first: {missing[0]})")
     if failed:
         problems.append(f"{len(failed)} failed (first: {failed[0]})")
     if summary.get("mutations"):

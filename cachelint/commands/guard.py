@@ -101,7 +101,10 @@ def render(findings: list[Finding]) -> str:
     from cachelint.reporters import finding_lines
 
     lines = finding_lines(findings)
-    lines.append(f"cachelint guard: {len(findings)} file(s) under the cache roots changed")
+    lines.append(
+        f"cachelint guard: {len(findings)} {'file' if len(findings) == 1 else 'files'} under the "
+        "cache roots changed"
+    )
     return "".join(line + "\n" for line in lines)
 
 

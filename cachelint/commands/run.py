@@ -160,9 +160,15 @@ def _select(
                 f"no scenarios selected: {datasets}/ holds no <agent>/<tenant>/<scenario>.json "
                 "file; add one or point `datasets` in [tool.cachelint] at your datasets"
             )
+        count = len(all_scenarios)
+        which = (
+            f"the one scenario in {datasets}/ does not"
+            if count == 1
+            else f"none of the {count} scenarios in {datasets}/"
+        )
         raise CachelintError(
-            f"no scenarios selected: none of the {len(all_scenarios)} scenarios in {datasets}/ "
-            f"match {wanted}; identities look like {all_scenarios[0].identity}"
+            f"no scenarios selected: {which} match {wanted}; identities look like "
+            f"{all_scenarios[0].identity}"
         )
     return chosen
 

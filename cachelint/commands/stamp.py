@@ -111,7 +111,8 @@ def stamp(
         path, reason = sorted(facts.corrupt)[0]
         raise CachelintError(
             f"{path}: {reason}; cannot seal a tree with {len(facts.corrupt)} corrupt entry "
-            "file(s): run `cachelint check`, fix or re-record them, then run `cachelint stamp`"
+            f"{'file' if len(facts.corrupt) == 1 else 'files'}: run `cachelint check`, fix or "
+            "re-record them, then run `cachelint stamp`"
         )
     resolution = pins.current(config)
     if resolution.problems:

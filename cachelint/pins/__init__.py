@@ -256,8 +256,17 @@ def _same_version(a: str, b: str, ecosystem: Ecosystem) -> bool:
     return a.casefold() == b.casefold()
 
 
-def _where(files: Sequence[str]) -> str:
-    return ", ".join(files) if files else "no pin file (none detected at the repository root)"
+def _not_found(pattern: str, files: Sequence[str]) -> str:
+    if not files:
+        return (
+            f"{pattern}: not pinned, and no pin file was detected at the repository root; pin "
+            "it exactly in pyproject.toml or a requirements*.txt there (or name the files in "
+            "`pins`, or fix `packages` in the config)"
+        )
+    return (
+        f"{pattern}: not found in {', '.join(files)}; pin it there (or fix `packages` in the "
+        "config)"
+    )
 
 
 _REGENERATE = {
@@ -302,8 +311,7 @@ def resolve(pin_set: PinSet, patterns: Iterable[str]) -> Resolution:
             PinProblem(
                 pattern,
                 None,
-                f"{pattern}: not found in {_where(_every_file(pin_set))}; pin it there "
-                "(or fix `packages` in the config)",
+                _not_found(pattern, _every_file(pin_set)),
             )
         )
     by_project: dict[str, dict[str, Resolved]] = {}

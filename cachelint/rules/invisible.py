@@ -20,6 +20,10 @@ from cachelint.tree import TreeFacts
 CODE = "eval-cache-invisible"
 
 
+def _files(count: int) -> str:
+    return f"{count} file" if count == 1 else f"{count} files"
+
+
 def _owner(path: str, containers: set[str]) -> str | None:
     parent = path.rpartition("/")[0]
     while parent:
@@ -60,7 +64,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
         yield Finding(
             repo,
             CODE,
-            f"{kind}: git records only a commit id for it, never its {count} file(s); remove its "
+            f"{kind}: git records only a commit id for it, never its {_files(count)}; remove its "
             f"`.git` (and `{shell_command('git', 'rm', '--cached', '--', repo)}` if it is a "
             f"gitlink), then `{shell_command('git', 'add', '--', repo)}`",
         )
@@ -69,7 +73,8 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             owner,
             CODE,
             f"git silently skips anything named `.git` (`git add` exits 0 and adds nothing), so "
-            f"its {count} file(s) are never committed; rename it (no path part may be `.git`)",
+            f"its {_files(count)} {'is' if count == 1 else 'are'} never committed; rename it (no "
+            "path part may be `.git`)",
         )
 
 

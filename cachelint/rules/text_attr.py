@@ -103,7 +103,8 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     for (root, value, cause), paths in sorted(groups.items(), key=lambda kv: str(kv[0])):
         # Name a cache file as the example rather than a .gitattributes file inside the tree.
         example = min(paths, key=lambda p: (p.endswith(f"/{ATTRIBUTES}"), p))
-        count = f"{len(paths)} file(s) under {root}/ (e.g. {example})"
+        files = "file" if len(paths) == 1 else "files"
+        count = f"{len(paths)} {files} under {root}/ (e.g. {example})"
         on_path = ", ".join(f for f, _ in reversed(_candidates(example, facts.attributes)))
         if value == "unspecified":
             yield Finding(

@@ -394,7 +394,7 @@ class CachingClient:
             )
             changes = request_diff(best.request or {}, request)
             lines.append("  what changed (recorded -> now):")
-            lines.extend(f"    {change}" for change in changes or ["(no visible difference)"])
+            lines.extend(f"    {change}" for change in changes or [_same_request(best, key)])
         else:
             lines.append("  closest recorded request: none, nothing is recorded for this scenario")
         credentials = f"${self.recorder.api_key_env}"
@@ -452,3 +452,25 @@ def _refuse_lone_surrogate(response: Any, where: str, command: str) -> None:
     if bad is not None:
         fix = f"; re-record with `{command}`" if command else "; the provider sent invalid text"
         raise CachelintError(f"{where}: holds a lone surrogate {bad}, which is not text{fix}")
+
+
+def _same_request(best: Any, key: str) -> str:
+    """What differs when the closest recorded request reads the same as the wanted one: then
+    the keys differ for a reason the request's text does not show."""
+    stored = cache_key(best.request)
+    if best.key != stored:
+        return (
+            f"(the request is the same; the entry's key {best.key} is not its request's hash "
+            f"{stored}: entry.json was edited or is corrupt, and a key that shares the "
+            "directory's prefix is never answered from it; re-record the scenario)"
+        )
+    if stored == key:
+        return (
+            f"(the request and its key {key} are the ones recorded, but the entry sits in "
+            f"{best.directory}, not where this key is looked for: was `key-prefix` changed "
+            "since it was recorded? re-record the scenario)"
+        )
+    return (
+        f"(the request reads the same, but its canonical bytes hash to {stored}, not {key}: a "
+        "value's JSON type differs, e.g. 1 and 1.0, which the lines above would not show)"
+    )

@@ -42,6 +42,11 @@ class RunReport:
 # ---- text ---------------------------------------------------------------------------------------
 
 
+def _count(count: int, word: str) -> str:
+    """ "1 scenario", "2 scenarios": a count and its noun, agreeing."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def _group_counts(results: Sequence[ScenarioResult], by_tenant: bool) -> list[tuple[str, int, int]]:
     groups: dict[str, list[int]] = {}
     for r in results:
@@ -154,10 +159,11 @@ def text_tail(report: RunReport) -> str:
         f"  {sanitize(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, True)
     )
     c = summary_counts(report.results)
+    mutated = len(report.mutations)
     out.append(
-        f"{c['scenarios']} scenarios: {c['passed']} passed, {c['failed']} failed; "
-        f"{c['calls']} model calls, {c['cache_hits']} cache hits"
-        + (f"; cache tree mutated ({len(report.mutations)} files)" if report.mutations else "")
+        f"{_count(c['scenarios'], 'scenario')}: {c['passed']} passed, {c['failed']} failed; "
+        f"{_count(c['calls'], 'model call')}, {_count(c['cache_hits'], 'cache hit')}"
+        + (f"; cache tree mutated ({_count(mutated, 'file')})" if mutated else "")
     )
     if report.results_dir:
         out.append(f"results: {sanitize(report.results_dir)}/")
