@@ -6,9 +6,9 @@
 - native entries: `contents.data` hashes (blake3) to the digest `entry.json` records, the key is
   the hash of the canonical request stored beside it, the `scenario` is the entry's directory
   path and the directory name is the key's prefix;
-- Microsoft.Extensions.AI.Evaluation entries: `contents.data` is a JSON object (MEAI throws a
-  JsonException replaying anything else), `scenarioName` and `iterationName` are the two
-  directories above the key directory, which sits exactly at `cache/<scenario>/<iteration>/<key>`.
+- Microsoft.Extensions.AI.Evaluation entries: `contents.data` is a JSON object without a UTF-8
+  byte-order mark (MEAI throws a JsonException replaying anything else), the key directory sits
+  exactly at `cache/<scenario>/<iteration>/<key>` and is named as MEAI names it (`store`).
 
 Only files the walk found regular are read (`special_file` says why others are not), opened
 without following links and without blocking and read within a limit: a FIFO put in place of an
@@ -178,17 +178,19 @@ def _verify_native(entry: Entry, data: Mapping[str, Any], contents_hex: str, ins
 
 
 def _verify_meai(entry: Entry, contents: bytes, inside: str) -> None:
-    where = f"{ENTRY_FILE} (Microsoft.Extensions.AI.Evaluation layout)"
     parts = inside.split("/")
     if len(parts) != 3:
         raise CorruptEntry(
             f"the entry sits at cache/{inside}, but MEAI reads entries only at "
             "cache/<scenarioName>/<iterationName>/<key>"
         )
-    if entry.scenario != parts[0] or entry.iteration != parts[1]:
+    # scenarioName and iterationName that differ from the directories are not corrupt: MEAI
+    # finds an entry by its path and never reads them back (eval-cache-meai-shape warns).
+    if contents.startswith(_BOM):
         raise CorruptEntry(
-            f"{where}: scenarioName {entry.scenario!r} and iterationName {entry.iteration!r} are "
-            f"not the directories above the key ({parts[0]!r}, {parts[1]!r}): MEAI looks elsewhere"
+            f"{CONTENTS_FILE} starts with a UTF-8 byte-order mark, which MEAI never writes: it "
+            "reads the file as bytes with System.Text.Json, which throws on one; save it "
+            "without the BOM (the first three bytes, EF BB BF)"
         )
     if not contents.strip():
         raise CorruptEntry(f"{CONTENTS_FILE} is empty: MEAI throws a JsonException replaying it")

@@ -81,28 +81,32 @@ def _top_level() -> str | None:
 
 
 def _read_table(repo: str) -> dict[str, object] | None:
-    """The raw cachelint table (cachelint.toml wins over pyproject.toml), or None for defaults."""
-    own = os.path.join(repo, "cachelint.toml")
-    pyproject = os.path.join(repo, "pyproject.toml")
-    path = own if os.path.isfile(own) else pyproject
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
+    """The raw cachelint table, or None for defaults; `{"__invalid__": True}` sends the commit to
+    the full loader for its one-line error (a link, a FIFO, both files configuring cachelint)."""
+    from cachelint.fsutil import read_regular  # light: os and stat only
+
+    raw: dict[str, bytes] = {}
+    for name in ("cachelint.toml", "pyproject.toml"):
+        try:
+            raw[name] = read_regular(os.path.join(repo, name), 4 * 1024 * 1024)
+        except FileNotFoundError:
+            continue
+        except OSError:  # a link, a FIFO, too large: never read here
+            return {"__invalid__": True}
+    own, pyproject = raw.get("cachelint.toml"), raw.get("pyproject.toml")
+    if pyproject is not None and b"cachelint" not in pyproject:
+        pyproject = None  # no [tool.cachelint]: skip importing the TOML parser altogether
+    if own is None and pyproject is None:
         return None
-    if path == pyproject and b"cachelint" not in data:
-        return None  # no [tool.cachelint]: skip importing the TOML parser altogether
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - 3.10
         import tomli as tomllib
     try:
-        parsed = tomllib.loads(data.decode("utf-8"))
+        tool = {} if pyproject is None else tomllib.loads(pyproject.decode("utf-8")).get("tool")
+        own_table = None if own is None else tomllib.loads(own.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {"__invalid__": True}  # let the full loader produce the one-line error
-    if path == own:
-        return parsed
-    tool = parsed.get("tool", {})
     table = tool.get("cachelint") if isinstance(tool, dict) else None
     return table if isinstance(table, dict) or table is None else {"__invalid__": True}
 
@@ -121,6 +125,8 @@ def _root(text: str) -> str:
     return os.path.normpath(text.replace("\\", "/")).replace(os.sep, "/").strip("/")
 
 
+    if own_table is not None:  # both configuring cachelint is the full loader's error
+        return own_table if table is None else {"__invalid__": True}
 def _literal_runs(pattern: str) -> list[str]:
     """Runs of characters a gitignore pattern must match literally (bracket classes, escapes,
     `*` and `?` split them)."""

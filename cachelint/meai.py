@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -87,21 +88,99 @@ def _offset(tz: str | None) -> timedelta:
 # ---- which roots are MEAI's, and which of their paths are results -------------------------------
 
 
-def _first_entry(cache_dir: str) -> str | None:
-    """The first entry.json under `cache_dir` at MEAI's depth (`<scenario>/<iteration>/<key>/`)
-    or one deeper, where cachelint's own layout puts it (`<agent>/<tenant>/<scenario>/<key>/`),
-    found with a few directory reads: a tree of either layout answers at its first entry."""
+# How many entry directories `guess_layout` looks at: enough that one torn, emptied or
+# hand-edited entry is outvoted, few enough to cost a handful of directory reads.
+_SAMPLE = 12
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _hex_case(name: str) -> str | None:
+    """ "upper" for a name MEAI's key could give (uppercase hex, a letter among the digits),
+    "lower" for a prefix of cachelint's blake3 key (lowercase hex), else None."""
+    if len(name) < 8 or not _HEX.issuperset(name) or name.isdigit():
+        return None
+    if name.isupper():
+        return "upper"
+    return "lower" if name.islower() else None
+
+
+def _entry_dirs(cache_dir: str) -> list[tuple[str, int]]:
+    """Up to `_SAMPLE` directories holding an entry file, with their depth below `cache_dir`:
+    MEAI's at 3 (`<scenario>/<iteration>/<key>`), cachelint's usually at 4
+    (`<agent>/<tenant>/<scenario>/<key>`). Scenarios are taken in turn, so one scenario full of
+    broken entries cannot fill the sample."""
+    found: list[tuple[str, int]] = []
     for scenario in _subdirs(cache_dir):
-        for iteration in _subdirs(scenario):
-            for key in _subdirs(iteration):
-                path = os.path.join(key, "entry.json")
-                if os.path.isfile(path):
-                    return path
-                for deeper in _subdirs(key):
-                    path = os.path.join(deeper, "entry.json")
-                    if os.path.isfile(path):
-                        return path
-    return None
+        for below in _subdirs(scenario):
+            for key in _subdirs(below):
+                if _holds_entry(key):
+                    found.append((key, 3))
+                    break
+                deeper = next((d for d in _subdirs(key) if _holds_entry(d)), None)
+                if deeper is not None:
+                    found.append((deeper, 4))
+                    break
+            if len(found) >= _SAMPLE:
+                return found
+    return found
+
+
+def _holds_entry(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "entry.json")) or os.path.isfile(
+        os.path.join(directory, "contents.data")
+    )
+
+
+def _content_vote(directory: str) -> str | None:
+    """What one entry.json says, when it says anything: MEAI's camelCase names or cachelint's
+    `format`. A torn, empty or unreadable file says nothing (and decides nothing)."""
+    try:
+        with open(os.path.join(directory, "entry.json"), "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return None
+    if b'"scenarioName"' in head or b'"iterationName"' in head:
+        return "meai"
+    return "cachelint" if b'"format"' in head else None
+
+
+def _has_results(storage: str) -> bool:
+    """Whether `<storage>/results/<execution>/<scenario>/` holds a `.json`, as MEAI's result
+    store writes it (cachelint never writes a results/ directory into a cache root)."""
+    for execution in _subdirs(os.path.join(storage, RESULTS_DIR)):
+        for scenario in _subdirs(execution):
+            try:
+                with os.scandir(scenario) as it:
+                    if any(e.name.endswith(".json") for e in it):
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def guess_layout(storage: str) -> tuple[Layout, bool]:
+    """The layout of the cache root at `storage` (a path) from the tree's shape, and whether
+    the evidence was clear (False: nothing spoke, or the votes tied, and the answer is cachelint's
+    own layout by default).
+
+    Each sampled entry directory votes with its name (uppercase hex only MEAI writes, lowercase
+    only cachelint), its depth (an entry four levels down is never MEAI's) and what its entry.json
+    names; MEAI's result store votes too. No single file decides: an interrupted `dotnet test` can
+    leave the first entry.json empty, and that must be a finding about that entry only."""
+    meai = native = 0
+    for directory, depth in _entry_dirs(os.path.join(storage, CACHE_DIR)):
+        case = _hex_case(os.path.basename(directory))
+        meai += 2 if case == "upper" else 0
+        native += 2 if case == "lower" else 0
+        native += 1 if depth == 4 else 0
+        vote = _content_vote(directory)
+        meai += vote == "meai"
+        native += vote == "cachelint"
+    if _has_results(storage):
+        meai += 3
+    if meai == native:
+        return Layout.CACHELINT, False
+    return (Layout.MEAI if meai > native else Layout.CACHELINT), True
 
 
 def _subdirs(directory: str) -> Iterable[str]:
@@ -114,22 +193,13 @@ def _subdirs(directory: str) -> Iterable[str]:
 
 
 def is_meai_root(config: Config, root: str) -> bool:
-    """Whether `root` (repo-relative) holds a MEAI storage root: by `layout`, or for "auto" by its
-    first entry (`_first_entry`) naming `scenarioName` (a name cachelint's own entries never
-    use)."""
+    """Whether `root` (repo-relative) holds a MEAI storage root: by `layout`, or for "auto" by
+    the tree's shape (`guess_layout`)."""
     if config.layout is Layout.MEAI:
         return True
     if config.layout is Layout.CACHELINT:
         return False
-    entry = _first_entry(os.path.join(config.repo, root, CACHE_DIR))
-    if entry is None:
-        return False
-    try:
-        with open(entry, "rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
-    return b'"scenarioName"' in head or b'"iterationName"' in head
+    return guess_layout(os.path.join(config.repo, root))[0] is Layout.MEAI
 
 
 def meai_roots(config: Config) -> tuple[str, ...]:
@@ -173,10 +243,9 @@ def make_skip(tops: Sequence[str], exclude: Sequence[str]) -> Matcher | None:
     parts travel to the process that takes `run`'s first canary snapshot)."""
     glob: Matcher | None = None
     if exclude:
-        import pathspec
+        from cachelint.globs import glob_matcher
 
-        spec = pathspec.GitIgnoreSpec.from_lines(exclude)
-        glob = spec.match_file
+        glob = glob_matcher(exclude)
     if not tops:
         return glob
     below = tuple(t + "/" for t in tops)
@@ -210,13 +279,48 @@ def family(config: Config) -> tuple[str, ...]:
 
 # ---- advice -------------------------------------------------------------------------------------
 
+# MEAI resolves a storage path against the working directory, which under `dotnet test` is the
+# test project's bin/<configuration>/<framework>/: advice that names a relative path would move
+# the cache there and make every scenario miss. examples/meai/tests/Evals/EvalStorage.cs walks up.
+ANCHOR = (
+    "anchor both paths at the repository, never relative (MEAI resolves a relative path against "
+    "the working directory, under `dotnet test` the test project's bin/<configuration>/"
+    "<framework>/, where every scenario would then miss): find repoRoot by walking up from "
+    "AppContext.BaseDirectory to the directory holding .git, as "
+    "examples/meai/tests/Evals/EvalStorage.cs does"
+)
+
 RESULTS_ADVICE = (
     "MEAI's result store writes here because DiskBasedReportingConfiguration.Create gives one "
     "storage root to the response cache and the results; cachelint skips these files, but give "
     "the results a root of their own outside the committed cache: build the ReportingConfiguration "
-    'yourself with `new DiskBasedResultStore("eval-results")` and `new '
-    'DiskBasedResponseCacheProvider("{root}", timeToLiveForCacheEntries: TimeSpan.FromDays(3650))`'
-    ", ignore eval-results/ in .gitignore, and delete {results}"
+    'yourself with `new DiskBasedResultStore(Path.Combine(repoRoot, "eval-results"))` and `new '
+    'DiskBasedResponseCacheProvider(Path.Combine(repoRoot, "{root}"), '
+    "timeToLiveForCacheEntries: TimeSpan.FromDays(3650))`; " + ANCHOR + "; add eval-results/ "
+    "to .gitignore, and delete {results} (`git rm -r -q --ignore-unmatch -- {results}`, then "
+    "`rm -rf -- {results}`)"
+)
+
+# MEAI records only on a miss and never rewrites an entry it can read: a new TTL, or keys computed
+# by new packages, take effect only for entries deleted first and recorded again.
+RERECORD_ROOT = (
+    "MEAI records only on a miss and never rewrites an entry it can read, so delete the cache "
+    "first (`git rm -r -q -- {root}/cache`), run the evals online (`dotnet test` with the "
+    "model's credentials) to record every entry again, `git add {root}/cache`, then run "
+    "`cachelint stamp`"
+)
+
+MEAI_RERECORD = (
+    "delete the entry directory (`rm -rf -- {path}`) and run the evals online (`dotnet test` with "
+    "the model's credentials) to record it again (MEAI records only on a miss and never rewrites "
+    "an entry it can read), then `git add` it and run `cachelint stamp`"
+)
+
+EMPTY_ADVICE = (
+    "record it with the .NET evals: run them online once (`dotnet test` with the model's "
+    "credentials; MEAI writes each answer to {root}/cache/<scenario>/<iteration>/<key>/), then "
+    "`git add {root}` and run `cachelint stamp`; if nothing appears there, the storage path in "
+    "the test code is relative and MEAI wrote under bin/: " + ANCHOR
 )
 
 LONG_KEY_ADVICE = (
@@ -232,3 +336,29 @@ PATH_ADVICE = (
     "and move the storage root closer to the repository root; key-prefix cannot shorten MEAI's "
     "96-character entry names"
 )
+
+
+def mutation_message(verb: str, path: str, during: str) -> str:
+    """What an `eval-cache-mutated` line means for a file under a MEAI root's cache/: MEAI
+    writes there only on a miss, and deletes only an entry that expired."""
+    directory = shlex.quote(path.rpartition("/")[0])
+    if verb == "added":
+        return (
+            f"added by {during}: MEAI recorded a new entry, so this call was a cache miss (the "
+            "prompt, the chat options, the model, the scenario or iteration name, or a "
+            "Microsoft.Extensions.AI package changed the key) and the model was called; delete "
+            f"it (`rm -rf -- {directory}`), find what changed, and if the change is meant, "
+            "record online, commit the new entries and run `cachelint stamp`"
+        )
+    if verb == "removed":
+        return (
+            f"removed by {during}: MEAI deleted this entry because it had expired (it deletes "
+            "an expired entry on read and calls the model); restore it with `git checkout -- "
+            f"{directory}`, raise timeToLiveForCacheEntries, then delete the expired entries and "
+            "record them online (MEAI never rewrites an entry it can read)"
+        )
+    return (
+        f"changed by {during}: MEAI rewrote this entry, which it does only after deleting an "
+        "expired (or unreadable) one and calling the model; restore it with `git checkout -- "
+        f"{directory}` and raise timeToLiveForCacheEntries (see eval-cache-expiring)"
+    )

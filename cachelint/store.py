@@ -50,6 +50,7 @@ ENTRY_FILES = (ENTRY_FILE, CONTENTS_FILE)
 CACHE_DIR = "cache"
 
 _MEAI_KEY = re.compile(r"[0-9A-F]{96}")
+_MEAI_NAME = re.compile(r"[0-9A-F]{8,96}")  # a MEAI key or a short-path provider's prefix of one
 _FRACTION = re.compile(r"\.(\d+)")
 # Python 3.11 taught fromisoformat the "Z" suffix (as UTC, like "+00:00"); 3.10 needs the rewrite.
 _FROMISO_Z = sys.version_info >= (3, 11)
@@ -274,12 +275,18 @@ def parse_entry(
     what it found in the bytes (`digest`, `maybe_secret`), so each entry is built once."""
     if not isinstance(data, dict):
         raise CorruptEntry("entry.json is not a JSON object")
+    name = relative.rpartition("/")[2]
     if layout is _AUTO:
-        # MEAI's camelCase names never appear in a native entry.
-        meai = "scenarioName" in data or "iterationName" in data
+        # MEAI's camelCase names never appear in a native entry, and a native one always has
+        # `format`; an entry with neither is MEAI's when its directory is a name only MEAI
+        # writes (uppercase hex), so its finding speaks of what MEAI reads.
+        meai = (
+            "scenarioName" in data
+            or "iterationName" in data
+            or ("format" not in data and _MEAI_NAME.fullmatch(name) is not None)
+        )
     else:
         meai = layout is _MEAI
-    name = relative.rpartition("/")[2]
     if meai:
         return _read_meai(data, relative, name, digest, maybe_secret)
     return _read_native(data, relative, name, keep_request, digest, maybe_secret)
@@ -376,12 +383,7 @@ def _read_meai(
     maybe_secret: bool | None,
 ) -> Entry:
     where = "entry.json (Microsoft.Extensions.AI.Evaluation layout)"
-    key = data.get("key", data.get("cacheKey"))
-    if key is not None:
-        if not isinstance(key, str) or not key.upper().startswith(name.upper()):
-            raise CorruptEntry(f"{where}: key {key!r} does not start with directory name {name!r}")
-    elif _MEAI_KEY.fullmatch(name):
-        key = name
+    key = _meai_key(data, name, where)
     return Entry(
         layout=Layout.MEAI,
         directory=relative,
@@ -393,6 +395,35 @@ def _read_meai(
         digest=digest,
         maybe_secret=maybe_secret,
     )
+
+
+def _meai_key(data: Mapping[str, Any], name: str, where: str) -> str:
+    """The entry's full key: its directory name, which MEAI looks entries up by (96 uppercase
+    hex characters, a SHA-384), or for a short-path provider's entry the `key` (or `cacheKey`)
+    in entry.json, which must be such a key starting with the directory name. Without it a
+    prefix collision could not be told from a hit."""
+    if not _MEAI_NAME.fullmatch(name):
+        raise CorruptEntry(
+            f"entry directory {name!r} is not a key MEAI writes (96 uppercase hexadecimal "
+            "characters, or a short-path provider's prefix of them): MEAI never looks it up, "
+            "so it is never replayed; delete the directory"
+        )
+    key = data.get("key", data.get("cacheKey"))
+    if key is None:
+        if len(name) == 96:
+            return name
+        raise CorruptEntry(
+            f"{where}: the directory name has {len(name)} characters where MEAI writes 96, and "
+            "entry.json carries no full key (`key`): a short-path entry without one cannot tell "
+            "a prefix collision from a hit; have the provider write the full 96-character key "
+            "into entry.json and re-record the entry, or name it by the whole key"
+        )
+    if not isinstance(key, str) or not _MEAI_KEY.fullmatch(key) or not key.startswith(name):
+        raise CorruptEntry(
+            f"{where}: key {key!r} is not a 96-character uppercase hexadecimal key starting with "
+            f"its directory name {name!r}: the provider would never find it"
+        )
+    return key
 
 
 @dataclass(frozen=True)

@@ -329,3 +329,152 @@ def test_only_projects_that_use_the_family_date_the_pins(tmp_path: Path) -> None
     )
     got = versions(tmp_path)
     assert got.files == ("evals/Directory.Packages.props", "evals/Evals/Evals.csproj")
+
+
+# ---- NuGet versions and MSBuild names as NuGet and MSBuild read them (issue 38) -------------
+
+
+def _lock(*resolved: tuple[str, str, str]) -> str:
+    """packages.lock.json as `dotnet restore` writes it with RestorePackagesWithLockFile."""
+    deps = {
+        name: {"type": kind, "resolved": version}
+        | ({"requested": f"[{version}, )"} if kind == "Direct" else {})
+        for name, version, kind in resolved
+    }
+    return json.dumps({"version": 1, "dependencies": {"net9.0": deps}}, indent=2)
+
+
+def test_normalised_nuget_versions_are_one_version(tmp_path: Path) -> None:
+    """`10.9` in the props and restore's `10.9.0` in the lock: one version, no disagreement."""
+    write(
+        tmp_path,
+        {
+            "Directory.Packages.props": central((MEAI, "10.9")),
+            "Evals/Evals.csproj": project(MEAI),
+            "Evals/packages.lock.json": _lock((MEAI, "10.9.0", "Direct")),
+        },
+    )
+    got = versions(tmp_path)
+    assert got.problems == ()
+    assert [r.version for r in got.pinned.values()] == ["10.9.0"]
+
+
+def test_exact_ranges_floating_versions_and_locks(tmp_path: Path) -> None:
+    for spec, expected in (
+        ("[10.9.0]", "10.9.0"),
+        ("[10.9]", "10.9.0"),
+        ("[10.9.0, 10.9.0]", "10.9.0"),
+        ("10.09.0.0", "10.9.0"),
+        ("10.9.0-preview.1+sha.abc", "10.9.0-preview.1"),
+    ):
+        write(
+            tmp_path, {"Directory.Packages.props": central((MEAI, spec)), "E.csproj": project(MEAI)}
+        )
+        got = versions(tmp_path)
+        assert [r.version for r in got.pinned.values()] == [expected], spec
+    # A floating version: restore decides, and only the lock records what it took.
+    write(tmp_path, {"Directory.Packages.props": central((MEAI, "10.*"))})
+    (problem,) = versions(tmp_path).problems
+    assert "floating" in problem.message and "RestorePackagesWithLockFile" in problem.message
+    write(tmp_path, {"packages.lock.json": _lock((MEAI, "10.11.0", "Direct"))})
+    got = versions(tmp_path)
+    assert got.problems == ()
+    assert [(r.version, r.source) for r in got.pinned.values()] == [
+        ("10.11.0", "packages.lock.json")
+    ]
+
+
+def test_msbuild_property_names_are_case_insensitive(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "Directory.Build.props": (
+                "<Project><PropertyGroup><MeaiVersion>10.8.0</MeaiVersion>"
+                "<MEAIVERSION>10.9.0</MEAIVERSION></PropertyGroup></Project>\n"
+            ),
+            "Directory.Packages.props": central((MEAI, "$(meaiversion)")),
+            "E.csproj": project(MEAI),
+        },
+    )
+    got = versions(tmp_path)
+    assert got.problems == ()
+    assert [r.version for r in got.pinned.values()] == ["10.9.0"]  # the last definition wins
+    # The props file read on its own (`pins` in the config) resolves it the same way.
+    (tmp_path / "Directory.Packages.props").write_text(
+        central((MEAI, "$(MEAIVersion)"), props="    <meaiVersion>10.9</meaiVersion>\n")
+    )
+    config = Config(
+        repo=tmp_path, source="test", packages=(MEAI,), pins=("Directory.Packages.props",)
+    )
+    got = pins.current(config)
+    assert got.problems == () and [r.version for r in got.pinned.values()] == ["10.9.0"]
+
+
+def _meai_tree(git_repo: Path, version: str, lock: str) -> Path:
+    write(
+        git_repo,
+        {
+            ".gitattributes": "eval-cache/** -text\n",
+            "cachelint.toml": 'cache = "eval-cache"\nlayout = "meai"\nkey-prefix = 96\n',
+            "Directory.Packages.props": central(
+                (MEAI, "$(MeaiVersion)"), props=f"    <meaiversion>{version}</meaiversion>\n"
+            ),
+            "tests/Evals/Evals.csproj": project(MEAI),
+            "tests/Evals/packages.lock.json": lock,
+        },
+    )
+    write_entry(git_repo / "eval-cache", "Geography.Capitals", "1", newline="\r\n")
+    commit_all(git_repo, "record")
+    return git_repo
+
+
+def test_stamp_and_check_take_nuget_and_msbuild_as_they_resolve(git_repo: Path) -> None:
+    """`Version="10.9"` through a lower-case `$(meaiversion)`, restore's lock saying 10.9.0 and
+    pinning the transitive Microsoft.Extensions.AI packages: the stamp takes, check is clean,
+    and the props rewritten as `10.9.0` is no pin change."""
+    lock = _lock(
+        (MEAI, "10.9.0", "Direct"),
+        ("Microsoft.Extensions.AI", "10.9.0", "Transitive"),
+        ("Microsoft.Extensions.AI.Abstractions", "10.9.0", "Transitive"),
+    )
+    repo = _meai_tree(git_repo, "10.9", lock)
+    stamped = run_cachelint(repo, "stamp", env=ENV)
+    assert stamped.returncode == 0, stamped.stderr
+    stamp = json.loads((repo / "eval-cache/.eval-cache-stamp.json").read_text())
+    assert stamp["packages"] == {
+        MEAI: "10.9.0",
+        "Microsoft.Extensions.AI": "10.9.0",
+        "Microsoft.Extensions.AI.Abstractions": "10.9.0",
+    }
+    # Read from the props through the property, and found to agree with the lock.
+    assert stamp["pinFiles"][MEAI] == "Directory.Packages.props"
+    commit_all(repo, "stamp")
+    select = ("--select", "eval-cache-stale-pin,eval-cache-unpinned")
+    checked = run_cachelint(repo, "check", *select, env=ENV)
+    assert checked.returncode == 0, checked.stdout
+    props = repo / "Directory.Packages.props"
+    props.write_text(props.read_text().replace(">10.9<", ">10.9.0<"))
+    checked = run_cachelint(repo, "check", *select, env=ENV)
+    assert checked.returncode == 0, checked.stdout
+    # A transitive bump shows in the lock alone, and is a stale pin.
+    lock_path = repo / "tests/Evals/packages.lock.json"
+    lock_path.write_text(
+        _lock(
+            (MEAI, "10.9.0", "Direct"),
+            ("Microsoft.Extensions.AI", "10.11.0", "Transitive"),
+            ("Microsoft.Extensions.AI.Abstractions", "10.11.0", "Transitive"),
+        )
+    )
+    checked = run_cachelint(repo, "check", *select, env=ENV)
+    assert checked.returncode == 1
+    assert "Microsoft.Extensions.AI: recorded 10.9.0 vs pin 10.11.0" in checked.stdout
+
+
+def test_a_stamp_that_recorded_an_unnormalised_version_is_not_stale(git_repo: Path) -> None:
+    repo = _meai_tree(git_repo, "10.9.0", _lock((MEAI, "10.9.0", "Direct")))
+    assert run_cachelint(repo, "stamp", env=ENV).returncode == 0
+    path = repo / "eval-cache/.eval-cache-stamp.json"
+    path.write_text(path.read_text().replace('"10.9.0"', '"10.9"'))  # an older cachelint's
+    commit_all(repo, "stamp")
+    checked = run_cachelint(repo, "check", "--select", "eval-cache-stale-pin", env=ENV)
+    assert checked.returncode == 0, checked.stdout

@@ -59,16 +59,11 @@ def green(
     from cachelint.runner.views import RUN_FILE
 
     config = load(repo_root(start), config_path)
-    run_file = config.repo / config.results / execution_name(execution) / RUN_FILE
-    try:
-        summary = json.loads(run_file.read_text(encoding="utf-8"))
-        entries = {str(e["scenario"]): bool(e["passed"]) for e in summary["scenarios"]}
-    except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError):
-        raise CachelintError(
-            f"{config.results}/{execution}/{RUN_FILE}: no readable run summary; pass an "
-            "execution written by `cachelint run` or `cachelint report --merge`"
-        ) from None
-    every = [s.identity for s in load_scenarios(config.repo, config.datasets)]
+    # Evidence, not claims: the run summary and every scenario's results file, read bounded and
+    # without following a link, must agree; a verdict that is not true or false is refused.
+    summary = verified(config.repo / config.results / execution_name(execution))
+    entries = {s.identity: s.passed for s in summary.scenarios}
+    every = [s.identity for s in load_suite(config)]
     missing = [s for s in every if s not in entries]
     failed = [s for s, ok in entries.items() if not ok]
     problems = []

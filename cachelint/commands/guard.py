@@ -3,7 +3,8 @@
 For test runners cachelint does not drive (`cachelint guard -- dotnet test --filter
 Category=Eval`): every file under the cache roots is hashed before and after, by content (a
 rewrite with the same bytes is no change; a restored mtime hides nothing), and each changed, added
-or removed file becomes an `eval-cache-mutated` finding.
+or removed file becomes an `eval-cache-mutated` finding. Under a MEAI root's cache/ the finding
+says what MEAI did: it adds an entry only on a cache miss, and removes one only when it expired.
 """
 
 from __future__ import annotations
@@ -16,14 +17,18 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from cachelint.config import load
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.gitutil import repo_root
+
+if TYPE_CHECKING:
+    from cachelint.hashing import SnapshotDiff
 
 
 def add_parser(
@@ -74,20 +79,43 @@ def guard(start: Path, *, config_path: Path | None, command: Sequence[str], out:
             f"cachelint guard: no cache root exists ({roots_named}); "
             "nothing to guard, running the command anyway\n"
         )
-    from cachelint.meai import skip_matcher
+    from cachelint.meai import meai_roots, skip_matcher
 
     # Results MEAI writes into its storage root change on every run by design: not the cache.
     skip = skip_matcher(config, present_only=False)
+    # Decided before the command runs: it may delete every entry of the root.
+    meai = tuple(f"{r.rstrip('/')}/cache/" for r in meai_roots(config))
     before = snapshot(repo, roots, skip)
     rc = _run(command, cwd=start)
     after = snapshot(repo, roots, skip)
     change = diff(before, after)
     if not change:
         return rc
-    findings: list[Finding] = mutation_findings(change, during=f"`{describe(command)}`")
+    during = f"`{describe(command)}`"
+    findings: list[Finding] = mutation_findings(change, during=during)
+    if meai:
+        findings = _explained(findings, change, meai, during)
     out.write(render(findings))
     out.flush()
     return rc if rc != 0 else int(ExitCode.FINDINGS)
+
+
+def _explained(
+    findings: list[Finding], change: SnapshotDiff, meai: tuple[str, ...], during: str
+) -> list[Finding]:
+    """Findings under a MEAI root's cache/ say what MEAI did: an added entry is a cache miss
+    (MEAI records only on one), a removed one an entry MEAI deleted because it had expired."""
+    from cachelint.meai import mutation_message
+
+    verbs = {p: "changed" for p in change.changed}
+    verbs.update((p, "added") for p in change.added)
+    verbs.update((p, "removed") for p in change.removed)
+    return [
+        replace(f, message=mutation_message(verbs[f.path], f.path, during))
+        if f.path.startswith(meai) and f.path in verbs
+        else f
+        for f in findings
+    ]
 
 
 def describe(command: Sequence[str], limit: int = 80) -> str:

@@ -102,7 +102,7 @@ def _merge(config: Config, sources: Sequence[Path], name: str | None) -> str:
     from cachelint.runner.shards import merge
 
     root = config.repo / config.results
-    order = [s.identity for s in load_scenarios(config.repo, config.datasets)]
+    order = [s.identity for s in load_suite(config)]
     wanted = name or "merged-" + clock.now().strftime("%Y%m%dT%H%M%SZ")
     claimed = claim_execution(root, wanted)
     try:

@@ -292,6 +292,7 @@ def plan_run(
     """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
     from cachelint.canary import FirstSnapshot
+    from cachelint.confine import private_files
     from cachelint.confine import run_outputs as confine_run_outputs
     from cachelint.formats import parse_report_format
     from cachelint.runner.dataset import load_scenarios
@@ -316,6 +317,7 @@ def plan_run(
             config.datasets,
             metrics=METRICS | set(config.judge.metrics),
             listed=canary.start if canary is not None else None,
+            private=private_files(config),
         )
         selected = _select(
             every, agents=agents, tenants=tenants, globs=scenarios, datasets=config.datasets

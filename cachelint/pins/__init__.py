@@ -217,6 +217,7 @@ class Resolved:
     version: str
     source: str
     project: str | None = None
+    ecosystem: Ecosystem | None = None  # how `same_version` compares it with a stamp's
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,19 @@ def _matches(pattern: str, pin: Pin) -> bool:
     )
 
 
+def same_version(recorded: str, pin: Resolved) -> bool:
+    """Whether a stamp's `recorded` version is the version `pin` resolves to, compared as its
+    ecosystem compares versions (NuGet: `10.9` is `10.9.0`)."""
+    if pin.ecosystem is None:
+        return recorded == pin.version
+    return _same_version(recorded, pin.version, pin.ecosystem)
+
+
 def _same_version(a: str, b: str, ecosystem: Ecosystem) -> bool:
+    if ecosystem is Ecosystem.NUGET:
+        from cachelint.pins import nuget_version
+
+        return nuget_version.same(a, b)
     if ecosystem is Ecosystem.PYPI:
         from packaging.version import InvalidVersion, Version
 
@@ -348,12 +361,26 @@ def _decide(group: list[Pin], ecosystem: Ecosystem, project: str | None) -> Reso
     label = f"{name} ({project})" if project else name
     if not exact:
         ranges = "; ".join(f"{p.spec!r} in {p.source}" for p in group)
-        return PinProblem(
-            name,
-            group[0].source,
-            f"{label}: not pinned to an exact version: found {ranges}; pin one exact "
-            "version (==X.Y.Z, NuGet X.Y.Z or [X.Y.Z], npm X.Y.Z) or commit a lock file",
+        fix = (
+            "pin one exact version (==X.Y.Z, NuGet X.Y.Z or [X.Y.Z], npm X.Y.Z) or commit a "
+            "lock file"
         )
+        if ecosystem is Ecosystem.NUGET:
+            floating = any("*" in p.spec for p in group)
+            fix = (
+                (
+                    "a floating version is resolved only by restore, and only packages.lock.json "
+                    "records which one it took: "
+                    if floating
+                    else ""
+                )
+                + "pin one exact version (X.Y.Z or [X.Y.Z]), or commit the lock file restore "
+                "resolves it through: set <RestorePackagesWithLockFile>true"
+                "</RestorePackagesWithLockFile> in Directory.Build.props, run `dotnet restore` "
+                "and commit each project's packages.lock.json"
+            )
+        message = f"{label}: not pinned to an exact version: found {ranges}; {fix}"
+        return PinProblem(name, group[0].source, message)
     first = exact[0]
     assert first.version is not None
     others = [p for p in exact if not _same_version(p.version or "", first.version, ecosystem)]
@@ -366,7 +393,7 @@ def _decide(group: list[Pin], ecosystem: Ecosystem, project: str | None) -> Reso
             others[0].source,
             f"{label}: pinned differently: {seen}; {_agree_hint([first, *others])}",
         )
-    return Resolved(name, first.version, first.source, project)
+    return Resolved(name, first.version, first.source, project, ecosystem)
 
 
 def current(config: Config, indexed_projects: Sequence[str] | None = None) -> Resolution:

@@ -13,15 +13,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
-from cachelint.pins import Ecosystem, Pin, PinFileError
+from cachelint.pins import Ecosystem, Pin, PinFileError, nuget_version
 from cachelint.pins._common import read_text
 
 _PROPERTY = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-# NuGet: "1.2.3" (restore takes the lowest match, i.e. that version) and "[1.2.3]" are exact;
-# "*", "1.*", "[1.0,2.0)", "(1.0,)" are ranges.
-_NUGET_EXACT = re.compile(
-    r"^\[?\s*(\d+(?:\.\d+){0,3}(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?)\s*\]?$"
-)
 
 
 def local(tag: str) -> str:
@@ -36,36 +31,44 @@ def load(path: Path, relative: str) -> ET.Element:
 
 
 def properties(root: ET.Element) -> dict[str, str]:
+    """The file's properties by lower-cased name: MSBuild property names are case-insensitive
+    (`$(meaiversion)` is `<MeaiVersion>`), and the last definition wins whatever its case."""
     props: dict[str, str] = {}
     for group in root.iter():
         if local(group.tag) != "PropertyGroup":
             continue
         for prop in group:
-            props[local(prop.tag)] = (prop.text or "").strip()
+            props[local(prop.tag).lower()] = (prop.text or "").strip()
     return props
 
 
 def items(root: ET.Element, name: str) -> Iterator[ET.Element]:
+    """Items of type `name`; item types are case-insensitive to MSBuild."""
+    wanted = name.lower()
     for element in root.iter():
-        if local(element.tag) == name:
+        if local(element.tag).lower() == wanted:
             yield element
 
 
 def value(element: ET.Element, name: str) -> str | None:
-    """An item's metadata, from the attribute or from a child element of that name."""
-    if name in element.attrib:
-        return element.attrib[name]
+    """An item's metadata, from the attribute or from a child element of that name (metadata
+    names are case-insensitive to MSBuild)."""
+    wanted = name.lower()
+    for attribute, text in element.attrib.items():
+        if attribute.lower() == wanted:
+            return text
     for child in element:
-        if local(child.tag) == name:
+        if local(child.tag).lower() == wanted:
             return (child.text or "").strip()
     return None
 
 
 def nuget_pin(name: str, spec: str, props: dict[str, str], source: str) -> Pin:
-    resolved = _PROPERTY.sub(lambda m: props.get(m.group(1), m.group(0)), spec).strip()
+    """One package's `Version` with `props` (any case) expanded, as NuGet reads it: exact
+    versions normalised (`10.9` is `10.9.0`), ranges and floating versions without one."""
+    lowered = {k.lower(): v for k, v in props.items()}
+    resolved = _PROPERTY.sub(lambda m: lowered.get(m.group(1).lower(), m.group(0)), spec).strip()
     if _PROPERTY.search(resolved):
         return Pin(name, f"{spec} (unresolved MSBuild property)", None, source, Ecosystem.NUGET)
-    match = _NUGET_EXACT.match(resolved)
-    brackets = resolved.startswith("[") == resolved.endswith("]")
-    version = match.group(1) if match and brackets else None
-    return Pin(name, resolved, version, source, Ecosystem.NUGET)
+    # A floating version (`10.*`) is exact only through packages.lock.json (`exact` says None).
+    return Pin(name, resolved, nuget_version.exact(resolved), source, Ecosystem.NUGET)

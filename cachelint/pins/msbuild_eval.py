@@ -40,6 +40,11 @@ _COMPARE = re.compile(r"^\s*'([^']*)'\s*(==|!=)\s*'([^']*)'\s*$")
 _EXISTS = re.compile(r"^\s*!?\s*Exists\(\s*'([^']*)'\s*\)\s*$", re.I)
 
 
+_ITEM_TYPES = {
+    t.lower(): t for t in ("PackageVersion", "PackageReference", "GlobalPackageReference")
+}
+
+
 @dataclass
 class _Item:
     kind: str  # PackageVersion, PackageReference, GlobalPackageReference
@@ -94,7 +99,7 @@ def _expand(
         "msbuildthisfile": this_file.name,
         "msbuildthisfilefullpath": str(this_file),
     }
-    lowered = {k.lower(): v for k, v in props.items()}
+    lowered = props  # keyed by lower-cased name already (`_walk`)
 
     def plain(match: re.Match[str]) -> str:
         key = match.group(1).lower()
@@ -167,7 +172,8 @@ def _walk(
                 condition = prop.attrib.get("Condition")
                 if _condition_holds(condition, ev.props, path, ev.repo):
                     text = (prop.text or "").strip()
-                    ev.props[local(prop.tag)] = _expand(text, ev.props, path, ev.repo)
+                    # By lower-cased name: MSBuild property names are case-insensitive.
+                    ev.props[local(prop.tag).lower()] = _expand(text, ev.props, path, ev.repo)
         elif tag == "ItemGroup":
             _collect_items(child, relative, ev)
 
@@ -175,8 +181,8 @@ def _walk(
 def _collect_items(group: ET.Element, relative: str, ev: _Evaluation) -> None:
     condition = group.attrib.get("Condition")
     for item in group:
-        kind = local(item.tag)
-        if kind not in ("PackageVersion", "PackageReference", "GlobalPackageReference"):
+        kind = _ITEM_TYPES.get(local(item.tag).lower())  # item types are case-insensitive
+        if kind is None:
             continue
         name = item.attrib.get("Include") or item.attrib.get("Update")
         if not name:
@@ -212,7 +218,7 @@ def evaluate(repo: Path, project: str) -> ProjectPins:
         if found is not None:
             _read(found, ev, ())
     _read(path, ev, ())
-    central = (ev.props.get("ManagePackageVersionsCentrally") or "").strip().lower() == "true"
+    central = (ev.props.get("managepackageversionscentrally") or "").strip().lower() == "true"
     versions: dict[str, _Item] = {}  # PackageVersion by lower-cased name, the last one wins
     references: dict[str, _Item] = {}
     for item in ev.items:

@@ -1,10 +1,12 @@
-"""NuGet packages.lock.json: `dependencies.<target framework>.<name>.resolved` is exact."""
+"""NuGet packages.lock.json: `dependencies.<target framework>.<name>.resolved` is exact, for the
+transitive packages too (`"type": "Transitive"`, `"CentralTransitive"`): the only place that pins
+Microsoft.Extensions.AI and .Abstractions, whose code computes MEAI's cache keys."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from cachelint.pins import Ecosystem, Pin
+from cachelint.pins import Ecosystem, Pin, nuget_version
 from cachelint.pins._common import load_json, table
 
 
@@ -17,5 +19,6 @@ def parse(path: Path, relative: str) -> list[Pin]:
         for name, info in framework.items():
             resolved = info.get("resolved") if isinstance(info, dict) else None
             if isinstance(resolved, str) and info.get("type") != "Project":
-                pins.append(Pin(name, resolved, resolved, relative, Ecosystem.NUGET))
+                version = nuget_version.normalise(resolved) or resolved
+                pins.append(Pin(name, resolved, version, relative, Ecosystem.NUGET))
     return pins

@@ -39,6 +39,7 @@ _MODULES: tuple[str, ...] = (
     "env_file",
     "unused",
     "results_in_root",
+    "meai_shape",
     # stamp and TTL
     "no_stamp",
     "stamp_invalid",

@@ -3,9 +3,11 @@
 check verifies every entry's content on every run (`cachelint.entries`): a native entry whose
 contents.data no longer hashes to the digest entry.json records, whose key is not the hash of its
 stored request, whose scenario is not its directory or whose directory is not its key's prefix;
-an MEAI entry whose contents.data is not a JSON object or that sits anywhere but
-cache/<scenarioName>/<iterationName>/<key>; an unreadable or half-written pair; a temp file left by
-an interrupted atomic write. A corrupt entry is an error, never a silent live call.
+an MEAI entry whose contents.data is not a JSON object (or starts with a byte-order mark), that
+sits anywhere but cache/<scenarioName>/<iterationName>/<key>, whose directory is not named as MEAI
+names it, or whose short-path directory carries no full key; an unreadable or half-written pair;
+a temp file left by an interrupted atomic write. A corrupt entry is an error, never a silent live
+call.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 
+from cachelint.config import Layout
 from cachelint.findings import Finding
+from cachelint.meai import MEAI_RERECORD, meai_roots
 from cachelint.rules import Rule
 from cachelint.store import CACHE_DIR, ENTRY_FILES
 from cachelint.tree import TreeFacts
@@ -22,8 +26,28 @@ CODE = "eval-cache-corrupt"
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
-    for path, reason in sorted(facts.corrupt):
+    found = list(facts.corrupt)
+    found += _unprefixed(facts)
+    for path, reason in sorted(found):
         yield Finding(path, CODE, f"{reason}; {_fix(facts, path)}")
+
+
+def _unprefixed(facts: TreeFacts) -> Iterator[tuple[str, str]]:
+    """MEAI entries named neither by the whole key (96 characters) nor by `key-prefix`
+    characters: a provider writing another length is not the one the config describes."""
+    prefix = facts.config.key_prefix
+    for entry in facts.entries:
+        if entry.layout is not Layout.MEAI:
+            continue
+        name = entry.directory.rpartition("/")[2]
+        if len(name) in (96, prefix):
+            continue
+        yield (
+            entry.directory,
+            f"entry directory name has {len(name)} characters, but MEAI names an entry by its "
+            f"96-character key and key-prefix is {prefix}: set key-prefix = {len(name)} in "
+            f"{facts.config.source} if your provider names entries by {len(name)} characters",
+        )
 
 
 def _fix(facts: TreeFacts, path: str) -> str:
@@ -38,6 +62,8 @@ def _fix(facts: TreeFacts, path: str) -> str:
             "only the working tree differs from the commit: restore it with "
             f"`git checkout -- {quoted}`"
         )
+    if any(path.startswith(f"{r.rstrip('/')}/") for r in meai_roots(facts.config)):
+        return MEAI_RERECORD.format(path=shlex.quote(path))
     scenario = _scenario(facts, path)
     if scenario is None:
         return "delete the entry directory and re-record it"

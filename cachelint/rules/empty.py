@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.findings import Finding
+from cachelint.meai import EMPTY_ADVICE, is_meai_root
 from cachelint.paths import is_inside
 from cachelint.rules import Rule
 from cachelint.store import CACHE_DIR
@@ -27,11 +28,14 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 "entries into it and commit them, or fix `cache` in the config",
             )
         elif not any(is_inside(d, root) for d in facts.entry_dirs):
+            how = "so record and commit entries"
+            if is_meai_root(facts.config, root):
+                how = "so " + EMPTY_ADVICE.format(root=root)
             yield Finding(
                 root,
                 CODE,
                 f"cache root holds no entries (no {root}/{CACHE_DIR}/.../entry.json); an empty "
-                "cache passes every check while replaying nothing, so record and commit entries",
+                f"cache passes every check while replaying nothing, {how}",
             )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from cachelint import pins
 from cachelint.findings import Finding
+from cachelint.meai import RERECORD_ROOT, is_meai_root
 from cachelint.rules import Rule
 from cachelint.stamp import Stamp, facts_pins, facts_stamps
 from cachelint.tree import TreeFacts
@@ -21,8 +22,17 @@ _ADVICE = (
 )
 
 
-def message(name: str, recorded: str | None, pin: str | None) -> str:
-    return f"{name}: recorded {recorded or '(none)'} vs pin {pin or '(none)'}; {_ADVICE}"
+def message(name: str, recorded: str | None, pin: str | None, advice: str = _ADVICE) -> str:
+    return f"{name}: recorded {recorded or '(none)'} vs pin {pin or '(none)'}; {advice}"
+
+
+def _advice(facts: TreeFacts, root: str) -> str:
+    """For a MEAI root, the re-record that works: MEAI rewrites no entry it can read."""
+    if is_meai_root(facts.config, root):
+        return "the package changed, so cache keys may have changed: " + RERECORD_ROOT.format(
+            root=root.rstrip("/")
+        )
+    return _ADVICE
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
@@ -38,10 +48,13 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     troubled = now.troubled
     for state in states:
         assert state.stamp is not None
-        yield from _stale(state.path, state.stamp, now, troubled)
+        advice = _advice(facts, state.root)
+        yield from _stale(state.path, state.stamp, now, troubled, advice)
 
 
-def _stale(path: str, stamp: Stamp, now: pins.Resolution, troubled: set[str]) -> Iterator[Finding]:
+def _stale(
+    path: str, stamp: Stamp, now: pins.Resolution, troubled: set[str], advice: str
+) -> Iterator[Finding]:
     stamped = {pins.stamp_key(name): (name, v) for name, v in stamp.packages.items()}
     # Per project: packages whose .NET projects build with different versions, then or now.
     then_by_project = {
@@ -56,11 +69,11 @@ def _stale(path: str, stamp: Stamp, now: pins.Resolution, troubled: set[str]) ->
         if key not in split:
             old_name, old = stamped.get(key, (None, None))
             pin = now.pinned.get(key)
-            if pin is not None and old == pin.version:
+            if pin is not None and old is not None and pins.same_version(old, pin):
                 continue
             name = pin.name if pin is not None else old_name
             assert name is not None
-            yield Finding(path, CODE, message(name, old, pin.version if pin else None))
+            yield Finding(path, CODE, message(name, old, pin.version if pin else None, advice))
             continue
         for project in sorted(set(then_by_project) | set(now.by_project)):
             then = then_by_project.get(project, {}).get(key) or stamped.get(key)
@@ -69,10 +82,10 @@ def _stale(path: str, stamp: Stamp, now: pins.Resolution, troubled: set[str]) ->
                 continue
             old = then[1] if then else None
             version = current.version if current else None
-            if old == version:
+            if old == version or (old and current and pins.same_version(old, current)):
                 continue
             name = current.name if current else then[0] if then else key
-            yield Finding(path, CODE, message(f"{name} ({project})", old, version))
+            yield Finding(path, CODE, message(f"{name} ({project})", old, version, advice))
 
 
 RULE = Rule(
