@@ -7,6 +7,7 @@ value is a `ConfigError` naming the file, the key and what is allowed.
 
 from __future__ import annotations
 
+import math
 import reprlib
 import sys
 from collections.abc import Callable, Mapping
@@ -115,11 +116,25 @@ def _str(value: Any) -> str:
     return value
 
 
+MAX_COMPONENT_BYTES = 255  # NAME_MAX of ext4, APFS and NTFS (in bytes or UTF-16 units)
+MAX_PATH_CHARS = 1024
+
+
 def _relpath(value: Any) -> str:
     text = _str(value).replace("\\", "/").rstrip("/")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ValueError("a path without NUL or control characters")
+    if len(text) > MAX_PATH_CHARS:
+        raise ValueError(f"a path of at most {MAX_PATH_CHARS} characters")
     parts = PurePosixPath(text).parts
     if text.startswith("/") or (len(text) > 1 and text[1] == ":") or ".." in parts or not parts:
         raise ValueError("a relative path inside the repository, without '..'")
+    for part in parts:
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT_BYTES:
+            raise ValueError(
+                f"a path whose every component is at most {MAX_COMPONENT_BYTES} bytes "
+                "(no file system holds a longer name)"
+            )
     return str(PurePosixPath(*parts))
 
 
@@ -150,8 +165,10 @@ def _int(lo: int, hi: int, why_lo: str = "") -> Check:
 
 
 def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError("a positive number of seconds")
+    if not math.isfinite(value):
+        raise ValueError("a finite positive number of seconds")
     return float(value)
 
 
@@ -163,14 +180,21 @@ def _layout(value: Any) -> Layout:
 
 
 def _glob(value: Any) -> str:
-    text = _str(value)
-    import pathspec  # light, but only needed when globs are configured
+    from cachelint.globs import compile_globs  # only needed when globs are configured
 
-    try:
-        pathspec.GitIgnoreSpec.from_lines([text])
-    except Exception:
-        raise ValueError("a gitignore-style glob") from None
+    text = _str(value)
+    compile_globs([text])  # ValueError saying what is wrong
     return text
+
+
+def _allow_item(value: Any) -> str:
+    """A `secret-allow` item: a finding's `blake3:<16 hex>` fingerprint, or a path glob."""
+    text = _str(value)
+    if text.startswith("blake3:"):
+        if len(text) != 23 or any(c not in "0123456789abcdef" for c in text[7:]):
+            raise ValueError("a fingerprint as a finding prints it (blake3: and 16 hex digits)")
+        return text
+    return _glob(text)
 
 
 def _interpretations(value: Any) -> Mapping[str, Any]:
@@ -213,7 +237,7 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "watch": ("watch", _str_list(_glob)),
     "green-record": ("green_record", _relpath),
     "max-entry-bytes": ("max_entry_bytes", _int(1024, 1 << 40)),
-    "secret-allow": ("secret_allow", _str_list(_str)),
+    "secret-allow": ("secret_allow", _str_list(_allow_item)),
     "target": ("target", _table),
     "targets": ("targets", _table),
     "agents": ("agents", _table),
@@ -266,22 +290,53 @@ def _apply(
     return out
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path, repo: Path | None = None) -> dict[str, Any] | None:
+    """The TOML table in `path`: the repository's own file (`repo` given; read confined, None
+    when absent) or one named by --config. Every number in it must be finite."""
+    from cachelint.confine import CONFIG_BYTES, read_inside
+    from cachelint.fsutil import read_regular
+
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        if repo is None:
+            raw = read_regular(path, CONFIG_BYTES)
+        else:
+            raw = read_inside(repo, path.name, "config", CONFIG_BYTES, error=ConfigError)
+        data = tomllib.loads(raw.decode("utf-8"))
+    except FileNotFoundError:
+        if repo is not None:
+            return None
+        raise ConfigError(f"{path}: cannot read config: No such file or directory") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax and retry") from None
     except RecursionError:  # tomllib parses nested arrays and inline tables recursively
         raise ConfigError(
             f"{path}: invalid TOML: nested too deeply; flatten the arrays or tables"
         ) from None
-    except UnicodeDecodeError as exc:  # tomllib decodes before parsing and lets this escape
+    except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{path}: invalid TOML: not UTF-8 (byte {exc.start}); save the file as UTF-8"
         ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror}") from None
+    _require_finite(data, str(path))
+    return data
+
+
+def _require_finite(table: dict[str, Any], where: str) -> None:
+    """TOML has `nan` and `inf`; no setting of cachelint means either (an infinite timeout never
+    fires, a nan budget compares false both ways): a config error naming the key."""
+    stack: list[tuple[str, Any]] = [("", table)]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(
+                f"{where}: key {key!r} = {value}: expected a finite number (nan and inf are not "
+                "settings), write the number itself"
+            )
+        if isinstance(value, dict):
+            stack.extend((f"{key}.{k}" if key else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{key}[{i}]", v) for i, v in enumerate(value))
 
 
 def from_table(repo: Path, table: Mapping[str, Any], source: str) -> Config:
@@ -334,9 +389,9 @@ def _check_consistency(config: Config) -> None:
                 f"{config.results!r}; cleaning results would delete the cache, move one of them"
             )
     if config.watch:
-        import pathspec
+        from cachelint.globs import compile_globs
 
-        spec = pathspec.GitIgnoreSpec.from_lines(config.watch)
+        spec = compile_globs(config.watch)
         protected = [
             *(config.stamp_path(c) for c in config.cache),
             *(
@@ -367,7 +422,7 @@ def load(repo: Path, config_path: Path | None = None) -> Config:
 
 def _load(repo: Path, config_path: Path | None) -> Config:
     if config_path is not None:
-        data = _read_toml(config_path)
+        data = _read_toml(config_path) or {}
         if config_path.name != "pyproject.toml":
             return from_table(repo, data, str(config_path))
         # An explicit pyproject.toml holds the project's metadata too: read only its table.
@@ -378,14 +433,20 @@ def _load(repo: Path, config_path: Path | None) -> Config:
                 f"{config_path}: no [tool.cachelint] table; add one or pass a cachelint.toml"
             )
         return from_table(repo, table, f"{config_path} [tool.cachelint]")
-    own = repo / "cachelint.toml"
-    if own.is_file():
-        return from_table(repo, _read_toml(own), "cachelint.toml")
-    pyproject = repo / "pyproject.toml"
-    if pyproject.is_file():
-        tool = _read_toml(pyproject).get("tool", {})
-        if isinstance(tool, dict) and "cachelint" in tool:
-            if not isinstance(tool["cachelint"], dict):
-                raise ConfigError("pyproject.toml: [tool.cachelint] must be a table")
-            return from_table(repo, tool["cachelint"], "pyproject.toml [tool.cachelint]")
+    own = _read_toml(repo / "cachelint.toml", repo)
+    pyproject = _read_toml(repo / "pyproject.toml", repo)
+    tool = pyproject.get("tool", {}) if pyproject is not None else {}
+    in_pyproject = isinstance(tool, dict) and "cachelint" in tool
+    if own is not None:
+        if in_pyproject:
+            raise ConfigError(
+                "cachelint.toml and pyproject.toml [tool.cachelint] both configure cachelint "
+                "and only one would be read; move the settings into one of them and delete the "
+                "other"
+            )
+        return from_table(repo, own, "cachelint.toml")
+    if in_pyproject:
+        if not isinstance(tool["cachelint"], dict):
+            raise ConfigError("pyproject.toml: [tool.cachelint] must be a table")
+        return from_table(repo, tool["cachelint"], "pyproject.toml [tool.cachelint]")
     return Config(repo=repo, source="defaults")

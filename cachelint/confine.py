@@ -11,6 +11,7 @@ path; nothing is ever read from or written to a link's target.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable, Sequence
@@ -18,7 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from cachelint.config import Config
 from cachelint.errors import CachelintError, ConfigError
-from cachelint.fsutil import read_regular
+from cachelint.fsutil import NotRegularFile, read_regular, read_regular_at
 from cachelint.paths import is_inside
 
 
@@ -211,10 +212,146 @@ def check_entry_dir(root: str | os.PathLike[str], inside: str, shown: str) -> No
         )
 
 
-def read_inside(repo: Path, rel: str, what: str, max_bytes: int | None) -> bytes:
-    """The bytes of the regular file `repo/rel`, refusing links on the way and special files."""
-    require_no_link(repo, rel, what, OutsideRepository)
-    return read_regular(repo / rel, max_bytes)
+# ---- confined reads ------------------------------------------------------------------------------
+
+# Bounds for the small files read from a repository; an entry is bounded by max-entry-bytes.
+CONFIG_BYTES = 4 * 1024 * 1024
+TEXT_BYTES = 16 * 1024 * 1024
+# Names a prompt or dataset never has and a credential file often does, refused even when no
+# env-file is configured: a dataset is reviewed like data and must not be a way to read a key.
+PRIVATE_NAMES = (".env", ".netrc", ".git-credentials", ".pypirc", ".npmrc")
+# Code points HFS+ ignores in names, so `.g\u200cit` is `.git` on a Mac (git's is_hfs_dotgit).
+_IGNORABLE = dict.fromkeys(
+    map(
+        ord,
+        "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u206a\u206b"
+        "\u206c\u206d\u206e\u206f\ufeff",
+    ),
+)
+_DIR_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_WALK_BY_FD = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
+
+
+def is_dotgit(part: str) -> bool:
+    """Whether one path component names `.git` on some file system: any case (Windows, macOS),
+    trailing dots or spaces (Windows drops them), ignorable code points (HFS+), the 8.3 name."""
+    name = part.translate(_IGNORABLE).rstrip(". ").casefold()
+    return name == ".git" or name == "git~1"
+
+
+def private_files(config: Config) -> tuple[str, ...]:
+    """The configured credential files (every target's env-file): never read as data."""
+    targets = [config.target, *config.targets.values()]
+    return tuple(sorted({t.env_file for t in targets if t.env_file}))
+
+
+def _private_reason(parts: Sequence[str], private: Iterable[str]) -> str | None:
+    name = parts[-1].casefold() if parts else ""
+    if name in PRIVATE_NAMES or name.startswith(".env."):
+        return "is a credential file by its name"
+    folded = "/".join(parts).casefold()
+    for rel in private:
+        if folded == "/".join(_parts(rel)).casefold():
+            return "is the configured env-file, which holds the API key"
+    return None
+
+
+def _refusal(rel: str, private: Iterable[str], credential: bool) -> str | None:
+    parts = [p for p in _parts(rel) if p not in ("", ".")]
+    if not parts or rel.startswith(("/", "\\")) or (len(rel) > 1 and rel[1] == ":"):
+        return "is not a path relative to the repository"
+    if ".." in parts:
+        return "leaves the repository ('..')"
+    if any(is_dotgit(p) for p in parts):
+        return "lies inside .git (git's own files: its config holds CI's token)"
+    return None if credential else _private_reason(parts, private)
+
+
+def read_inside(
+    repo: Path,
+    rel: str,
+    what: str,
+    max_bytes: int,
+    *,
+    private: Iterable[str] = (),
+    error: type[CachelintError] = OutsideRepository,
+    credential: bool = False,
+) -> bytes:
+    """The one way cachelint reads a file of a repository: `repo/rel` must be a path below
+    `repo` through no symbolic link and no `.git` component, name neither a credential file
+    (`private`, see `private_files`) nor a file by a credential file's name, and be a regular
+    file of at most `max_bytes`. Each directory is opened without following links and the file
+    is opened in the last one, so a component swapped for a link after a check is never
+    followed. A breach of that policy raises `error` (one line naming `what` and `rel`); a
+    missing, special or oversized file the OSError of `fsutil.read_regular`. `credential`: this
+    read is the env-file's own, for its key (`runner.credentials`), and skips the name checks.
+    `repo` may also be cachelint's own directory in git's (the entry cache)."""
+    rel = rel.replace("\\", "/")
+    reason = _refusal(rel, () if credential else private, credential)
+    if reason is not None:
+        raise error(f"{what} {rel}: {reason}; cachelint never reads it, name another file")
+    parts = [p for p in _parts(rel) if p not in ("", ".")]
+    data, info = _read_walk(repo, parts, rel, what, max_bytes, error)
+    for other in private:
+        try:
+            seen = os.stat(repo / other, follow_symlinks=False)
+        except OSError:
+            continue
+        if (seen.st_dev, seen.st_ino) == (info.st_dev, info.st_ino):  # a hard link or an alias
+            raise error(
+                f"{what} {rel}: is the configured env-file {other} under another name; "
+                "cachelint never reads it, name another file"
+            )
+    return data
+
+
+def _read_walk(
+    repo: Path,
+    parts: Sequence[str],
+    rel: str,
+    what: str,
+    max_bytes: int,
+    error: type[CachelintError],
+) -> tuple[bytes, os.stat_result]:
+    limit = "cachelint's bound for this file"
+    if not _WALK_BY_FD:  # Windows: lstat each component, then open without following the last
+        require_no_link(repo, rel, what, error)
+        return read_regular_at(None, str(repo.joinpath(*parts)), max_bytes, rel, limit)
+    fd = os.open(repo, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))  # the repository may be a link
+    try:
+        for i, part in enumerate(parts[:-1]):
+            mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                _raise_link(rel, "/".join(parts[: i + 1]), what, error)
+            try:
+                inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:  # swapped for a link since the stat
+                    _raise_link(rel, "/".join(parts[: i + 1]), what, error)
+                raise
+            os.close(fd)
+            fd = inner
+        try:
+            return read_regular_at(fd, parts[-1], max_bytes, rel, limit)
+        except NotRegularFile:
+            if stat.S_ISLNK(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+                _raise_link(rel, rel, what, error)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _raise_link(rel: str, link: str, what: str, error: type[CachelintError]) -> None:
+    shown = rel if link == rel else f"{rel} (through {link})"
+    raise error(
+        f"{what} {shown}: is a symbolic link; cachelint never reads or writes through a "
+        "link (it may point outside the repository), replace it with a real file or directory"
+    )
 
 
 def run_outputs(

@@ -105,15 +105,18 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def _open_regular(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+def _open_regular(
+    path: str | os.PathLike[str], dir_fd: int | None = None
+) -> tuple[int, os.stat_result]:
     """The descriptor of a regular file opened for reading, and its stat, without blocking or
     following a link. The lstat comes first so a FIFO or device is never even opened (opening
-    some devices has side effects); the fstat after opening confirms the same file."""
-    mode = os.lstat(path).st_mode
+    some devices has side effects); the fstat after opening confirms the same file. With
+    `dir_fd`, `path` is one name in that open directory (`confine.read_inside`'s walk)."""
+    mode = os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode
     if not stat.S_ISREG(mode):
         raise _refuse(mode, path)
     try:
-        fd = os.open(path, _READ_FLAGS)
+        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # replaced by a link since the lstat
             raise _refuse(stat.S_IFLNK, path) from None
@@ -130,13 +133,33 @@ def read_regular(path: str | os.PathLike[str], max_bytes: int | None = DEFAULT_M
     (`_open_regular`). Raises `NotRegularFile`, `FileTooLarge` (above `max_bytes`) or the OSError
     of the failed syscall."""
     fd, info = _open_regular(path)
+    return _read_open(fd, info, max_bytes, str(path))
+
+
+def read_regular_at(
+    dir_fd: int | None, name: str, max_bytes: int, shown: str, limit: str
+) -> tuple[bytes, os.stat_result]:
+    """`read_regular` of the entry `name` of the open directory `dir_fd` (errors name `shown`,
+    `limit` the bound), with the stat of the file read (its device and inode identify it)."""
+    try:
+        fd, info = _open_regular(name, dir_fd)
+    except OSError as exc:
+        exc.filename = shown
+        raise
+    return _read_open(fd, info, max_bytes, shown, limit), info
+
+
+def _read_open(
+    fd: int, info: os.stat_result, max_bytes: int | None, shown: str, limit: str = "max-entry-bytes"
+) -> bytes:
+    """The bytes of the open regular file `fd` (closed here), at most `max_bytes` of them
+    (`limit` names where that bound comes from)."""
     try:
         if max_bytes is not None and info.st_size > max_bytes:
             raise FileTooLarge(
                 errno.EFBIG,
-                f"is {info.st_size} bytes, above the limit of {max_bytes} "
-                "(max-entry-bytes); not read",
-                str(path),
+                f"is {info.st_size} bytes, above the limit of {max_bytes} ({limit}); not read",
+                shown,
             )
         chunks = []
         left = info.st_size + 1 if max_bytes is None else max_bytes + 1
@@ -149,7 +172,7 @@ def read_regular(path: str | os.PathLike[str], max_bytes: int | None = DEFAULT_M
         data = b"".join(chunks)
         if max_bytes is not None and len(data) > max_bytes:  # grew while we read it
             raise FileTooLarge(
-                errno.EFBIG, f"is above the limit of {max_bytes} bytes; not read", str(path)
+                errno.EFBIG, f"is above the limit of {max_bytes} bytes; not read", shown
             )
         return data
     finally:

@@ -52,9 +52,9 @@ class Selector:
         self.globs = config.watch
         self._spec: Any = None
         if config.watch:
-            import pathspec  # cachelint's own globs; git's ignore rules never go through it
+            from cachelint.globs import compile_globs  # git's ignore rules never go through it
 
-            self._spec = pathspec.GitIgnoreSpec.from_lines(config.watch)
+            self._spec = compile_globs(config.watch)
 
     def watched(self, path: str) -> bool:
         return self._spec is not None and bool(self._spec.match_file(path))

@@ -108,6 +108,8 @@ def _read_table(repo: str) -> dict[str, object] | None:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {"__invalid__": True}  # let the full loader produce the one-line error
     table = tool.get("cachelint") if isinstance(tool, dict) else None
+    if own_table is not None:  # both configuring cachelint is the full loader's error
+        return own_table if table is None else {"__invalid__": True}
     return table if isinstance(table, dict) or table is None else {"__invalid__": True}
 
 
@@ -125,8 +127,6 @@ def _root(text: str) -> str:
     return os.path.normpath(text.replace("\\", "/")).replace(os.sep, "/").strip("/")
 
 
-    if own_table is not None:  # both configuring cachelint is the full loader's error
-        return own_table if table is None else {"__invalid__": True}
 def _literal_runs(pattern: str) -> list[str]:
     """Runs of characters a gitignore pattern must match literally (bracket classes, escapes,
     `*` and `?` split them)."""

@@ -149,9 +149,9 @@ class Allowlist:
         self.globs = tuple(globs)
         self._spec: Any = None
         if globs:
-            import pathspec
+            from cachelint.globs import compile_globs
 
-            self._spec = pathspec.GitIgnoreSpec.from_lines(globs)
+            self._spec = compile_globs(globs)
 
     def allows(self, path: str, secret: Secret) -> bool:
         if secret.fingerprint in self.fingerprints:

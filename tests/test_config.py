@@ -71,8 +71,16 @@ def test_pyproject_tool_table(tmp_path: Path) -> None:
     assert config.target.url == TargetConfig().url  # untouched keys keep their defaults
 
 
-def test_cachelint_toml_wins_over_pyproject(tmp_path: Path) -> None:
+def test_cachelint_toml_beside_a_pyproject_table_is_an_error_naming_both(tmp_path: Path) -> None:
+    # Issue 37: one silently replaced the other, so a reviewer reading pyproject.toml saw
+    # settings that were never applied.
     _write(tmp_path / "pyproject.toml", '[tool.cachelint]\ncache = "from-pyproject"\n')
+    with pytest.raises(ConfigError, match=r"cachelint.toml and pyproject.toml \[tool.cachelint\]"):
+        _own(tmp_path, 'cache = "from-own"\n')
+
+
+def test_cachelint_toml_beside_a_pyproject_without_the_table_is_read(tmp_path: Path) -> None:
+    _write(tmp_path / "pyproject.toml", '[project]\nname = "x"\n')
     config = _own(tmp_path, 'cache = "from-own"\n')
     assert config.source == "cachelint.toml"
     assert config.cache == ("from-own",)
@@ -366,3 +374,85 @@ def test_check_with_a_bad_config_exits_2_with_one_line(
     assert lines[0].startswith("cachelint: error: ")
     assert expected in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+# ---- bounded parsing (issue 37) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[target]\ntimeout = nan\n", "target.timeout"),
+        ("[target]\ntimeout = inf\n", "target.timeout"),
+        ("[targets.judge]\ntimeout = -inf\n", "targets.judge.timeout"),
+        ("[reports]\nbudget = nan\n", "reports.budget"),
+        ("[prices.gpt]\ninput = inf\n", "prices.gpt.input"),
+    ],
+)
+def test_nan_and_inf_anywhere_are_config_errors_naming_the_key(
+    tmp_path: Path, text: str, key: str
+) -> None:
+    message = _error(tmp_path, text)
+    assert f"key {key!r}" in message and "finite" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('datasets = "eval\\u0000datasets"\n', "NUL"),
+        (f'results = "{"r" * 300}"\n', "at most 255 bytes"),
+        (f'cache = ["eval-cache/{"é" * 200}"]\n', "at most 255 bytes"),
+        (f'stamp = "{"a/" * 600}s"\n', "at most 1024 characters"),
+    ],
+)
+def test_nul_and_over_long_paths_are_config_errors_naming_the_key(
+    tmp_path: Path, text: str, why: str
+) -> None:
+    message = _error(tmp_path, text)
+    assert why in message and text.split(" =")[0] in message
+
+
+def test_a_backtracking_glob_matches_a_long_name_fast(tmp_path: Path) -> None:
+    import time
+
+    from cachelint.meai import make_skip
+
+    pattern = "*" + "a*" * 30 + "b"
+    config = _own(tmp_path, f'exclude = ["{pattern}"]\nwatch = ["{pattern}"]\n')
+    skip = make_skip((), config.exclude)
+    assert skip is not None
+    started = time.monotonic()
+    assert not skip("eval-cache/" + "a" * 4000)
+    assert time.monotonic() - started < 1  # backtracking took minutes
+
+
+def test_an_invalid_secret_allow_glob_is_a_config_error(tmp_path: Path) -> None:
+    message = _error(tmp_path, 'secret-allow = ["**/[z-a]"]\n')
+    assert "key 'secret-allow'" in message and "glob" in message
+    message = _error(tmp_path, 'secret-allow = ["blake3:nothex"]\n')
+    assert "fingerprint" in message
+
+
+def test_an_invalid_secret_allow_glob_exits_2_from_check(git_repo: Path) -> None:
+    _write(git_repo / "cachelint.toml", 'secret-allow = ["\\\\"]\n')
+    (git_repo / "eval-cache").mkdir()
+    proc = run_cachelint(git_repo, "check")
+    assert proc.returncode == 2, proc.stderr
+    assert "secret-allow" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_symlinked_pyproject_is_a_config_error_not_read(tmp_path: Path) -> None:
+    outside = _write(tmp_path / "outside.toml", '[tool.cachelint]\ncache = "elsewhere"\n')
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").symlink_to(outside)
+    with pytest.raises(ConfigError, match="pyproject.toml: is a symbolic link"):
+        load(repo)
+
+
+def test_a_fifo_config_is_a_config_error_not_a_hang(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "cachelint.toml")
+    with pytest.raises(ConfigError, match="FIFO"):
+        load(tmp_path)

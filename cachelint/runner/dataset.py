@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cachelint.canonical import canonical_bytes
-from cachelint.confine import read_inside
+from cachelint.confine import TEXT_BYTES, read_inside
 from cachelint.errors import CachelintError
-from cachelint.fsutil import DEFAULT_MAX_BYTES, read_regular
+from cachelint.fsutil import DEFAULT_MAX_BYTES
 from cachelint.green import content_hash
 from cachelint.jsontext import lone_surrogate, may_hold_surrogate
 from cachelint.runner.assertions import json_kind
@@ -190,7 +190,11 @@ def _messages(value: Any, f: _Fields) -> list[dict[str, Any]]:
 
 
 def _read_system_file(
-    repo: Path, value: Any, f: _Fields, prompts: dict[str, str] | None = None
+    repo: Path,
+    value: Any,
+    f: _Fields,
+    prompts: dict[str, str] | None = None,
+    private: Collection[str] = (),
 ) -> tuple[str, str]:
     raw = f.string(value, "system-file").replace("\\", "/")
     if prompts is not None and raw in prompts:
@@ -205,7 +209,11 @@ def _read_system_file(
     if prompts is not None and relative in prompts:
         return relative, prompts[relative]
     try:
-        data = read_inside(repo, relative, f"{f.path}: field 'system-file':", DEFAULT_MAX_BYTES)
+        # Confined: never .git/ (its config holds CI's token), the env-file or through a link;
+        # the text would reach the miss explanation and the uploaded results.
+        data = read_inside(
+            repo, relative, f"{f.path}: field 'system-file':", TEXT_BYTES, private=private
+        )
     except FileNotFoundError:
         raise f.error(
             "system-file",
@@ -300,8 +308,10 @@ def parse_scenario(
     prompts: dict[str, str] | None = None,
     metrics: Collection[str] = METRICS,
     file_digest: str = "",
+    private: Collection[str] = (),
 ) -> Scenario:
-    """Validate one parsed dataset file (`path` is repo-relative, used in messages).
+    """Validate one parsed dataset file (`path` is repo-relative, used in messages); `private`:
+    the credential files a `system-file` may not name (`confine.private_files`).
 
     `prompts` caches system files by repo-relative path across the scenarios of one load: a suite
     of thousands of scenarios usually shares a handful of prompt files."""
@@ -314,7 +324,7 @@ def parse_scenario(
         hint = difflib.get_close_matches(key, sorted(FIELDS), n=1)
         did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
         raise f.error(key, f"unknown field{did_you_mean}; allowed: {', '.join(sorted(FIELDS))}")
-    messages, system_source = _conversation(repo, data, f, prompts)
+    messages, system_source = _conversation(repo, data, f, prompts, private)
     options = f.obj(data.get("options", {}), "options")
     for key in sorted(set(options) & set(_RESERVED_OPTIONS)):
         raise f.error(f"options.{key}", f"not allowed here: {_RESERVED_OPTIONS[key]}")
@@ -365,7 +375,11 @@ def parse_scenario(
 
 
 def _conversation(
-    repo: Path, data: dict[str, Any], f: _Fields, prompts: dict[str, str] | None
+    repo: Path,
+    data: dict[str, Any],
+    f: _Fields,
+    prompts: dict[str, str] | None,
+    private: Collection[str] = (),
 ) -> tuple[list[dict[str, Any]], str | None]:
     """The scenario's messages (from `messages` or `input`) with its system prompt first (from
     `system` or `system-file`), and the system file's path if it came from one."""
@@ -385,7 +399,7 @@ def _conversation(
     if "system" in data:
         system = normalise_text(f.string(data["system"], "system"))
     elif "system-file" in data:
-        system_source, system = _read_system_file(repo, data["system-file"], f, prompts)
+        system_source, system = _read_system_file(repo, data["system-file"], f, prompts, private)
     if system is not None:
         if messages[0].get("role") == "system":
             field = "system" if system_source is None else "system-file"
@@ -457,9 +471,11 @@ def load_scenarios(
     *,
     metrics: Collection[str] = METRICS,
     listed: Callable[[int], None] | None = None,
+    private: Collection[str] = (),
 ) -> list[Scenario]:
     """Every scenario under `<repo>/<datasets_root>`, sorted by identity. `listed(n)` is told how
-    many dataset files there are before any is read."""
+    many dataset files there are before any is read; `private`: the configured credential files
+    (`confine.private_files(config)`), which no `system-file` may name."""
     base = repo / datasets_root
     if not base.is_dir():
         raise CachelintError(
@@ -488,7 +504,7 @@ def load_scenarios(
             )
         seen[folded] = identity
         try:
-            raw = read_regular(os.path.join(base, relative))
+            raw = read_inside(repo, path, f"{path}:", DEFAULT_MAX_BYTES, private=private)
             text = raw.decode("utf-8-sig")
             data = json.loads(text, parse_constant=_reject_constant)
         except UnicodeDecodeError as exc:
@@ -514,6 +530,7 @@ def load_scenarios(
                     path,
                     data,
                     prompts=prompts,
+                    private=private,
                     metrics=metrics,
                     file_digest=content_hash(raw),
                 )

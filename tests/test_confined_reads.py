@@ -1,0 +1,120 @@
+"""Confined reads (issue 37, rule 1): every file cachelint reads from a repository is read by
+`confine.read_inside`: below the repository through no link, never in `.git` or a credential
+file, a regular file under a bound. A dataset is reviewed like data, so its `system-file` must
+never be a way to publish CI's token or the API key into eval-results/."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cachelint.confine import OutsideRepository, is_dotgit, read_inside
+from tests.conftest import commit_all, git
+from tests.helpers import DEAD, Outcome, cli, record, refund, write_repo
+
+TOKEN = "ghs_TOKENPERSISTEDBYCHECKOUT0123456789ab"
+API_KEY = "sk-proj-APIKEYFROMTHEENVFILE0123456789abcdefXYZ"
+
+
+def replay(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Outcome:
+    return cli(repo, monkeypatch, capsys, "--execution", "test")
+
+
+def recorded(repo: Path) -> None:
+    write_repo(repo, DEAD, {"support/acme/refund": refund(prompt="prompts/acme.md")})
+    assert record(repo)[0].rc == 0
+    commit_all(repo)
+
+
+def point_system_file(repo: Path, target: str) -> None:
+    path = repo / "eval-datasets/support/acme/refund.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["system-file"] = target
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def everything_written(repo: Path, outcome: Outcome) -> str:
+    results = repo / "eval-results"
+    files = [p for p in results.rglob("*") if p.is_file()] if results.exists() else []
+    return outcome.out + outcome.err + "".join(p.read_text("utf-8", "replace") for p in files)
+
+
+@pytest.fixture(autouse=True)
+def _env(recording_env: None) -> None:
+    """No key from outside, the clock pinned."""
+
+
+@pytest.mark.parametrize("target", [".git/config", ".GIT/config", "./.git/./config"])
+def test_a_system_file_in_git_is_refused_and_the_token_never_written(
+    git_repo: Path, target: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorded(git_repo)
+    git(git_repo, "config", "http.https://github.com/.extraheader", f"AUTHORIZATION: {TOKEN}")
+    point_system_file(git_repo, target)
+    outcome = replay(git_repo, monkeypatch, capsys)
+    assert outcome.rc == 2, outcome.out
+    assert "lies inside .git" in outcome.err and len(outcome.err.strip().splitlines()) == 1
+    assert TOKEN not in everything_written(git_repo, outcome)
+
+
+def test_a_system_file_naming_the_env_file_is_refused(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorded(git_repo)
+    (git_repo / ".env.eval").write_text(f"CACHELINT_TEST_KEY={API_KEY}\n", encoding="utf-8")
+    for target in (".env.eval", "prompts/../.env.eval", ".ENV.eval"):
+        point_system_file(git_repo, target)
+        outcome = replay(git_repo, monkeypatch, capsys)
+        assert outcome.rc == 2, outcome.out
+        assert API_KEY not in everything_written(git_repo, outcome)
+
+
+def test_a_hard_link_to_the_env_file_is_refused(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorded(git_repo)
+    (git_repo / "keys.txt").write_text(f"CACHELINT_TEST_KEY={API_KEY}\n", encoding="utf-8")
+    set_env_file = (git_repo / "pyproject.toml").read_text("utf-8").replace(".env.eval", "keys.txt")
+    (git_repo / "pyproject.toml").write_text(set_env_file, encoding="utf-8")
+    os.link(git_repo / "keys.txt", git_repo / "prompts/innocent.md")
+    point_system_file(git_repo, "prompts/innocent.md")
+    outcome = replay(git_repo, monkeypatch, capsys)
+    assert outcome.rc == 2 and "env-file keys.txt under another name" in outcome.err
+    assert API_KEY not in everything_written(git_repo, outcome)
+
+
+def test_a_dotenv_by_name_is_refused_even_when_no_env_file_is_configured(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(f"OPENAI_API_KEY={API_KEY}\n", encoding="utf-8")
+    with pytest.raises(OutsideRepository, match="credential file by its name"):
+        read_inside(tmp_path, ".env", "system-file", 1024)
+
+
+def test_read_inside_refuses_links_special_files_and_oversized_files(tmp_path: Path) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (outside / "secret").write_text("OUTSIDE", encoding="utf-8")
+    (tmp_path / "dir").symlink_to(outside)
+    (tmp_path / "link").symlink_to(outside / "secret")
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "big").write_bytes(b"x" * 2048)
+    with pytest.raises(OutsideRepository, match="dir/secret .through dir.: is a symbolic link"):
+        read_inside(tmp_path, "dir/secret", "x", 1024)
+    with pytest.raises(OutsideRepository, match="link: is a symbolic link"):
+        read_inside(tmp_path, "link", "x", 1024)
+    with pytest.raises(OSError, match="FIFO"):
+        read_inside(tmp_path, "pipe", "x", 1024)  # returns at once: never opened
+    with pytest.raises(OSError, match="above the limit of 1024"):
+        read_inside(tmp_path, "big", "x", 1024)
+    with pytest.raises(OutsideRepository, match="leaves the repository"):
+        read_inside(tmp_path / "dir", "../big", "x", 1024)
+
+
+@pytest.mark.parametrize("name", [".git", ".GIT", ".Git.", ".git ", "git~1", ".g\u200cit"])
+def test_every_spelling_of_dotgit_is_dotgit(name: str) -> None:
+    assert is_dotgit(name)
+    assert not is_dotgit(".github") and not is_dotgit("git")
