@@ -83,6 +83,22 @@ def browse(browser: str, url: str, profile: Path, *extra: str) -> subprocess.Com
     )
 
 
+def assert_trend_and_cost(dom: Dom, page: str, scenarios: int) -> None:
+    """The trend over the two executions, with labelled axes and its values; each call shown;
+    the cost."""
+    assert dom.count("trend") == 1 and dom.count("trend-values") == 1
+    assert dom.count("y-axis") == 1 and dom.count("x-axis") == 1
+    trends = [a for tag, a in dom.elements if tag == "svg" and a.get("class") == "trend"]
+    assert trends and all(a.get("data-points") == "2" for a in trends)
+    assert page.count(f">{scenarios - 1}/{scenarios}</text>") == 2
+    # The scenarios recorded on the priced model (scripted-v1); the orders agent's models have no
+    # price, so its cost is a lower bound that names them rather than too low a figure.
+    assert "at least $0.0030 (4 calls unpriced: model scripted-large (2), model scripted" in page
+    assert "n/a" not in page
+    # every call's messages: the orders agent's two calls, and the judge's
+    assert dom.count("call") >= scenarios + 2
+
+
 def test_report_in_headless_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     browser = chromium()
     monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
@@ -126,13 +142,7 @@ def test_report_in_headless_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyP
     # hostile markup stayed text: no element came from it
     assert not any(tag == "img" for tag, _ in dom.elements)
     assert sum(1 for tag, _ in dom.elements if tag == "script") == 1  # the page's own
-    # the trend over the two executions, and the cost
-    assert dom.count("trend") == 1
-    trends = [a for tag, a in dom.elements if tag == "svg" and a.get("class") == "trend"]
-    assert trends and all(a.get("data-points") == "2" for a in trends)
-    # The scenarios recorded on the priced model (scripted-v1); the orders agent's models have no
-    # price, so its cost shows as n/a rather than too low a figure.
-    assert "$0.0030" in shown.stdout and "n/a" in shown.stdout
+    assert_trend_and_cost(dom, shown.stdout, len(scenarios))
     # the failed-only filter ran (the #failed fragment ticks it)
     assert dom.body_class == "failed-only"
 

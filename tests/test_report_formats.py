@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cachelint.errors import CachelintError
-from cachelint.runner.cost import Price, cost, tokens, total_cost
+from cachelint.runner.cost import Price, Spend, call_spend, cost, tokens
 from cachelint.runner.prformats import md, render_github
 from cachelint.runner.settings import ReportSettings
 from cachelint.runner.shards import parse_shard, shard_of
@@ -37,7 +37,7 @@ def record(identity: str, *, passed: bool, reason: str, path: str) -> dict[str, 
 def test_markdown_text_cannot_make_links_html_or_cells() -> None:
     text = md("<b>hi</b> [x](https://e.invalid) | ![i](y) `code`\nnext")
     assert "<b>" not in text and "&lt;b&gt;" in text
-    assert "\\[x\\]\\(https://e\\.invalid\\)" in text
+    assert "\\[x\\]\\(https:\u2060//e\\.invalid\\)" in text
     assert "\\|" in text and "\n" not in text
 
 
@@ -77,12 +77,15 @@ def test_cost_reads_both_usage_spellings_and_needs_a_price() -> None:
     price = Price(input=2.5, output=10.0)
     assert tokens({"input_tokens": 7, "output_tokens": 3}) == (7, 3)
     assert cost({"prompt_tokens": 1_000_000, "completion_tokens": 0}, price) == 2.5
-    assert total_cost([{"prompt_tokens": 10}], "unpriced", {"m": price}) is None
+    unpriced = call_spend({"prompt_tokens": 10}, "unpriced", None, "m", {"m": price})
+    assert unpriced == Spend(0.0, (("model unpriced", 1),))
+    assert unpriced.text() == "at least $0.0000 (1 call unpriced: model unpriced)"
 
 
 def test_each_call_is_priced_at_the_model_it_asked_for() -> None:
     """A two-model agent and its judge: every call at its own model's price, a dated snapshot at
-    its family's, and no figure at all (rather than too low a one) when a call's model has none."""
+    its family's, and a lower bound that names the unpriced calls (never too low a figure shown
+    as the cost) when a call's model has none."""
     from cachelint.runner.views import scenario_view
 
     prices = {"small": Price(input=1.0, output=0.0), "large": Price(input=10.0, output=0.0)}
@@ -95,4 +98,27 @@ def test_each_call_is_priced_at_the_model_it_asked_for() -> None:
     assert view.cost == 1.0 + 10.0 + 1.0
     assert view.tokens == (3_000_000, 0)
     trial["calls"].append({"usage": million, "model": "unpriced"})
-    assert scenario_view({"trials": [trial]}, "small", prices).cost is None
+    partial = scenario_view({"trials": [trial]}, "small", prices)
+    assert partial.cost is None
+    assert partial.spend == Spend(12.0, (("model unpriced", 1),))
+    assert partial.spend.text() == "at least $12.0000 (1 call unpriced: model unpriced)"
+    # A call that recorded no usage is not free either, but a token count answers with none.
+    trial["calls"] = [{"usage": None, "model": "small", "response": {"choices": []}}]
+    assert scenario_view({"trials": [trial]}, "small", prices).spend.gap() == (
+        "1 call unpriced: no usage recorded"
+    )
+    trial["calls"] = [{"usage": None, "model": "small", "response": {"input_tokens": 12}}]
+    assert scenario_view({"trials": [trial]}, "small", prices).spend.text() == "$1.0000"
+
+
+def test_the_cost_check_and_the_reports_price_a_call_alike() -> None:
+    """The model asked for when priced, else the model that answered (an Azure deployment name
+    answers with the model behind it), else unpriced under the asked-for name."""
+    prices = {"gpt-4o-mini": Price(input=1.0, output=0.0)}
+    million = {"prompt_tokens": 1_000_000, "completion_tokens": 0}
+    snapshot = {"model": "gpt-4o-mini-2024-07-18"}
+    assert call_spend(million, "my-deployment", snapshot, "x", prices) == Spend(1.0)
+    assert call_spend(million, None, {}, "gpt-4o-mini", prices) == Spend(1.0)
+    assert call_spend(million, "other", {"model": "other-2"}, "x", prices).unpriced == (
+        ("model other", 1),
+    )

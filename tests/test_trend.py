@@ -58,6 +58,7 @@ def test_trend_orders_by_recorded_start_and_parses_only_what_it_shows(tmp_path: 
     starts["c-none"] = None
     for name, started in starts.items():
         summary: dict[str, Any] = {"execution": name, "scenarios": [], "started": started}
+        summary["mode"] = "replay"
         (results / name).mkdir(parents=True)
         (results / name / "run.json").write_text(json.dumps(summary), encoding="utf-8")
         point = json.dumps(trend_point(summary), sort_keys=True, separators=(",", ":"))
@@ -65,7 +66,7 @@ def test_trend_orders_by_recorded_start_and_parses_only_what_it_shows(tmp_path: 
     # The order comes from the start time at each trend.json's end, even where the rest is damaged.
     oldest = results / "z-oldest" / TREND_FILE
     oldest.write_text("{damaged" + oldest.read_text(encoding="utf-8"), encoding="utf-8")
-    current = {"execution": "now", "scenarios": [], "started": "2026-04-01T00:00:00Z"}
+    current = {"execution": "now", "mode": "replay", "scenarios": [], "started": "2026-04-01"}
     shown = [r.execution for r in trend_runs(results, current, 3)]
     assert shown == ["a-middle", "b-newest", "now"]
     # A damaged trend.json that the trend shows is read from run.json instead.
@@ -74,7 +75,7 @@ def test_trend_orders_by_recorded_start_and_parses_only_what_it_shows(tmp_path: 
 
 
 def _summary(execution: str, *scenarios: dict[str, Any]) -> dict[str, Any]:
-    return {"execution": execution, "scenarios": list(scenarios)}
+    return {"execution": execution, "mode": "replay", "scenarios": list(scenarios)}
 
 
 def _judged(identity: str, rate: float, *scores: tuple[str, Any]) -> dict[str, Any]:
@@ -107,10 +108,11 @@ def test_a_scenarios_line_is_its_pass_rate_and_judge_means_in_each_execution() -
 @pytest.mark.parametrize(
     "damaged",
     [
-        {"execution": "x", "scenarios": ["not an object"]},
-        {"execution": "x", "scenarios": [{"scenario": "a", "pass_rate": None}]},
+        {"execution": "x", "mode": "replay", "scenarios": ["not an object"]},
+        {"execution": "x", "mode": "replay", "scenarios": [{"scenario": "a", "pass_rate": None}]},
         {
             "execution": "x",
+            "mode": "replay",
             "scenarios": [{"scenario": "a", "trials": [{"judges": [{"score": 3}]}]}],
         },
     ],

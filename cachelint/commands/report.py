@@ -130,7 +130,7 @@ def report(
 
     from cachelint.confine import check_output
     from cachelint.runner import baselines
-    from cachelint.runner.publishing import check_extras, verdict_notes, write_html_page
+    from cachelint.runner.publishing import check_extras, run_verdict, write_html_page
     from cachelint.runner.results import execution_name
     from cachelint.runner.views import load_execution, read_run
 
@@ -153,13 +153,14 @@ def report(
     summary = read_run(root / name)
     view = load_execution(root / name, model, prices, summary)
     other = load_execution(root / compare[0], model, prices) if compare else None
-    notes, failed = verdict_notes(view, config, extras)
+    view, notes = run_verdict(view, config, extras)
     if extras.save_baseline is not None:
         baselines.save(config.repo, extras.save_baseline, view)
         notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
     out.writelines(f"{sanitize(n)}\n" for n in notes)
+    out.writelines(f"FAIL  {sanitize(f)}\n" for f in view.failures)
     default = root / name / (f"compare-{compare[0]}.html" if compare else "report.html")
     target = output or default
     write_html_page(target, view, config, summary, compare=other, notes=notes)
     out.write(f"{sanitize(str(target))}\n")
-    return int(ExitCode.OK if view.passed and not failed else ExitCode.FINDINGS)
+    return int(ExitCode.OK if view.passed else ExitCode.FINDINGS)

@@ -459,7 +459,7 @@ def publish(
     extras: Extras | None = None,
 ) -> int:
     """Write the reports, print the summary, and record a green run; return the exit code."""
-    from cachelint.runner.publishing import publish_more, view_of
+    from cachelint.runner.publishing import publish_more, run_verdict, view_of
     from cachelint.runner.report import RunReport
     from cachelint.store import format_time
 
@@ -477,24 +477,29 @@ def publish(
         results_dir=results_rel,
     )
     started = format_time(plan.moment)
-    view = view_of(report, config, started, outcome.records)
+    # The budget and the baseline judge the run before anything is written: every format (and
+    # run.json) shows a run they fail as failed.
+    view, notes = run_verdict(
+        view_of(report, config, started, outcome.records), config, extras or Extras()
+    )
+    report = replace(
+        report, failures=view.failures, costs={s.identity: s.spend for s in view.scenarios}
+    )
     published = publish_more(
         view,
         config,
         _run_summary(report),
+        notes=notes,
         fmt=plan.report_format.value,
         html=html,
         results_dir=results_dir,
         extras=extras or Extras(),
         started=started,
         shard=plan.shard,
+        filtered=plan.filtered,
     )
     try:
-        report = replace(
-            report,
-            notes=tuple(published.notes),
-            costs={s.identity: s.cost for s in view.scenarios},
-        )
+        report = replace(report, notes=tuple(published.notes))
         return _conclude(plan, outcome, report, published, listing, out=out, err=err, junit=junit)
     finally:
         published.pages.join()

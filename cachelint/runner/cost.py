@@ -9,13 +9,17 @@ as it was when recorded. Providers name the counts differently (OpenAI
 `output_tokens`, Gemini `promptTokenCount`/`candidatesTokenCount`, Bedrock's Converse
 `inputTokens`/`outputTokens`); every spelling is read. The
 `cost` assertion, the run reports and the budget share this module and this one price table.
+
+A call no price covers (its model is not in the table, or its response recorded no token usage)
+is never counted as free: a `Spend` carries the dollars of the priced calls and the calls that
+could not be priced, and says "at least $X (N calls unpriced: model M)" wherever it is shown.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # OpenAI chat completions say prompt/completion; the Responses API and Anthropic say input/output;
@@ -61,20 +65,14 @@ def _tokens(usage: Mapping[str, Any], keys: Iterable[str]) -> int | None:
     return None
 
 
-def call_cost(
-    usage: Mapping[str, Any] | None, model: str, prices: Mapping[str, Price]
-) -> tuple[float | None, str]:
-    """(dollars, "") for one call's usage, or (None, why not)."""
-    price = prices.get(model)
-    if price is None:
+def unpriced_reason(spend: Spend, prices: Mapping[str, Price]) -> str:
+    """Why a call's `spend` has no figure, as the `cost` assertion says it."""
+    why = spend.unpriced[0][0] if spend.unpriced else ""
+    if why.startswith("model "):
         known = ", ".join(sorted(prices)) or "none"
-        return None, f"no price for model {model!r} in [tool.cachelint.prices] (priced: {known})"
-    if not usage:
-        return None, "no token usage recorded in the response"
-    tokens_in, tokens_out = _tokens(usage, _INPUT_KEYS), _tokens(usage, _OUTPUT_KEYS)
-    if tokens_in is None or tokens_out is None:
-        return None, "recorded usage has no input/output token counts"
-    return (tokens_in * price.input + tokens_out * price.output) / 1_000_000, ""
+        model = why[len("model ") :]
+        return f"no price for model {model!r} in [tool.cachelint.prices] (priced: {known})"
+    return "no token usage recorded in the response"
 
 
 def response_model(response: Any, default: str) -> str:
@@ -94,6 +92,99 @@ def price_for(model: str, prices: Mapping[str, Price]) -> str:
     return max(family, key=len) if family else model
 
 
+def pricing_model(
+    asked: str | None, answered: Any, default: str, prices: Mapping[str, Price]
+) -> str:
+    """The price-table name one call is priced at: the model it asked for (`default` when it
+    does not say) when the table prices it, else the model its response names (an Azure
+    deployment answers with the model behind it), else the asked-for name, unpriced. The `cost`
+    assertion and every report price a call by this one rule, so they agree."""
+    wanted = price_for(asked or default, prices)
+    if wanted in prices:
+        return wanted
+    served = price_for(response_model(answered, wanted), prices)
+    return served if served in prices else wanted
+
+
+# A token count (Anthropic's count_tokens, Gemini's countTokens) answers with a count, no usage:
+# the APIs charge nothing for it.
+_COUNT_ANSWERS = ("input_tokens", "totalTokens")
+
+
+def _free(response: Any) -> bool:
+    return (
+        isinstance(response, Mapping)
+        and "usage" not in response
+        and "usageMetadata" not in response
+        and any(isinstance(response.get(k), int) for k in _COUNT_ANSWERS)
+    )
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What some calls cost: the dollars of the priced ones, and how many could not be priced,
+    by why (`model M`, `no usage recorded`). Added up over scenarios, groups and the run."""
+
+    dollars: float = 0.0
+    unpriced: tuple[tuple[str, int], ...] = field(default=())  # (why, calls), sorted
+
+    @property
+    def complete(self) -> bool:
+        return not self.unpriced
+
+    @property
+    def unpriced_calls(self) -> int:
+        return sum(n for _, n in self.unpriced)
+
+    def unpriced_models(self) -> list[str]:
+        return [why[len("model ") :] for why, _ in self.unpriced if why.startswith("model ")]
+
+    def __add__(self, other: Spend) -> Spend:
+        counts = dict(self.unpriced)
+        for why, n in other.unpriced:
+            counts[why] = counts.get(why, 0) + n
+        return Spend(self.dollars + other.dollars, tuple(sorted(counts.items())))
+
+    def gap(self) -> str:
+        """`2 calls unpriced: model m`, or "" when every call was priced."""
+        n = self.unpriced_calls
+        if not n:
+            return ""
+        whys = [w if len(self.unpriced) == 1 else f"{w} ({k})" for w, k in self.unpriced]
+        return f"{n} call{'s' if n != 1 else ''} unpriced: {', '.join(whys)}"
+
+    def text(self) -> str:
+        """`$0.0030`, or `at least $0.0030 (2 calls unpriced: model m)`."""
+        if self.complete:
+            return money(self.dollars)
+        return f"at least {money(self.dollars)} ({self.gap()})"
+
+
+def call_spend(
+    usage: Mapping[str, Any] | None,
+    asked: str | None,
+    response: Any,
+    default: str,
+    prices: Mapping[str, Price],
+) -> Spend:
+    """One call's `Spend`: priced by `pricing_model`, or counted as unpriced with the reason."""
+    model = pricing_model(asked, response, default, prices)
+    price = prices.get(model)
+    if price is None:
+        return Spend(0.0, ((f"model {model}", 1),))
+    if not usage or usage_tokens(usage) is None:
+        return Spend() if _free(response) else Spend(0.0, (("no usage recorded", 1),))
+    return Spend(cost(usage, price))
+
+
+def usage_tokens(usage: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(input, output) tokens when `usage` counts either, else None."""
+    n_in, n_out = _tokens(usage, _INPUT_KEYS), _tokens(usage, _OUTPUT_KEYS)
+    if n_in is None and n_out is None:
+        return None
+    return n_in or 0, n_out or 0
+
+
 def format_dollars(value: float) -> str:
     return f"${value:.6f}".rstrip("0").rstrip(".") if value else "$0"
 
@@ -109,17 +200,6 @@ def cost(usage: Mapping[str, Any] | None, price: Price) -> float:
     """USD for one usage mapping at `price`."""
     n_in, n_out = tokens(usage)
     return (n_in * price.input + n_out * price.output) / 1_000_000
-
-
-def total_cost(
-    usages: Iterable[Mapping[str, Any] | None], model: str, prices: Mapping[str, Price]
-) -> float | None:
-    """USD for all `usages` of `model` (a dated snapshot takes its family's price); None when
-    the price table has no entry for it."""
-    price = prices.get(price_for(model, prices))
-    if price is None:
-        return None
-    return sum(cost(u, price) for u in usages)
 
 
 def money(value: float | None) -> str:

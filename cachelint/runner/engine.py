@@ -21,6 +21,7 @@ from typing import Any
 
 from cachelint import resultsink
 from cachelint.childproc import module_command
+from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.runner.assertions import AssertionResult
 from cachelint.runner.checks import has_deterministic
@@ -291,9 +292,11 @@ def call_record(call: CallRecord, *, exchange: bool = True) -> dict[str, Any]:
         "latency_s": round(call.latency_s, 6),
         "usage": dict(call.usage) if call.usage is not None else None,
         "model": call.model,
+        # What the call sent, always: a target adds its own system prompt, tools and turns, so
+        # the scenario's messages are not what any call carried (the report shows every one).
+        "messages": [dict(m) for m in call.messages],
     }
     if exchange:
-        record["messages"] = [dict(m) for m in call.messages]
         record["response"] = call.response
     return record
 
@@ -340,7 +343,7 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
                 "usage": t.usage,
                 "cache_hit": t.cache_hit,
                 "keys": [c.key for c in t.calls],
-                # A single call's messages and response are the trial's own: not written twice.
+                # A single call's response is the trial's own: not written twice.
                 "calls": [call_record(c, exchange=len(t.calls) > 1) for c in t.calls],
                 "judge_calls": [call_record(c) for c in t.judge_calls],
             }
@@ -446,7 +449,9 @@ class ResultWriter:
 
 
 def _compact(record: Mapping[str, Any]) -> str:
-    return json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    # Bidi and C1 controls from file names and answers as \u escapes: the decoded values stay
+    # exact, the file's bytes reorder nothing for a person who opens it.
+    return json_dumps(record, compact=True)
 
 
 def _start_sink() -> subprocess.Popen[bytes] | None:

@@ -25,7 +25,7 @@ from cachelint.paths import is_inside
 from cachelint.runner import checks
 from cachelint.runner.assertions import AssertionResult, evaluate
 from cachelint.runner.client import CallRecord
-from cachelint.runner.cost import Price, call_cost, format_dollars, price_for, response_model
+from cachelint.runner.cost import Price, call_spend, format_dollars, unpriced_reason
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.metrics import Interpretation, Metric, Rating, interpret, metric_from
 from cachelint.runner.output import Output
@@ -139,11 +139,12 @@ def _cost(
         return AssertionResult("cost", False, f"{label}: no model call was made")
     total = 0.0
     for call in calls:
-        model = price_for(response_model(call.response, context.model), context.prices)
-        dollars, why = call_cost(call.usage, model, context.prices)
-        if dollars is None:
+        # Priced by the one rule every report uses, so the check and the reports agree.
+        spend = call_spend(call.usage, call.model, call.response, context.model, context.prices)
+        if not spend.complete:
+            why = unpriced_reason(spend, context.prices)
             return AssertionResult("cost", False, f"{label}: {call.entry}: {why}")
-        total += dollars
+        total += spend.dollars
     verdict = total <= limit
     word = "within" if verdict else "over"
     return AssertionResult(

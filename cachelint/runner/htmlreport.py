@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
-from cachelint.runner.cost import money
 from cachelint.runner.settings import ReportSettings
-from cachelint.runner.views import ExecutionView, ScenarioView, group_cost
+from cachelint.runner.views import ExecutionView, ScenarioView, group_spend
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
@@ -78,6 +77,11 @@ class TrendRun(NamedTuple):
     # By scenario identity (the first one wins): its pass rate, and its mean judge score by metric
     # (None without judge scores).
     scenarios: dict[Any, tuple[float, dict[str, float] | None]]
+    passed: int = 0
+    total: int = 0
+    # A replay of the whole suite: only these make the trend (a re-record of one agent, a shard
+    # or a filtered run is no point of the suite's line).
+    whole_suite: bool = False
 
     @classmethod
     def of(cls, summary: Mapping[str, Any]) -> TrendRun | None:
@@ -95,7 +99,12 @@ class TrendRun(NamedTuple):
         except (AttributeError, KeyError, TypeError, ValueError):
             return None
         rate = passed / len(scenarios) if scenarios else None
-        return cls(str(summary.get("execution", "?")), rate, drawn)
+        whole = (
+            summary.get("mode") == "replay"
+            and not summary.get("filtered")
+            and not summary.get("shard")
+        )
+        return cls(str(summary.get("execution", "?")), rate, drawn, passed, len(scenarios), whole)
 
 
 def _judge_means(scenario: Mapping[str, Any]) -> dict[str, float] | None:
@@ -155,10 +164,83 @@ def sparkline(values: Sequence[float | None], *, top: float, label: str, wide: i
     )
 
 
+def trend_chart(trend: Trend) -> str:
+    """The suite's pass rate per execution: an SVG with a labelled pass-rate axis (0-100%), an
+    execution axis (numbered oldest to newest) and each point's value, then the same values as
+    a table (execution, passed/total, pass rate) that can be read and copied."""
+    wide, high, left, right, top, bottom = 640, 230, 56, 16, 24, 52
+    plot_w, plot_h = wide - left - right, high - top - bottom
+    n = len(trend.runs)
+    step = plot_w / max(n - 1, 1)
+    out = [
+        f'<svg class="trend" data-testid="trend-chart" data-points="'
+        f'{sum(1 for r in trend.runs if r.pass_rate is not None)}" role="img" '
+        f'aria-label="pass rate of the whole suite per execution" width="{wide}" '
+        f'height="{high}" viewBox="0 0 {wide} {high}" font-size="11">'
+        f'<rect width="{wide}" height="{high}" fill="#f6f8fa"/>'
+    ]
+    for share in (0.0, 0.5, 1.0):
+        y = top + plot_h * (1 - share)
+        out.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{wide - right}" y2="{y:.1f}" stroke="#ddd"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{share:.0%}</text>'
+        )
+    out.append(
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#555"/>'
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{wide - right}" y2="{top + plot_h}" '
+        'stroke="#555"/>'
+        f'<text data-testid="y-axis" transform="translate(14 {top + plot_h / 2:.0f}) '
+        'rotate(-90)" text-anchor="middle">pass rate</text>'
+        f'<text data-testid="x-axis" x="{left + plot_w / 2:.0f}" y="{high - 8}" '
+        'text-anchor="middle">execution (1 = oldest shown)</text>'
+    )
+    points = []
+    for i, run in enumerate(trend.runs):
+        x = left + i * step if n > 1 else left + plot_w / 2
+        out.append(f'<text x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="middle">{i + 1}</text>')
+        if run.pass_rate is None:
+            continue
+        y = top + plot_h * (1 - run.pass_rate)
+        points.append(f"{x:.1f},{y:.1f}")
+        value = f"{run.passed}/{run.total}"
+        out.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3"><title>{_e(run.execution)}: {value} '
+            f"({run.pass_rate:.0%})</title></circle>"
+            f'<text class="value" x="{x:.1f}" y="{y - 7:.1f}" text-anchor="middle">{value}</text>'
+        )
+    out.append(
+        f'<polyline fill="none" stroke="#2a6fdb" stroke-width="2" points="{" ".join(points)}"/>'
+        "</svg>"
+    )
+    rows = "".join(
+        f"<tr><td>{i + 1}</td><td>{_e(r.execution)}</td><td>{r.passed}/{r.total}</td>"
+        f"<td>{'-' if r.pass_rate is None else f'{r.pass_rate:.0%}'}</td></tr>"
+        for i, r in enumerate(trend.runs)
+    )
+    return (
+        "".join(out) + '<table data-testid="trend-values"><tr><th>#</th><th>execution</th>'
+        f"<th>passed</th><th>pass rate</th></tr>{rows}</table>"
+    )
+
+
 def _content(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _arguments(value: Any) -> str:
+    """Tool-call arguments one way, whether sent as a JSON string or an object, so a call's
+    answer and the next call's echo of it read alike."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+Turn = tuple[str, str]  # (role, text) as the page shows one part of a conversation
 
 
 def _message(role: str, body: str, extra: str = "") -> str:
@@ -168,26 +250,87 @@ def _message(role: str, body: str, extra: str = "") -> str:
     )
 
 
+def _turns(message: Mapping[str, Any]) -> list[Turn]:
+    turns: list[Turn] = []
+    if message.get("content") not in (None, ""):
+        turns.append((str(message.get("role", "?")), _content(message.get("content"))))
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        turns.append(("tool call", f"{fn.get('name')}({_arguments(fn.get('arguments', ''))})"))
+    return turns
+
+
+def _answer(response: Any) -> list[Turn]:
+    """A recorded response as turns: its tool calls and its text, whatever the API."""
+    from cachelint.errors import CachelintError
+    from cachelint.runner.output import output_from_value
+
+    if response is None:
+        return []
+    try:
+        output = output_from_value(response)
+    except (CachelintError, TypeError, ValueError, AttributeError):
+        return [("response", _content(response))]
+    return _output_turns(output.text, [(c.name, c.arguments) for c in output.tool_calls])
+
+
+def _output_turns(text: Any, calls: Sequence[tuple[Any, Any]]) -> list[Turn]:
+    turns: list[Turn] = [("tool call", f"{name}({_arguments(args)})") for name, args in calls]
+    return turns + ([("assistant", str(text))] if text else [])
+
+
+def _calls(
+    calls: Sequence[Mapping[str, Any]], trial: Mapping[str, Any], label: str
+) -> tuple[list[str], list[Turn]]:
+    """Every call's messages and answer, in call order. What a call repeats of the conversation
+    shown above it (a tool loop sends it all again) is folded into a count, never dropped."""
+    parts: list[str] = []
+    above: list[Turn] = []
+    for i, call in enumerate(calls, 1):
+        sent = call.get("messages")
+        if sent is None:  # results written before each call kept its messages: the scenario's
+            sent = trial.get("messages") or []
+        # A trial's one target call keeps its response on the trial (not written twice).
+        answer = _answer(call.get("response", trial.get("response")))
+        turns = [t for m in sent for t in _turns(m)]
+        same = 0
+        while same < min(len(turns), len(above)) and turns[same] == above[same]:
+            same += 1
+        hit = "cache hit" if call.get("cache_hit") else "live"
+        folded = f"; the first {same} message(s) as above" if same else ""
+        parts.append(
+            f'<div class="call meta" data-testid="call">{_e(label)} {i} of {len(calls)}: model '
+            f"{_e(call.get('model') or '?')}, {hit}{folded}</div>"
+        )
+        parts.extend(_message(role, body) for role, body in turns[same:] + answer)
+        above = turns + answer
+    return parts, above
+
+
 def _conversation(trial: Mapping[str, Any]) -> str:
-    """System, user, assistant, tool calls and tool results, then the final output."""
-    calls = trial.get("calls") or []
-    messages = calls[-1].get("messages") if len(calls) > 1 and calls[-1].get("messages") else None
+    """Every call of the trial, each with every message it sent (system included) and its
+    answer; then the target's final output where it is not the last answer; then the judges'
+    calls, folded."""
     parts = ['<div class="conversation" data-testid="conversation">']
-    for m in messages or trial.get("messages") or []:
-        role = str(m.get("role", "?"))
-        if m.get("content") not in (None, ""):
-            parts.append(_message(role, _content(m.get("content"))))
-        for call in m.get("tool_calls") or []:
-            fn = call.get("function") or {}
-            parts.append(_message("tool call", f"{fn.get('name')}({fn.get('arguments', '')})", ""))
+    calls = trial.get("calls") or []
+    last: list[Turn] = []
+    if calls:
+        shown, last = _calls(calls, trial, "call")
+        parts.extend(shown)
+    else:  # no call was answered (a miss, an error): what the scenario sends
+        parts.extend(_message(r, b) for m in trial.get("messages") or [] for r, b in _turns(m))
     output = trial.get("output")
     if output is not None:
-        for call in output.get("tool_calls") or []:
-            parts.append(
-                _message("tool call", f"{call.get('name')}({_content(call.get('arguments'))})")
-            )
-        if output.get("text"):
-            parts.append(_message("assistant", str(output["text"])))
+        calls_made = [(c.get("name"), c.get("arguments")) for c in output.get("tool_calls") or []]
+        final = _output_turns(output.get("text"), calls_made)
+        if final and final != last[-len(final) :]:
+            parts.extend(_message(role, body, " (final output)") for role, body in final)
+    judged = trial.get("judge_calls") or []
+    if judged:
+        shown, _ = _calls(judged, {}, "judge call")
+        parts.append(f"<details><summary>judge calls ({len(judged)})</summary>")
+        parts.extend(shown)
+        parts.append("</details>")
     parts.append("</div>")
     return "".join(parts)
 
@@ -242,11 +385,11 @@ def _scenario(s: ScenarioView, settings: ReportSettings, trend: Trend | None) ->
         f'<details class="scenario {state}" data-testid="scenario" data-scenario="{_e(s.identity)}"'
         f"{'' if s.passed else ' open'}><summary>{_verdict(s.passed)} {_e(s.identity)} "
         f'<span class="meta">{sum(1 for t in s.trials if t.get("passed"))}/{len(s.trials)} trials, '
-        f'<span data-testid="cost">{_e(money(s.cost))}</span>, '
+        f'<span data-testid="cost">{_e(s.spend.text())}</span>, '
         f"{'cache hit' if s.cache_hit else 'live'}</span></summary>",
         f'<p class="meta">dataset {_e(s.path)}; '
         + ("answered from the cache; " if s.cache_hit else f"live latency {s.latency_s:.3f} s; ")
-        + f"tokens {n_in} in / {n_out} out (recorded); cost {_e(money(s.cost))}</p>",
+        + f"tokens {n_in} in / {n_out} out (recorded); cost {_e(s.spend.text())}</p>",
     ]
     if trend is not None and len(trend.runs) > 1:
         rates, judges = trend.scenario(s.identity)
@@ -273,7 +416,7 @@ def _hierarchy(view: ExecutionView, settings: ReportSettings, trend: Trend | Non
         yield (
             f'<section class="{cls} agent" data-testid="agent" data-agent="{_e(agent)}">'
             f'<h2>{_e(agent)} <span class="meta">{ok}/{len(members)} passed, '
-            f"{_e(money(group_cost(members)))}</span></h2>"
+            f"{_e(group_spend(members).text())}</span></h2>"
         )
         tenants: dict[str, list[ScenarioView]] = {}
         for s in members:
@@ -284,7 +427,7 @@ def _hierarchy(view: ExecutionView, settings: ReportSettings, trend: Trend | Non
             yield (
                 f'<section class="{cls_t} tenant" data-testid="tenant" data-tenant="{_e(tenant)}">'
                 f'<h3>{_e(tenant)} <span class="meta">{ok_t}/{len(scenarios)} passed, '
-                f"{_e(money(group_cost(scenarios)))}</span></h3>"
+                f"{_e(group_spend(scenarios).text())}</span></h3>"
             )
             for s in scenarios:
                 yield _scenario(s, settings, trend)
@@ -317,7 +460,7 @@ def _compare(a: ExecutionView, b: ExecutionView) -> str:
         rows.append(
             f"<tr><td>{_e(identity)}</td><td>{_verdict(x.passed) if x else '-'}</td>"
             f"<td>{_verdict(y.passed) if y else '-'}</td><td>{_e(change)}</td>"
-            f"<td>{_e(money(x.cost if x else None))} → {_e(money(y.cost if y else None))}</td></tr>"
+            f"<td>{_e(x.spend.text() if x else '-')} → {_e(y.spend.text() if y else '-')}</td></tr>"
         )
     rows.append("</table>")
     return "".join(rows)
@@ -340,9 +483,13 @@ def render_html(
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{_e(title)} ({_e(view.mode)}): {_verdict(view.passed)}</h1>",
+        f'<h1 data-testid="verdict">{_e(title)} ({_e(view.mode)}): {_verdict(view.passed)}</h1>',
+        *(
+            f'<p class="fail" data-testid="run-failure">FAIL {_e(failure)}</p>'
+            for failure in view.failures
+        ),
         f'<p data-testid="summary">{passed}/{len(view.scenarios)} scenarios passed; cost '
-        f'<span data-testid="run-cost">{_e(money(view.cost))}</span>'
+        f'<span data-testid="run-cost">{_e(view.spend.text())}</span>'
         + (f" ({_e(view.started)})" if view.started else "")
         + "</p>",
         '<p><label><input type="checkbox" id="failed-only"> failed scenarios only</label></p>',
@@ -354,11 +501,13 @@ def render_html(
             parts.append(f"<tr><td>{_e(m.get('path'))}</td><td>{_e(m.get('message'))}</td></tr>")
         parts.append("</table>")
     if trend is not None and len(trend.runs) > 1:
-        names = ", ".join(trend.names())
         parts.append(
-            f'<div data-testid="trend"><h2>pass rate over the last {len(trend.runs)} executions'
-            f"</h2>{sparkline(trend.pass_rates(), top=1.0, label='pass rate', wide=320)}"
-            f'<p class="meta">{_e(names)}</p></div>'
+            f'<div data-testid="trend"><h2>pass rate over the last {len(trend.runs)} replays of '
+            "the whole suite</h2>"
+            '<p class="meta">recordings and filtered runs (--agent, --tenant, --scenario, '
+            "--shard) are left out"
+            + ("" if trend.runs[-1].execution == view.name else "; this execution is one of them")
+            + f"</p>{trend_chart(trend)}</div>"
         )
     if compare is not None:
         parts.append(_compare(compare, view))

@@ -1,9 +1,11 @@
 """Pull-request formats: a Markdown summary and GitHub workflow-command annotations.
 
 Pure functions of an `ExecutionView` (no I/O, no clock, no env). Markdown escapes every
-user-derived string so dataset text or model output cannot inject links, HTML or table cells;
-annotations percent-encode what GitHub's workflow-command parser would otherwise read as the end
-of the message or of a property.
+string taken from the repository or a model (agent, tenant and dataset names, answers, reasons,
+the notes built from them) so it cannot inject links, images, HTML or table cells, and breaks what
+GitHub would turn into a live @mention, an autolink or an issue reference with an invisible
+joiner; annotations percent-encode what GitHub's workflow-command parser would otherwise read as
+the end of the message or of a property.
 """
 
 from __future__ import annotations
@@ -13,17 +15,34 @@ import re
 from collections.abc import Sequence
 
 from cachelint.display import sanitize, sanitize_block
-from cachelint.runner.cost import money
+from cachelint.runner.cost import Spend, money
 from cachelint.runner.settings import ReportSettings
-from cachelint.runner.views import ExecutionView, ScenarioView, group_cost
+from cachelint.runner.views import ExecutionView, ScenarioView, group_spend
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 
+# GitHub links more than Markdown does: `@name` and `@org/team` (a mention, which notifies),
+# `#12` and `GH-12` (issue references), bare `www.` hosts, `scheme://` URLs and e-mail addresses
+# (autolinks). A backslash escape does not stop these (GitHub finds them in the rendered text),
+# so a word joiner (U+2060, invisible) goes inside each: the text reads the same, links nothing.
+_JOINER = "\u2060"
+# Where the joiner goes, in text already escaped (`\#12`, `GH\-12`, `www\.`).
+_LINKED = re.compile(
+    r"(?<=@)|(?<=#)(?=[0-9])|(?<=[Gg][Hh]\\-)(?=[0-9])|(?<=[Ww]{3})(?=\\\.)|(?<=:)(?=//)"
+)
 
-def md(text: str) -> str:
-    """Plain text for a Markdown table cell or line: no markup, no HTML, one line."""
+
+def md(text: object) -> str:
+    """Plain text for a Markdown table cell or line: no markup, no HTML, no mention or autolink,
+    one line."""
     flat = sanitize(" ".join(str(text).split()))
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
+    escaped = _MD_SPECIAL.sub(r"\\\1", html.escape(flat, quote=False))
+    return _LINKED.sub(_JOINER, escaped)
+
+
+def _spent(spend: Spend) -> str:
+    # The figure is digits and '$'; the unpriced part names models, which come from the repository.
+    return money(spend.dollars) if spend.complete else md(spend.text())
 
 
 def _judges(s: ScenarioView, settings: ReportSettings) -> str:
@@ -35,21 +54,30 @@ def _judges(s: ScenarioView, settings: ReportSettings) -> str:
 
 
 def render_markdown(
-    view: ExecutionView, settings: ReportSettings, extra: Sequence[str] = ()
+    view: ExecutionView, settings: ReportSettings, notes: Sequence[str] = ()
 ) -> str:
+    """The run summary: a header that is ❌ whenever the run fails (a scenario, the canary, the
+    budget, a baseline), what failed the run, cost per agent/tenant, failures, passed scenarios;
+    then `notes` (cost and baseline lines), escaped like everything else."""
     passed = sum(1 for s in view.scenarios if s.passed)
     total = len(view.scenarios)
     icon = "✅" if view.passed else "❌"
+    # The header names what failed the run (the budget and its figures, say), not only ❌.
+    why = f"; {md(view.failures[0].split(';')[0])}" if view.failures else ""
+    why += f" (and {len(view.failures) - 1} more)" if len(view.failures) > 1 else ""
     out = [
-        f"## {icon} cachelint run {md(view.name)} ({md(view.mode)}): {passed}/{total} passed",
+        f"## {icon} cachelint run {md(view.name)} ({md(view.mode)}): {passed}/{total} passed{why}",
         "",
+    ]
+    out += [f"- ❌ {md(failure)}" for failure in view.failures]
+    out += ([""] if view.failures else []) + [
         "| agent / tenant | passed | cost |",
         "| --- | --- | --- |",
     ]
     for name, members in view.groups(by_tenant=True):
         ok = sum(1 for s in members if s.passed)
-        out.append(f"| {md(name)} | {ok}/{len(members)} | {money(group_cost(members))} |")
-    out.append(f"| **total** | **{passed}/{total}** | **{money(view.cost)}** |")
+        out.append(f"| {md(name)} | {ok}/{len(members)} | {_spent(group_spend(members))} |")
+    out.append(f"| **total** | **{passed}/{total}** | **{_spent(view.spend)}** |")
     out.append("")
     for m in view.mutations:
         out.append(
@@ -62,20 +90,25 @@ def render_markdown(
             out.append(f"- ❌ **{md(s.identity)}** ({md(s.path)})")
             out.extend(f"  - {md(reason)}" for reason in s.failure_reasons())
         out.append("")
-    rest = [s for s in view.scenarios if s.passed]
-    if rest:
-        out.append(f"<details><summary>{len(rest)} passed scenarios</summary>")
-        out += ["", "| scenario | trials | judges | tokens in/out | cost | cache |"]
-        out.append("| --- | --- | --- | --- | --- | --- |")
-        for s in rest:
-            n_in, n_out = s.tokens
-            out.append(
-                f"| {md(s.identity)} | {len(s.trials)} | {_judges(s, settings)} | "
-                f"{n_in}/{n_out} | {money(s.cost)} | {'hit' if s.cache_hit else 'live'} |"
-            )
-        out += ["", "</details>", ""]
-    out.extend(extra)
+    out.extend(_passed_table(view, settings))
+    out.extend(f"- {md(note)}" for note in notes)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _passed_table(view: ExecutionView, settings: ReportSettings) -> list[str]:
+    rest = [s for s in view.scenarios if s.passed]
+    if not rest:
+        return []
+    out = [f"<details><summary>{len(rest)} passed scenarios</summary>"]
+    out += ["", "| scenario | trials | judges | tokens in/out | cost | cache |"]
+    out.append("| --- | --- | --- | --- | --- | --- |")
+    for s in rest:
+        n_in, n_out = s.tokens
+        out.append(
+            f"| {md(s.identity)} | {len(s.trials)} | {_judges(s, settings)} | "
+            f"{n_in}/{n_out} | {_spent(s.spend)} | {'hit' if s.cache_hit else 'live'} |"
+        )
+    return [*out, "", "</details>", ""]
 
 
 def _data(text: str) -> str:
@@ -107,9 +140,11 @@ def render_github(view: ExecutionView, settings: ReportSettings) -> str:
     for m in view.mutations:
         text = f"{m.get('code')}: {m.get('message')}"
         out.append(f"::error file={_prop(str(m.get('path', '')))}::{_data(sanitize_block(text))}")
+    for failure in view.failures:
+        out.append(f"::error title=cachelint run::{_data(sanitize_block(failure))}")
     passed = sum(1 for s in view.scenarios if s.passed)
     out.append(
         f"cachelint run {sanitize(view.name)}: {passed}/{len(view.scenarios)} scenarios "
-        f"passed, cost {money(view.cost)}"
+        f"passed, cost {sanitize(view.spend.text())}" + ("" if view.passed else "; FAILED")
     )
     return "\n".join(out) + "\n"

@@ -10,7 +10,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.forked import Forked
 from cachelint.fsutil import atomic_write_chunks
+from cachelint.runner.cost import money
 from cachelint.runner.views import RUN_FILE, ExecutionView, scenario_view
 
 if TYPE_CHECKING:
@@ -101,15 +102,19 @@ def view_of(
 
 
 def cost_summary(view: ExecutionView) -> dict[str, Any]:
-    """USD by run, agent, tenant and scenario (None where the model has no price)."""
-    from cachelint.runner.views import group_cost
+    """USD by run, agent, tenant and scenario: the priced calls' dollars (a lower bound where
+    `complete` is false), and the run's calls no price covers, by why (`model M`)."""
+    from cachelint.runner.views import group_spend
 
+    spend = view.spend
     return {
         "currency": "USD",
-        "run": view.cost,
-        "by_agent": {n: group_cost(m) for n, m in view.groups(by_tenant=False)},
-        "by_tenant": {n: group_cost(m) for n, m in view.groups(by_tenant=True)},
-        "scenarios": {s.identity: s.cost for s in view.scenarios},
+        "run": spend.dollars,
+        "complete": spend.complete,
+        "unpriced": dict(spend.unpriced),
+        "by_agent": {n: group_spend(m).dollars for n, m in view.groups(by_tenant=False)},
+        "by_tenant": {n: group_spend(m).dollars for n, m in view.groups(by_tenant=True)},
+        "scenarios": {s.identity: s.spend.dollars for s in view.scenarios},
     }
 
 
@@ -125,6 +130,9 @@ def trend_point(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "started": summary.get("started"),
         "execution": summary.get("execution"),
+        "mode": summary.get("mode"),
+        "filtered": summary.get("filtered"),
+        "shard": summary.get("shard"),
         "scenarios": [
             {
                 "scenario": s.get("scenario"),
@@ -154,9 +162,10 @@ def _earlier_run(directory: Path) -> Mapping[str, Any] | None:
     for path in (directory / TREND_FILE, run_file):
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             continue
-        if isinstance(doc, dict):
+        # A trend.json from before it said the mode is read from run.json instead.
+        if isinstance(doc, dict) and (path == run_file or "mode" in doc):
             return doc
     return None
 
@@ -186,14 +195,17 @@ def _started_at_end(path: Path) -> str | None:
 
 
 def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[TrendRun]:
-    """The last `count` executions as the trend draws them, oldest first (by recorded start,
-    name), ending with `current`. A damaged old run drops out of the trend; it does not stop this
-    report. Each summary is drawn down as it is parsed, so no two are held whole at once."""
+    """The last `count` replays of the whole suite as the trend draws them, oldest first (by
+    recorded start, name), ending with `current` when it is one. A recording, a filtered run
+    (`--agent`, `--scenario`, a shard) or a damaged old run drops out: a re-record of one agent
+    is no dip of the suite. Each summary is drawn down as it is parsed, so no two are held whole
+    at once."""
     from cachelint.runner.htmlreport import TrendRun
 
-    now = TrendRun.of(current) or TrendRun(str(current.get("execution", "?")), None, {})
+    now = TrendRun.of(current)
+    ends = [now] if now is not None and now.whole_suite else []
     if count <= 1 or not root.is_dir():
-        return [now]
+        return ends
     listed: list[tuple[str, str, TrendRun | None]] = []
     for child in root.iterdir():
         if child.name == current.get("execution") or not (child / RUN_FILE).is_file():
@@ -208,14 +220,14 @@ def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Trend
     listed.sort(key=lambda item: item[:2])
     runs: list[TrendRun] = []
     for _, name, known in reversed(listed):
+        if len(runs) + len(ends) == count:
+            break
         if known is None:
             doc = _earlier_run(root / name)
             known = None if doc is None else TrendRun.of(doc)
-        if known is not None:
+        if known is not None and known.whole_suite:
             runs.append(known)
-            if len(runs) == count - 1:
-                break
-    return [*reversed(runs), now]
+    return [*reversed(runs), *ends]
 
 
 def write_html_page(
@@ -244,7 +256,7 @@ def pr_text(fmt: str, view: ExecutionView, config: Config, notes: Sequence[str])
 
     if fmt == "github":
         return render_github(view, config.reports)
-    return render_markdown(view, config.reports, [f"- {n}" for n in notes])
+    return render_markdown(view, config.reports, notes)
 
 
 def append_step_summary(markdown: str, env: Mapping[str, str]) -> None:
@@ -262,31 +274,58 @@ def append_step_summary(markdown: str, env: Mapping[str, str]) -> None:
         ) from None
 
 
-def verdict_notes(view: ExecutionView, config: Config, extras: Extras) -> tuple[list[str], bool]:
-    """Budget and baseline lines for the reports, and whether they fail the run."""
+def _budget_failures(view: ExecutionView, budget: float) -> list[str]:
+    """Why the run's cost fails its budget: over it, or not known well enough to check it."""
+    spend = view.spend
+    where = "[tool.cachelint.reports] budget"
+    failures: list[str] = []
+    if spend.dollars > budget:
+        over = f"over budget: {money(spend.dollars)} > {money(budget)} ({where})"
+        failures.append(over + ("" if spend.complete else f"; {spend.gap()}"))
+    elif not spend.complete:
+        failures.append(
+            f"budget {money(budget)} cannot be checked ({where}): the run cost {spend.text()}"
+        )
+    for model in spend.unpriced_models():
+        failures.append(
+            f"no price for model {model}: add it to [tool.cachelint.prices], e.g. "
+            f'"{model}" = {{ input = <$ per million tokens>, output = <$ per million tokens> }}'
+        )
+    if any(why == "no usage recorded" for why, _ in spend.unpriced):
+        failures.append(
+            "a recorded response has no token usage: re-record it with usage (a streamed chat "
+            "completion needs stream_options = {include_usage = true})"
+        )
+    return failures
+
+
+def run_verdict(
+    view: ExecutionView, config: Config, extras: Extras
+) -> tuple[ExecutionView, list[str]]:
+    """The run judged on its budget and baseline: the view with what fails it (`failures`), and
+    the cost and baseline lines for the reports."""
     from cachelint.runner import baselines
-    from cachelint.runner.cost import money
-    from cachelint.runner.views import group_cost
+    from cachelint.runner.views import group_spend
 
     notes: list[str] = []
-    failed = False
+    failures: list[str] = []
     budget = config.reports.budget
-    if view.cost is not None:
-        notes.append(f"cost: {money(view.cost)}" + (f" (budget {money(budget)})" if budget else ""))
+    if config.prices or budget is not None:
+        shown = f" (budget {money(budget)})" if budget is not None else ""
+        notes.append(f"cost: {view.spend.text()}{shown}")
         for by_tenant in (False, True):
-            parts = [f"{n} {money(group_cost(m))}" for n, m in view.groups(by_tenant=by_tenant)]
+            parts = [f"{n} {group_spend(m).text()}" for n, m in view.groups(by_tenant=by_tenant)]
             notes.append(f"cost by {'tenant' if by_tenant else 'agent'}: " + ", ".join(parts))
-    if budget is not None and (view.cost or 0.0) > budget:
-        notes.append(f"FAIL  over budget: {money(view.cost)} > {money(budget)}")
-        failed = True
+    if budget is not None:
+        failures.extend(_budget_failures(view, budget))
     if extras.baseline is not None:
         found = baselines.regressions(
             baselines.load(config.repo, extras.baseline), view, config.reports
         )
-        notes.append(f"baseline {extras.baseline}: {len(found)} regression(s)")
+        line = f"baseline {extras.baseline}: {len(found)} regression(s)"
+        (failures if found else notes).append(line)
         notes.extend(f"REGRESSED  {line}" for line in found)
-        failed = failed or bool(found)
-    return notes, failed
+    return replace(view, failures=(*view.failures, *failures)), notes
 
 
 def write_run_summary(
@@ -297,13 +336,16 @@ def write_run_summary(
     *,
     started: str,
     shard: tuple[int, int] | None,
+    filtered: bool = False,
 ) -> dict[str, Any]:
-    """`run.json`: the JSON report plus when, which model, the cost and the shard."""
+    """`run.json`: the JSON report plus when, which model, the cost, the shard, and whether the
+    run selected less than the whole suite (`filtered`: the trend leaves it out)."""
     summary = {
         **report_dict,
         "started": started,
         "model": config.target.model,
         "cost": cost_summary(view),
+        "filtered": filtered,
     }
     if shard is not None:
         summary["shard"] = f"{shard[0]}/{shard[1]}"
@@ -329,19 +371,22 @@ def publish_more(
     config: Config,
     report_dict: Mapping[str, Any],
     *,
+    notes: Sequence[str],
     fmt: str,
     html: Path | None,
     results_dir: Path,
     extras: Extras,
     started: str,
     shard: tuple[int, int] | None,
+    filtered: bool = False,
 ) -> Published:
-    """Write run.json, the HTML pages and the baseline; `Published.pages.join()` waits for the
-    pages."""
+    """Write run.json, the HTML pages and the baseline of a run judged by `run_verdict` (`view`
+    carries its failures, `notes` its cost and baseline lines); `Published.pages.join()` waits
+    for the pages."""
     summary = write_run_summary(
-        results_dir, report_dict, view, config, started=started, shard=shard
+        results_dir, report_dict, view, config, started=started, shard=shard, filtered=filtered
     )
-    notes, failed = verdict_notes(view, config, extras)
+    notes = list(notes)
     shown = list(notes)  # the page shows the notes as they are now
 
     def write_pages() -> None:
@@ -361,6 +406,7 @@ def publish_more(
 
         baselines.save(config.repo, extras.save_baseline, view)
         notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
+    failed = bool(view.failures)
     if fmt == "json":
         return Published(notes, failed, json_text(report_dict, summary["cost"]), pages)
     if fmt not in PR_FORMATS:

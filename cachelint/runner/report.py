@@ -18,6 +18,7 @@ from cachelint.display import json_dumps, sanitize, sanitize_block
 from cachelint.findings import Finding
 from cachelint.formats import ReportFormat
 from cachelint.reporters import finding_lines
+from cachelint.runner.cost import Spend
 from cachelint.runner.engine import ScenarioResult, TrialResult, summary_counts
 from cachelint.runner.metrics import Metric, Rating
 
@@ -32,11 +33,14 @@ class RunReport:
     mutations: Sequence[Finding] = ()
     results_dir: str | None = None  # repo-relative, where the per-scenario files went
     notes: Sequence[str] = field(default_factory=tuple)
-    costs: Mapping[str, float | None] = field(default_factory=dict)  # identity -> USD
+    costs: Mapping[str, Spend] = field(default_factory=dict)  # identity -> what its calls cost
+    # What fails the run beyond its scenarios (over budget, baseline regressions): the same
+    # lines `ExecutionView.failures` holds for the other formats.
+    failures: Sequence[str] = field(default_factory=tuple)
 
     @property
     def passed(self) -> bool:
-        return not self.mutations and all(r.passed for r in self.results)
+        return not self.mutations and not self.failures and all(r.passed for r in self.results)
 
 
 # ---- text ---------------------------------------------------------------------------------------
@@ -168,6 +172,7 @@ def text_tail(report: RunReport) -> str:
     if report.results_dir:
         out.append(f"results: {sanitize(report.results_dir)}/")
     out.extend(sanitize(n) for n in report.notes)
+    out.extend(f"FAIL  {sanitize(f)}" for f in report.failures)
     return "\n".join(out) + "\n"
 
 
@@ -223,6 +228,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
         "mutations": [
             {"code": f.code, "path": f.path, "message": f.message} for f in report.mutations
         ],
+        "failures": list(report.failures),
         "results_dir": report.results_dir,
     }
 
@@ -282,55 +288,72 @@ def render_junit(report: RunReport) -> str:
         total += len(members)
         failures += failed
         for r in members:
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=_xml_text(f"{r.scenario.agent}.{r.scenario.tenant}"),
-                name=_xml_text(r.scenario.name),
-                file=_xml_text(r.scenario.path),
-                time=f"{_live_seconds(r):.3f}",
-            )
-            cost = report.costs.get(r.scenario.identity)
-            if cost is not None:
-                props = ET.SubElement(case, "properties")
-                ET.SubElement(props, "property", name="cost_usd", value=f"{cost:.8f}")
-            if not r.passed:
-                message, body = _failure_text(r)
-                failure = ET.SubElement(case, "failure", message=_xml_text(message), type="failed")
-                failure.text = _xml_text(body)
-            judges = [
-                f"judge {j.metric}: {j.score if j.score is not None else 'no score'} - {j.reason}"
-                for t in r.trials
-                for j in t.judges
-            ]
-            metrics = [
-                f"metric {metric_text(m)}" + (f" - {m.reason}" if m.reason else "")
-                for t in r.trials
-                for m in t.metrics
-            ]
-            rate = f"pass rate {r.passed_trials}/{len(r.trials)}"
-            ET.SubElement(case, "system-out").text = _xml_text("\n".join([rate, *judges, *metrics]))
-    if report.mutations:
-        suite = ET.SubElement(
-            root,
-            "testsuite",
-            name="eval-cache-mutated",
-            tests=str(len(report.mutations)),
-            failures=str(len(report.mutations)),
-            errors="0",
-            skipped="0",
-        )
-        for f in report.mutations:
-            case = ET.SubElement(
-                suite, "testcase", classname="eval-cache-mutated", name=_xml_text(f.path)
-            )
-            ET.SubElement(case, "failure", message=_xml_text(f.message), type=f.code)
-        total += len(report.mutations)
-        failures += len(report.mutations)
+            _junit_case(ET, suite, r, report.costs.get(r.scenario.identity))
+    extra = _run_suite(
+        ET, root, "eval-cache-mutated", [(f.path, f.message, f.code) for f in report.mutations]
+    )
+    # What fails the run as a whole (budget, baseline) fails a test too, or CI shows green.
+    extra += _run_suite(
+        ET,
+        root,
+        "cachelint-run",
+        [(line.split(":", 1)[0], line, "run") for line in report.failures],
+    )
+    total += extra
+    failures += extra
     root.set("tests", str(total))
     root.set("failures", str(failures))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _junit_case(ET: Any, suite: Any, r: ScenarioResult, spend: Spend | None) -> None:
+    """One scenario's testcase: its cost, its failure and what the judges and metrics said."""
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        classname=_xml_text(f"{r.scenario.agent}.{r.scenario.tenant}"),
+        name=_xml_text(r.scenario.name),
+        file=_xml_text(r.scenario.path),
+        time=f"{_live_seconds(r):.3f}",
+    )
+    if spend is not None:
+        props = ET.SubElement(case, "properties")
+        # A lower bound when calls went unpriced: named so, never a plain figure.
+        prop = "cost_usd" if spend.complete else "cost_usd_at_least"
+        ET.SubElement(props, "property", name=prop, value=f"{spend.dollars:.8f}")
+        if not spend.complete:
+            ET.SubElement(props, "property", name="cost_unpriced", value=_xml_text(spend.gap()))
+    if not r.passed:
+        message, body = _failure_text(r)
+        failure = ET.SubElement(case, "failure", message=_xml_text(message), type="failed")
+        failure.text = _xml_text(body)
+    judges = [
+        f"judge {j.metric}: {j.score if j.score is not None else 'no score'} - {j.reason}"
+        for t in r.trials
+        for j in t.judges
+    ]
+    metrics = [
+        f"metric {metric_text(m)}" + (f" - {m.reason}" if m.reason else "")
+        for t in r.trials
+        for m in t.metrics
+    ]
+    rate = f"pass rate {r.passed_trials}/{len(r.trials)}"
+    ET.SubElement(case, "system-out").text = _xml_text("\n".join([rate, *judges, *metrics]))
+
+
+def _run_suite(ET: Any, root: Any, name: str, cases: Sequence[tuple[str, str, str]]) -> int:
+    """A suite of failed cases (name, message, type) under `root`, when there are any."""
+    if not cases:
+        return 0
+    n = str(len(cases))
+    suite = ET.SubElement(
+        root, "testsuite", name=name, tests=n, failures=n, errors="0", skipped="0"
+    )
+    for case_name, message, kind in cases:
+        case = ET.SubElement(suite, "testcase", classname=name, name=_xml_text(case_name))
+        ET.SubElement(case, "failure", message=_xml_text(message), type=kind)
+    return len(cases)
 
 
 # ---- html: see runner/htmlreport.py (one renderer for `run` and `cachelint report`) -----------

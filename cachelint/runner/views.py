@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from cachelint.errors import CachelintError
-from cachelint.runner.cost import Price, tokens, total_cost
+from cachelint.runner.cost import Price, Spend, call_spend, tokens
 
 RUN_FILE = "run.json"
 
@@ -24,8 +24,13 @@ RUN_FILE = "run.json"
 @dataclass(frozen=True)
 class ScenarioView:
     record: Mapping[str, Any]  # the per-scenario results document (engine.scenario_record)
-    cost: float | None  # USD, None when the model has no price
+    spend: Spend  # USD of the priced calls, and the calls no price covers
     tokens: tuple[int, int]  # input, output (target and judge calls)
+
+    @property
+    def cost(self) -> float | None:
+        """USD when every call was priced, else None (never an undercount)."""
+        return self.spend.dollars if self.spend.complete else None
 
     @property
     def identity(self) -> str:
@@ -101,15 +106,17 @@ class ExecutionView:
     started: str | None
     scenarios: list[ScenarioView]
     mutations: list[Mapping[str, Any]] = field(default_factory=list)
+    # What fails the run beyond its scenarios and the canary (over budget, a budget that cannot
+    # be checked, baseline regressions): each format shows them and the run as failed.
+    failures: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
-        return not self.mutations and all(s.passed for s in self.scenarios)
+        return not self.mutations and not self.failures and all(s.passed for s in self.scenarios)
 
     @property
-    def cost(self) -> float | None:
-        known = [s.cost for s in self.scenarios if s.cost is not None]
-        return sum(known) if known else None
+    def spend(self) -> Spend:
+        return group_spend(self.scenarios)
 
     def groups(self, by_tenant: bool) -> list[tuple[str, list[ScenarioView]]]:
         out: dict[str, list[ScenarioView]] = {}
@@ -118,30 +125,31 @@ class ExecutionView:
         return sorted(out.items())
 
 
-def group_cost(members: Sequence[ScenarioView]) -> float | None:
-    known = [s.cost for s in members if s.cost is not None]
-    return sum(known) if known else None
+def group_spend(members: Sequence[ScenarioView]) -> Spend:
+    return sum((s.spend for s in members), Spend())
 
 
 def scenario_view(
     record: Mapping[str, Any], model: str, prices: Mapping[str, Price]
 ) -> ScenarioView:
-    """The scenario's tokens and cost: each call priced at the model it asked for (a scenario
-    may call several models, and judges their own), `model` for records that do not say. The
-    cost is unknown (None) when any call's model has no price, rather than undercounted."""
+    """The scenario's tokens and cost: each call priced as the `cost` assertion prices it
+    (`cost.pricing_model`: a scenario may call several models, and judges their own), `model`
+    for records that do not say. A call no price covers is counted as unpriced, never as free."""
     usages: list[Any] = []
-    dollars: float | None = 0.0
+    spend = Spend()
     for t in record.get("trials") or ():
-        calls = list(t.get("calls") or ()) + list(t.get("judge_calls") or ())
+        target = list(t.get("calls") or ())
+        calls = target + list(t.get("judge_calls") or ())
         if not calls:  # a record from before calls were listed: the trial's own usage
-            calls = [{"usage": t.get("usage"), "model": model}]
+            calls = [{"usage": t.get("usage"), "model": model}] if t.get("usage") else []
         for call in calls:
             usages.append(call.get("usage"))
-            priced = total_cost([call.get("usage")], str(call.get("model") or model), prices)
-            dollars = None if dollars is None or priced is None else dollars + priced
+            # A trial's one target call keeps its response on the trial (not written twice).
+            response = call.get("response", t.get("response") if len(target) == 1 else None)
+            spend += call_spend(call.get("usage"), call.get("model"), response, model, prices)
     n_in = sum(tokens(u)[0] for u in usages)
     n_out = sum(tokens(u)[1] for u in usages)
-    return ScenarioView(record, dollars, (n_in, n_out))
+    return ScenarioView(record, spend, (n_in, n_out))
 
 
 def _read_json(path: Path) -> Any:
