@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import NamedTuple, TextIO, TypeVar, cast
+from typing import NamedTuple, TextIO, cast
 
 import blake3
 
@@ -27,14 +27,14 @@ from cachelint.config import Config
 from cachelint.entries import CachedSource, DiskSource, EntrySource, special_file
 from cachelint.errors import CachelintError
 from cachelint.fsutil import TEMP_PREFIX
-from cachelint.gitutil import GitResult, split_z, start_git
+from cachelint.gitqueue import GitQueue
+from cachelint.gitutil import GitResult, split_z
 from cachelint.pooled import Helpers, ahead, read_all
 from cachelint.progressbar import BarFactory, bars_on
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
 from cachelint.tree import ATTRIBUTES, GITLINK, INFO_ATTRIBUTES, SYMLINK, IndexEntry, TreeFacts
-
-_Matcher = Callable[[str], bool]
-_T = TypeVar("_T")
+from cachelint.walk import Walk as _Walk
+from cachelint.walk import walk_roots as _walk_roots
 
 # How many entries a command must read (those the entry cache cannot supply) before a terminal
 # shows a bar counting them: fewer are read in well under a second, where a bar would flicker.
@@ -47,54 +47,10 @@ def entry_bars(stream: TextIO | None) -> BarFactory | None:
 
 
 @dataclass
-class _Walk:
-    """What one scandir pass over the roots found."""
-
-    files: list[str] = field(default_factory=list)  # files, symlinks and special files
-    symlinks: set[str] = field(default_factory=set)
-    special: set[str] = field(default_factory=set)
-    git_dirs: list[str] = field(default_factory=list)
-    names: set[str] = field(default_factory=set)
-    # Each directory holding entry or temp files, with their names (links left out).
-    holders: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
-    walked: list[str] = field(default_factory=list)  # every path, before `exclude`
-    drop: _Matcher | None = None  # what `exclude` leaves out
-    excluded: int = 0
-
-
-@dataclass
 class _Read:
     entries: list[Entry] = field(default_factory=list)
     corrupt: list[tuple[str, str]] = field(default_factory=list)
     entry_dirs: dict[str, frozenset[str]] = field(default_factory=dict)
-
-
-class _Git:
-    """The bulk git calls, run in order on one worker thread."""
-
-    def __init__(self, repo: Path) -> None:
-        self._repo = repo
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cachelint-git")
-
-    def submit(self, args: list[str], stdin: bytes | None = None) -> Future[GitResult]:
-        return self._pool.submit(self._run, args, stdin)
-
-    def submit_parsed(
-        self, args: list[str], stdin: bytes | None, parse: Callable[[bytes], _T]
-    ) -> Future[_T]:
-        """`parse` of the output, made on the worker thread: the raw output (tens of MB on a
-        large tree) is not kept while the check goes on."""
-        return self._pool.submit(lambda: parse(self._run(args, stdin).out))
-
-    def call(self, work: Callable[[], _T]) -> Future[_T]:
-        """`work` run on the worker thread, after the git calls queued before it."""
-        return self._pool.submit(work)
-
-    def _run(self, args: list[str], stdin: bytes | None) -> GitResult:
-        return start_git(args, cwd=self._repo, stdin=stdin).result()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def collect(
@@ -113,7 +69,7 @@ def collect(
     roots = [r for r in config.cache if os.path.isdir(repo / r) and not os.path.islink(repo / r)]
     # `:(literal)` so a root named like a glob is never expanded by git.
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
-    git = _Git(repo)
+    git = GitQueue(repo)
     base = _opening_base(repo)
     prepared: Future[_Prepared] | None = None
     try:
@@ -121,10 +77,7 @@ def collect(
         git_dir = git.submit(["rev-parse", "--absolute-git-dir"]) if entry_cache else None
         stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec])
         prepared = git.call(partial(_prepare, config, base, roots, stage, git_dir, jobs))
-        # Without preloadIndex: its threads would lstat the same files as the walk, on the
-        # same two cores, for a diff-files that finishes long before the walk anyway.
-        unthreaded = ["-c", "core.preloadIndex=false"]
-        changed = git.submit([*unthreaded, "diff-files", "-z", "--name-only", *spec])
+        changed = git.submit(_DIFF_FILES + spec)
         # The pins' projects, unless the config names the pin files.
         projects = None if config.pins else git.submit(listing.PROJECTS)
         walk = _walk_roots(config, base, roots)
@@ -141,6 +94,7 @@ def collect(
         prefixes = _cache_prefixes(roots)
         reading = _Reading(jobs, progress, ready.helpers)
         read = _read_entries(base, walk, prefixes, config, source, reading)
+        read.corrupt += [(d, _UNREADABLE.format(why)) for d, why in walk.unreadable.items()]
         source.finish(read.entries)
         text_attr = attrs.result()
     finally:
@@ -167,7 +121,7 @@ def collect(
         special=frozenset(walk.special),
         nested_repos=found.nested,
         git_dirs=walk.git_dirs,
-        modified=_modified(repo, walk, found),
+        modified=_modified(repo, walk, found, config.max_entry_bytes),
         skip_worktree={p for p, tag in found.flagged.items() if tag in listing.SKIP_WORKTREE},
         ignore_sources=listing.ignore_sources(repo, found.ignored) if found.ignored else {},
         entry_dirs=read.entry_dirs,
@@ -176,6 +130,24 @@ def collect(
         all_indexed=not found.strays,
         projects=None if projects is None else listing.projects(projects.result()),
     )
+
+
+# Without preloadIndex: its threads would lstat the same files as the walk, on the same two
+# cores, for a diff-files that finishes long before the walk anyway. With all of git's stat data
+# whatever the config says: with core.trustctime=false or core.checkStat=minimal, a same-size edit
+# with its mtime put back looks unchanged to diff-files, and so to the entry cache and the dirty
+# rule (a file whose stat data then differs only costs a read: its content decides).
+_DIFF_FILES = [
+    *(
+        "-c",
+        "core.preloadIndex=false",
+        "-c",
+        "core.trustctime=true",
+        "-c",
+        "core.checkStat=default",
+    ),
+    *("diff-files", "-z", "--name-only"),
+]
 
 
 class _Reuse(NamedTuple):
@@ -269,27 +241,6 @@ def _both_indexed(index: dict[str, IndexEntry]) -> Callable[[str], bool]:
     return indexed
 
 
-def _walk_roots(config: Config, base: str, roots: list[str]) -> _Walk:
-    """Walk every root, then leave out what `exclude` names (`walk.walked` keeps all paths)."""
-    walk = _Walk()
-    for root in config.cache:
-        walk.names.update(root.split("/"))
-        if os.path.islink(config.repo / root):
-            walk.symlinks.add(root)
-            walk.files.append(root)
-    for root in roots:
-        _walk(base, root, walk)
-    walk.walked = walk.files
-    walk.drop = drop = _exclusions(config)
-    if drop is not None:
-        walk.files = [p for p in walk.walked if not drop(p)]
-        walk.excluded = len(walk.walked) - len(walk.files)
-        walk.symlinks = {p for p in walk.symlinks if not drop(p)}
-        walk.special = {p for p in walk.special if not drop(p)}
-        walk.holders = [(d, tuple(n for n in ns if not drop(f"{d}/{n}"))) for d, ns in walk.holders]
-    return walk
-
-
 @dataclass
 class _Listings:
     """What git said about the paths under the roots."""
@@ -306,7 +257,7 @@ class _Listings:
 
 
 def _listings(
-    git: _Git,
+    git: GitQueue,
     spec: list[str],
     walk: _Walk,
     stage_job: Future[GitResult],
@@ -345,11 +296,15 @@ def _listings(
     if drop is not None:
         found.untracked = {p for p in found.untracked if not drop(p)}
         found.ignored = {p for p in found.ignored if not drop(p)}
+    if walk.unreadable:
+        walk.files += _hidden_by(walk.unreadable, found.index)
     return found
 
 
-def _modified(repo: Path, walk: _Walk, found: _Listings) -> set[str]:
-    """Tracked files whose content differs from the index: git's candidates, hashed."""
+def _modified(repo: Path, walk: _Walk, found: _Listings, limit: int) -> set[str]:
+    """Tracked files whose content differs from the index: git's candidates, hashed; one above
+    `limit` (max-entry-bytes) is not hashed (hash-object would read it whole) and counts as
+    modified, as a FIFO does."""
     on_disk = set(walk.files)
     index = found.index
     hashable = {
@@ -361,9 +316,31 @@ def _modified(repo: Path, walk: _Walk, found: _Listings) -> set[str]:
         and p in index
         and index[p].mode not in (GITLINK, SYMLINK)
     }
+    oversized = {p for p in hashable if _size(repo / p) > limit} if hashable else set()
+    hashable -= oversized
     modified = listing.really_modified(repo, hashable, found.recorded) if hashable else set()
     # A FIFO or device in place of a tracked file is not what was committed; never hashed.
-    return modified | {p for p in found.candidates if p in walk.special and p in index}
+    return modified | oversized | {p for p in found.candidates if p in walk.special and p in index}
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:  # gone since the walk: hash-object reports it as it would
+        return 0
+
+
+_UNREADABLE = (
+    "directory cannot be read ({}), so nothing under it was checked; make it readable "
+    "(chmod u+rx) and check again"
+)
+
+
+def _hidden_by(unreadable: dict[str, str], index: dict[str, IndexEntry]) -> list[str]:
+    """The index's paths under the directories that could not be listed: on disk as far as
+    anyone can tell, and reported through their directory, not as deleted."""
+    prefixes = tuple(f"{d}/" for d in unreadable)
+    return [p for p in index if p.startswith(prefixes)]
 
 
 def _has_mode(index: dict[str, IndexEntry], mode: str) -> bool:
@@ -531,60 +508,3 @@ def _opening_base(repo: Path) -> str:
     except (OSError, ValueError):  # no working directory any more; another drive on Windows
         return absolute
     return relative if relative.count(os.sep) < absolute.count(os.sep) else absolute
-
-
-def _walk(base: str, root: str, walk: _Walk) -> None:
-    """One scandir pass: symlinks are recorded, never followed (a link can point out of the tree
-    or loop); `.git` directories are noted because git silently skips them; special files are
-    noted and never opened."""
-    held_alike: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple for the usual pair
-    stack = [root]
-    # Bound once: the loop body runs for every file of a large tree.
-    add_file, add_name, add_holder = walk.files.append, walk.names.add, walk.holders.append
-    while stack:
-        rel = stack.pop()
-        try:
-            it = os.scandir(f"{base}/{rel}")
-        except OSError:
-            continue
-        with it:
-            prefix = rel + "/"
-            held: list[str] = []
-            for de in it:
-                name = de.name
-                # DirEntry answers from d_type without a stat, and nothing follows a link.
-                if de.is_file(follow_symlinks=False):
-                    add_file(prefix + name)
-                    if name in _HELD or name.startswith(TEMP_PREFIX):
-                        held.append(name)  # into `names` with its directory's names, below
-                    else:
-                        add_name(name)
-                    continue
-                path = prefix + name
-                add_name(name)
-                if de.is_dir(follow_symlinks=False):
-                    stack.append(path)
-                    if name == ".git":
-                        walk.git_dirs.append(path)
-                    continue
-                add_file(path)
-                if de.is_symlink():
-                    walk.symlinks.add(path)
-                    continue
-                walk.special.add(path)
-                if name in _HELD:  # read_entry opens it without blocking and reports it
-                    held.append(name)
-            if held:
-                names = tuple(held)
-                add_holder((rel, held_alike.setdefault(names, names)))
-    for names in held_alike:
-        walk.names.update(names)
-
-
-_HELD = frozenset(ENTRY_FILES)
-
-
-def _exclusions(config: Config) -> _Matcher | None:
-    from cachelint.meai import skip_matcher  # `exclude`, and the results in a MEAI root
-
-    return skip_matcher(config)

@@ -17,35 +17,54 @@ every time, so its finding is always worded from the bytes on disk.
 The file (`<git dir>/cachelint/entries.jsonl`, never in the cache tree) is a header line (format,
 cachelint version, layout setting, number of entries, the blake3 of the index listing), then lines
 of columns: each a JSON array of one array per `store.COLUMNS` field, for up to `LINE_ENTRIES`
-entries. The listing itself is kept beside it, as git wrote it (`entries.index`). Losing either
-only costs time: an unreadable, foreign or damaged file is ignored and rewritten, and a failed
-write is not an error. `cachelint check --no-cache` skips them.
+entries, then a trailer holding the keyed blake3 (a MAC) of every line before it. The listing
+itself is kept beside it, as git wrote it (`entries.index`). Losing either only costs time: an
+unreadable, foreign or damaged file is ignored and rewritten, and a failed write is not an error.
+`cachelint check --no-cache` skips them.
+
+What was written earlier is not taken on its word. The MAC's key (`<git dir>/cachelint.key`,
+random, made by the first check of a clone, never committed and outside the directory a CI cache
+would carry) is what makes a row a fact this clone's cachelint verified: a file written elsewhere
+or edited by hand (an expired entry made valid, a secret's flag cleared) does not verify and is
+read as no cache. The directory is never a link (nothing is written or read through one), and a
+file over `MAX_FILE_BYTES` is no cache.
 """
 
 from __future__ import annotations
 
+import hmac
+import os
+import secrets
+import stat
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from itertools import chain, repeat
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, BinaryIO, NamedTuple, cast
 
 import blake3
 import orjson
 
 from cachelint import __version__
 from cachelint.config import Layout
-from cachelint.fsutil import atomic_write_chunks, open_regular, read_regular
+from cachelint.fsutil import TEMP_PREFIX, atomic_write_chunks, open_regular, read_regular
 from cachelint.store import COLUMNS, UNREAD_REQUEST, Entry, unchanged
 
 # Bump when the meaning of a column changes, or what the linter verifies before it caches an
 # entry, so older files are dropped. 2 verified entry.json alone; 3 read MEAI dates more loosely
 # than MEAI does; 4 had no secret prefilter column; 5 no digest of the index listing; 6 had a
 # prefilter blind to a Turkish dotted or dotless I in `authorization`; 7 kept each entry's object
-# ids instead of the index listing.
-FORMAT = 8
-CACHE_FILE = "cachelint/entries.jsonl"
-LISTING_FILE = "cachelint/entries.index"
+# ids instead of the index listing; 8 had no MAC.
+FORMAT = 9
+DIRECTORY = "cachelint"
+CACHE_FILE = f"{DIRECTORY}/entries.jsonl"
+LISTING_FILE = f"{DIRECTORY}/entries.index"
+KEY_FILE = "cachelint.key"
+# Either file above this size is no cache (about 400 bytes an entry: millions of entries), never
+# read into memory.
+MAX_FILE_BYTES = 512 * 1024 * 1024
+_TRAILER = b'{"mac":"'
 
 # Entries per line: decoding a line holds all of its columns at once.
 LINE_ENTRIES = 10_000
@@ -184,40 +203,74 @@ def _decoded(decode: Any, raw: list[Any]) -> Iterator[Any]:
 
 def written_from(git_dir: Path, layout: Layout) -> str:
     """The digest of the index listing the cache file was written from, read from its header
-    alone; "" when there is no usable file."""
+    alone (not verified: it only decides whether to read ahead); "" when there is no usable
+    file."""
+    if not _real_directory(git_dir):
+        return ""
     try:
         with open_regular(cache_file(git_dir)) as fh:
-            parsed = _parse_header(fh.readline(), layout)
+            parsed = _parse_header(fh.readline(1 << 16), layout)
     except OSError:
         return ""
     return "" if parsed is None else parsed[1]
 
 
 def load(git_dir: Path, layout: Layout) -> Cached:
-    """The cache file's entries for this layout setting; none when it is missing, foreign or
-    damaged anywhere, or holds another number of entries than its header says."""
+    """The cache file's entries for this layout setting; none when it is missing, foreign,
+    oversized, damaged anywhere, not signed with this clone's key, or holds another number of
+    entries than its header says."""
+    key = _key(git_dir, create=False)
+    if key is None or not _real_directory(git_dir):
+        return Cached({})
     try:
         with open_regular(cache_file(git_dir)) as fh:
-            parsed = _parse_header(fh.readline(), layout)
-            if parsed is None:
+            if os.fstat(fh.fileno()).st_size > MAX_FILE_BYTES:
                 return Cached({})
-            count, index = parsed
-            found = Cached({}, index)
-            for line in fh:
-                part = _decode_line(line)
-                if part is None:
-                    return Cached({})
-                found.entries.update(part)
+            found = _read_signed(fh, layout, key)
     except OSError:
         return Cached({})
-    return found if len(found.entries) == count else Cached({})
+    if found is None or len(found[0].entries) != found[1]:
+        return Cached({})
+    return found[0]
+
+
+def _read_signed(fh: BinaryIO, layout: Layout, key: bytes) -> tuple[Cached, int] | None:
+    """The entries of an open cache file whose trailer is the MAC of its lines under `key`,
+    and the count its header gives; None for any other file."""
+    first = fh.readline()
+    parsed = _parse_header(first, layout)
+    if parsed is None:
+        return None
+    count, index = parsed
+    mac = blake3.blake3(first, key=key)
+    entries: dict[str, Entry] = {}
+    trailer = b""
+    for line in fh:
+        if trailer or line.startswith(_TRAILER):
+            if trailer:  # anything after the trailer
+                return None
+            trailer = line
+            continue
+        mac.update(line)
+        part = _decode_line(line)
+        if part is None:
+            return None
+        entries.update(part)
+    if not hmac.compare_digest(trailer, _trailer(mac)):
+        return None
+    return Cached(entries, index), count
+
+
+def _trailer(mac: Any) -> bytes:
+    return _TRAILER + mac.hexdigest().encode() + b'"}\n'
 
 
 def save(git_dir: Path, layout: Layout, entries: Sequence[Entry], index: str) -> None:
     """Replace the cache file with these entries, verified while the index listing was the one
-    whose digest is `index` (kept by `save_listing`), atomically and without an fsync (a torn
-    file reads as damaged and is rebuilt), one line encoded at a time so the file is never whole
-    in memory. Failing to write is not an error."""
+    whose digest is `index` (kept by `save_listing`), signed with this clone's key, atomically
+    and without an fsync (a torn file reads as damaged and is rebuilt), one line encoded at a
+    time so the file is never whole in memory. Failing to write is not an error; nothing is
+    written through a link."""
     keep: list[Entry] = []
     for start in range(0, len(entries), LINE_ENTRIES):
         block = entries[start : start + LINE_ENTRIES]
@@ -226,33 +279,122 @@ def save(git_dir: Path, layout: Layout, entries: Sequence[Entry], index: str) ->
         else:
             keep += [entry for entry in block if _plainly_encodable((entry,)) or _encodable(entry)]
     lines = (_encode_line(keep[i : i + LINE_ENTRIES])[0] for i in range(0, len(keep), LINE_ENTRIES))
-    try:
-        atomic_write_chunks(
-            cache_file(git_dir), chain((header(layout, len(keep), index),), lines), durable=False
+    key = _key(git_dir, create=True) if _real_directory(git_dir, create=True) else None
+    if key is None:
+        return
+    with suppress(OSError):
+        _write_inside(
+            git_dir, CACHE_FILE, _signed(chain((header(layout, len(keep), index),), lines), key)
         )
-    except OSError:
-        pass
+
+
+def _signed(lines: Iterable[bytes], key: bytes) -> Iterator[bytes]:
+    """`lines`, then the trailer holding their MAC under `key`."""
+    mac = blake3.blake3(key=key)
+    for line in lines:
+        mac.update(line)
+        yield line
+    yield _trailer(mac)
 
 
 def save_listing(git_dir: Path, listing: bytes) -> None:
     """Keep the index listing the next cache file is verified against. Failing is not an
     error: a listing that does not match the cache file's header is not used."""
-    try:
-        atomic_write_chunks(git_dir / LISTING_FILE, (listing,), durable=False)
-    except OSError:
-        pass
+    if _real_directory(git_dir, create=True):
+        with suppress(OSError):
+            _write_inside(git_dir, LISTING_FILE, (listing,))
 
 
 def load_listing(git_dir: Path, digest: str) -> bytes | None:
     """The kept index listing whose blake3 is `digest`; None when it is missing or another, or
     `digest` is "" (no cache file names one)."""
-    if not digest:
+    if not digest or not _real_directory(git_dir):
         return None
     try:
-        listing = read_regular(git_dir / LISTING_FILE, max_bytes=None)
+        listing = read_regular(git_dir / LISTING_FILE, max_bytes=MAX_FILE_BYTES)
     except OSError:
         return None
     return listing if blake3.blake3(listing).hexdigest() == digest else None
+
+
+def _real_directory(git_dir: Path, *, create: bool = False) -> bool:
+    """Whether git's `cachelint` directory is a directory and no link (made, with `create`,
+    when missing): the cache is never read or written through a link, which could lead out of
+    the git directory."""
+    path = git_dir / DIRECTORY
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        if not create:
+            return False
+    except OSError:
+        return False
+    try:
+        os.mkdir(path)  # a link put there since is not followed: EEXIST
+    except OSError:
+        return False
+    return True
+
+
+def _write_inside(git_dir: Path, name: str, chunks: Iterable[bytes]) -> None:
+    """Replace the file `name` (under `DIRECTORY`) atomically, without an fsync (a torn file
+    reads as damaged and is rebuilt), in the directory opened without following a link: a link
+    put in its place after `_real_directory` looked fails the open instead of being written
+    through."""
+    if os.open not in os.supports_dir_fd:  # Windows: no descriptor of a directory to write in
+        atomic_write_chunks(git_dir / name, chunks, durable=False)
+        return
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    directory = os.open(git_dir / DIRECTORY, flags)
+    try:
+        temp = f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, dir_fd=directory)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.writelines(chunks)
+            os.replace(temp, name.rpartition("/")[2], src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(temp, dir_fd=directory)
+            raise
+    finally:
+        os.close(directory)
+
+
+def _key(git_dir: Path, *, create: bool) -> bytes | None:
+    """This clone's MAC key (`KEY_FILE`: 64 hex digits), made when missing if `create`; None
+    when there is none to use (unreadable, a link, damaged)."""
+    path = git_dir / KEY_FILE
+    try:
+        text = read_regular(path, max_bytes=128)
+    except FileNotFoundError:
+        return _new_key(path) if create else None
+    except OSError:  # a link, a FIFO, too large, unreadable
+        return None
+    try:
+        key = bytes.fromhex(text.decode("ascii").strip())
+    except ValueError:
+        return None
+    return key if len(key) == 32 else None
+
+
+def _new_key(path: Path) -> bytes | None:
+    key = secrets.token_bytes(32)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:  # another check made it first
+        return _key(path.parent, create=False)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key.hex().encode() + b"\n")
+    except OSError:  # no room: a partial key would only fail to read back
+        with suppress(OSError):
+            os.unlink(path)
+        return None
+    return key
 
 
 def _plainly_encodable(entries: Iterable[Entry]) -> bool:

@@ -7,7 +7,9 @@ Most commits touch neither the cache nor a watched prompt, so this path must cos
 starting Python. It imports only the standard library (no cachelint.cli, no command modules, no
 pathspec, rich, httpx or GitPython), reads the config table once, asks git for the staged names
 once (`git diff --cached --name-only -z`), and only when something relevant is staged imports and
-runs `cachelint check` and/or the watch gate in-process.
+runs `cachelint check` and/or the watch gate in-process. Relevant to the check: the cache roots,
+attributes and ignore files, the config, and every file the pin readers read (a staged version
+bump in Directory.Packages.props, a project or a lock makes the stamp stale).
 
 The watch globs are gitignore-style and only pathspec evaluates them exactly, but importing it
 costs more than the whole fast path. So a conservative pre-filter runs first: every literal run of
@@ -26,6 +28,21 @@ USAGE = "usage: python -m cachelint.hook pre-commit|check"
 # decide line-ending conversion, ignore rules decide what git sees, the config decides the roots.
 _CHECK_NAMES = (".gitattributes", ".gitignore")
 _CHECK_ROOT_FILES = ("pyproject.toml", "cachelint.toml")
+# The files the pin readers read (cachelint.pins), lower-cased: a staged bump of a family package
+# there makes the stamp stale, which only the check's pin rules see. .NET files count wherever
+# they are (MSBuild reads the nearest Directory.*.props above each project, projects live in
+# subdirectories, and an import may name any .props or .targets); the Python and npm manifests
+# and locks, and the solution that lists the projects, at the top.
+_PIN_NAMES = ("directory.packages.props", "directory.build.props", "packages.lock.json")
+_PIN_SUFFIXES = (".csproj", ".fsproj", ".vbproj", ".props", ".targets")
+_PIN_ROOT_NAMES = (
+    "uv.lock",
+    "poetry.lock",
+    "pipfile.lock",
+    "package.json",
+    "package-lock.json",
+)
+_PIN_ROOT_SUFFIXES = (".sln", ".slnx")
 _WILDCARDS = "*?"
 
 
@@ -151,6 +168,17 @@ def _literal_runs(pattern: str) -> list[str]:
     return [r for r in runs if r]
 
 
+def _pin_file(directory: str, name: str) -> bool:
+    """Whether a path (its directory and lower-cased name) is one the pin readers may read."""
+    if name in _PIN_NAMES or name.endswith(_PIN_SUFFIXES):
+        return True
+    if directory:
+        return False
+    if name in _PIN_ROOT_NAMES or name.endswith(_PIN_ROOT_SUFFIXES):
+        return True
+    return name.startswith("requirements") and name.endswith((".txt", ".in"))
+
+
 class _Gate:
     """What the hook needs to decide relevance without the full config loader."""
 
@@ -159,10 +187,12 @@ class _Gate:
         self.invalid = "__invalid__" in table
         cache = _str_list(table.get("cache"), ["eval-cache"])
         watch = _str_list(table.get("watch"), [])
+        pins = _str_list(table.get("pins"), [])
         datasets = table.get("datasets", "eval-datasets")
-        if cache is None or watch is None or not isinstance(datasets, str):
+        if cache is None or watch is None or pins is None or not isinstance(datasets, str):
             self.invalid = True
-            cache, watch, datasets = [], [], ""
+            cache, watch, pins, datasets = [], [], [], ""
+        self.pins = frozenset(_root(p) for p in pins)
         self.cache_prefixes = tuple(_root(c) + "/" for c in cache)
         self.dataset_prefix = _root(datasets) + "/" if datasets else None
         self.watch = watch
@@ -176,7 +206,8 @@ class _Gate:
     def wants_check(self, path: str) -> bool:
         if path in _CHECK_ROOT_FILES or path.startswith(self.cache_prefixes):
             return True
-        return path.rpartition("/")[2] in _CHECK_NAMES
+        directory, _, name = path.rpartition("/")
+        return name in _CHECK_NAMES or path in self.pins or _pin_file(directory, name.lower())
 
     def maybe_watched(self, path: str) -> bool:
         # A staged change of the cache alone is compared with the green record's cache digest.

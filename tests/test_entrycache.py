@@ -73,7 +73,8 @@ Row = dict[str, object]
 
 def rows(repo: Path) -> list[Row]:
     """The cache file's entries, each as its fields by name."""
-    _, *lines = cache_path(repo).read_bytes().splitlines()
+    _, *lines, trailer = cache_path(repo).read_bytes().splitlines()
+    assert trailer.startswith(b'{"mac":"')
     found = []
     for line in lines:
         columns = orjson.loads(line)
@@ -82,12 +83,16 @@ def rows(repo: Path) -> list[Row]:
     return found
 
 
-def rewrite_rows(repo: Path, change: Callable[[Row], Row]) -> None:
-    """Edit every entry of the cache file in place (keeping its header)."""
+def rewrite_rows(repo: Path, change: Callable[[Row], Row], *, sign: bool = True) -> None:
+    """Edit every entry of the cache file in place (keeping its header), signed again with the
+    clone's key as cachelint signs it (unless not `sign`: a forgery without the key)."""
     header = cache_path(repo).read_bytes().splitlines()[0]
     edited = [change(row) for row in rows(repo)]
     columns = [[row[field] for row in edited] for field in FIELDS]
-    cache_path(repo).write_bytes(header + b"\n" + orjson.dumps(columns) + b"\n")
+    lines = [header + b"\n", orjson.dumps(columns) + b"\n"]
+    key = bytes.fromhex((repo / ".git" / entrycache.KEY_FILE).read_text())
+    signed = list(entrycache._signed(lines, key if sign else bytes(32)))
+    cache_path(repo).write_bytes(b"".join(signed))
 
 
 @pytest.fixture
@@ -409,7 +414,7 @@ def test_a_file_of_several_lines_reads_as_one(repo: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(entrycache, "LINE_ENTRIES", 2)
     cold = facts_of(repo, entry_cache=False)
     facts_of(repo)
-    assert len(cache_path(repo).read_bytes().splitlines()) == 1 + 2  # 3 entries: 2, then 1
+    assert len(cache_path(repo).read_bytes().splitlines()) == 1 + 2 + 1  # 3 entries: 2, then 1
     cached = entrycache.load(repo / ".git", Layout.AUTO)
     assert sorted(cached.entries.values()) == sorted(cold.entries)
     assert facts_of(repo).entries == cold.entries
@@ -420,8 +425,8 @@ def test_one_damaged_line_leaves_the_whole_file_unused(
 ) -> None:
     monkeypatch.setattr(entrycache, "LINE_ENTRIES", 2)
     facts_of(repo)
-    header, first, second = cache_path(repo).read_bytes().splitlines()
-    cache_path(repo).write_bytes(b"\n".join([header, first, second[:-5]]) + b"\n")
+    header, first, second, trailer = cache_path(repo).read_bytes().splitlines()
+    cache_path(repo).write_bytes(b"\n".join([header, first, second[:-5], trailer]) + b"\n")
     assert entrycache.load(repo / ".git", Layout.AUTO) == entrycache.Cached({})
     assert len(facts_of(repo).entries) == 3  # read from disk, and the file written anew
     assert len(rows(repo)) == 3
