@@ -321,3 +321,20 @@ def test_the_hooks_come_from_the_commit_cachelint_was_installed_from() -> None:
     assert secret.url is None  # credentials are never written into a committed file
     local = source_from_direct_url({"url": "file:///src", "dir_info": {"editable": True}})
     assert local.url is None and local.requirement == "cachelint==0.1.0"
+
+
+def test_the_readme_adoption_walkthrough_runs_as_written(
+    git_repo: Path, pre_commit_home: Path
+) -> None:
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    walkthrough = readme.split("\n## Adopt it in your repository\n", 1)[1].split("\n## ", 1)[0]
+    block = re.findall(r"```sh\n(.*?)```", walkthrough, re.DOTALL)[0]
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert commands[0].startswith("pip install ") and "cachelint init" in commands
+    repo = python_repo(git_repo)
+    env = framework_env(pre_commit_home) | shell_env()
+    for command in commands[1:]:  # the install is this environment's cachelint, offline
+        sh(repo, command, env)
+    assert git(repo, "log", "-1", "--format=%s").strip() == "Adopt cachelint"
+    assert git(repo, "status", "--porcelain") == ""
+    assert (repo / ".git/hooks/pre-commit").is_file()  # the commit went through the framework
