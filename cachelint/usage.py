@@ -1,49 +1,79 @@
-"""Which cache entries the last run reached, so unused ones can be listed and pruned.
+"""Which cache entries each front door's last full pass reached, so unused ones can be pruned.
 
-Every `cachelint run` writes `<results>/entries-used.json` (outside the cache tree, like all
-results): the entry directories its scenarios (and their judges) read or recorded, and whether the
-run can vouch for the whole suite. Only a run of every scenario, at the datasets' own trial
-counts, that passed can: a filtered run never reaches the other scenarios' entries, and a failing
-scenario may stop before the calls it would make when it passes.
+Two front doors record and replay one cache (`cachelint.frontdoors`), and each proves a different
+set of entries needed. Each writes, outside the tree, the entries its last pass reached:
 
-    {"format": 1, "execution": "20261130T101500Z", "mode": "replay", "root": "eval-cache",
-     "filtered": false, "passed": true, "entries": ["eval-cache/cache/a/t/s/0123456789abcdef"]}
+- `cachelint run`: `<results>/entries-used.json`, after every run (a filtered or failing one
+  says so, and cannot vouch for anything).
 
-`eval-cache-unused`, `cachelint check --unused` and `cachelint prune` read it; an entry of the
-run's cache root that is not in `entries` is unused.
+      {"format": 1, "execution": "20261130T101500Z", "mode": "replay", "root": "eval-cache",
+       "filtered": false, "passed": true, "finished": "2026-11-30T10:15:42Z",
+       "entries": ["eval-cache/cache/a/t/s/0123456789abcdef"]}
+
+- the pytest plugin: `<results>/entries-used-pytest.json`, after a full pass of the eval tests
+  only (`pytest_plugin`), with every test's outcome and the entries it reached.
+
+An entry is unused only when its owner's last full pass passed and did not reach it (no other
+front door's either). Nothing is taken on the record's word (`Judgement`): a run's record must
+agree with the execution's own results under `<results>/<execution>/` (run.json and each
+scenario's file: every scenario of the datasets, each passed, the same entries), a pytest
+record with itself; an entry recorded after the pass finished is one the pass never saw (an
+interrupted or partial re-record); and a pytest session that may have recorded leaves
+`<results>/pytest-recording.json` until a full pass replaces it, so a killed re-record stops
+prune. An owner with entries and no usable pass makes prune refuse, naming its command.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import os
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cachelint.config import Config, Layout
 from cachelint.errors import CachelintError
+from cachelint.frontdoors import FrontDoor, dataset_probe, owner, scenario_identity, scenario_of
 from cachelint.fsutil import atomic_write
-from cachelint.store import CACHE_DIR, Entry
+from cachelint.store import CACHE_DIR, Entry, decode_json, format_time, parse_time
 
 FILE = "entries-used.json"
+PYTEST_FILE = "entries-used-pytest.json"
+RECORDING = "pytest-recording.json"  # a pytest session that may record is under way, or died
 FORMAT = 1
+MAX_BYTES = 256 * 1024 * 1024  # a record or results file above it is not read (not evidence)
+_FILES = {FrontDoor.RUN: FILE, FrontDoor.PYTEST: PYTEST_FILE}
+
+
+def file_name(door: FrontDoor) -> str:
+    return _FILES[door]
 
 
 @dataclass(frozen=True)
 class Usage:
     execution: str
     mode: str
-    root: str  # the cache root the run read and recorded into
+    root: str  # the cache root the pass read and recorded into
     filtered: bool
     passed: bool
     entries: frozenset[str]  # repo-relative entry directories
+    front_door: FrontDoor = FrontDoor.RUN
+    finished: datetime | None = None
+    # pytest: node id -> {"outcome": "passed", "entries": [...]} for every eval test of the pass
+    tests: Mapping[str, Any] = field(default_factory=dict)
+
+    def where(self, results: str) -> str:
+        return f"{results}/{file_name(self.front_door)} (execution {self.execution})"
 
     def refusal(self, results: str) -> str | None:
-        """Why this run cannot tell which entries are unused, or None when it can."""
-        where = f"{results}/{FILE} (execution {self.execution})"
+        """Why this pass cannot tell which entries are unused, or None when it can."""
+        where = self.where(results)
+        command = self.front_door.command
         if self.mode == "off":
-            return f"the last run did not read the cache (mode off, {where}); run `cachelint run`"
+            return f"the last run did not read the cache (mode off, {where}); run `{command}`"
         if self.filtered:
             return (
                 f"the last run was filtered ({where}): it reached only some scenarios' entries; "
@@ -52,13 +82,26 @@ class Usage:
         if not self.passed:
             return (
                 f"the last run failed ({where}): a failing scenario may stop before entries it "
-                "needs; make `cachelint run` pass first"
+                f"needs; make `{command}` pass first"
             )
+        if self.finished is None:
+            return f"{where} does not say when the pass finished; run `{command}` again"
         return None
 
 
-def path(config: Config) -> Path:
-    return config.repo / config.results / FILE
+def path(config: Config, door: FrontDoor = FrontDoor.RUN) -> str:
+    return os.path.join(config.repo, config.results, file_name(door))
+
+
+def _write_json(target: str, record: Mapping[str, Any], what: str, command: str) -> None:
+    text = json.dumps(record, sort_keys=True, ensure_ascii=False, indent=1)
+    try:
+        atomic_write(Path(target), (text + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise CachelintError(
+            f"{target}: cannot write {what} ({exc.strerror or exc}); check that the results "
+            f"directory is writable and run `{command}` again"
+        ) from None
 
 
 def write_usage(
@@ -69,8 +112,11 @@ def write_usage(
     filtered: bool,
     passed: bool,
     calls: Iterable[Any],
+    finished: datetime | None = None,
 ) -> None:
-    """Record the entries `calls` (CallRecords of targets and judges) reached."""
+    """Record the entries `calls` (CallRecords of targets and judges) a `cachelint run` reached."""
+    from cachelint import clock
+
     record = {
         "format": FORMAT,
         "execution": execution,
@@ -78,16 +124,10 @@ def write_usage(
         "root": config.cache[0],
         "filtered": filtered,
         "passed": passed,
+        "finished": format_time(finished or clock.now()),
         "entries": sorted({c.entry for c in calls}),
     }
-    text = json.dumps(record, sort_keys=True, ensure_ascii=False, indent=1)
-    try:
-        atomic_write(path(config), (text + "\n").encode("utf-8"))
-    except OSError as exc:
-        raise CachelintError(
-            f"{path(config)}: cannot write the entries this run used ({exc.strerror or exc}); "
-            "check that the results directory is writable"
-        ) from None
+    _write_json(path(config), record, "the entries this run used", "cachelint run")
 
 
 def record_run(config: Config, report: Any, *, filtered: bool) -> None:
@@ -102,27 +142,134 @@ def record_run(config: Config, report: Any, *, filtered: bool) -> None:
     )
 
 
-def read_usage(config: Config) -> Usage | None:
-    """The last run's usage record; None when there is none; CachelintError when unreadable."""
-    file = path(config)
+def write_pytest_usage(
+    config: Config,
+    *,
+    session: str,
+    mode: str,
+    tests: Mapping[str, Mapping[str, Any]],
+    finished: datetime,
+) -> None:
+    """Record a full pass of the eval tests (every one collected ran): each test's outcome and
+    the entries it reached; then the session's recording marker is done with."""
+    passed = bool(tests) and all(t["outcome"] == "passed" for t in tests.values())
+    record = {
+        "format": FORMAT,
+        "front_door": FrontDoor.PYTEST.value,
+        "execution": session,
+        "mode": mode,
+        "root": config.cache[0],
+        "filtered": False,
+        "passed": passed,
+        "finished": format_time(finished),
+        "tests": {
+            nodeid: {"outcome": t["outcome"], "entries": sorted(set(t["entries"]))}
+            for nodeid, t in sorted(tests.items())
+        },
+        "entries": sorted({e for t in tests.values() for e in t["entries"]}),
+    }
+    command = FrontDoor.PYTEST.command
+    _write_json(path(config, FrontDoor.PYTEST), record, "the entries the eval tests used", command)
+    clear_recording(config)
+
+
+# ---- the recording marker of the pytest front door ----------------------------------------------
+
+
+def recording_path(config: Config) -> str:
+    return os.path.join(config.repo, config.results, RECORDING)
+
+
+def mark_recording(config: Config, *, session: str, mode: str) -> None:
+    """Before a pytest session that may record: until a full pass clears it, prune refuses."""
+    record = {"format": FORMAT, "session": session, "mode": mode, "pid": os.getpid()}
+    _write_json(recording_path(config), record, "the recording marker", "pytest -m eval")
+
+
+def clear_recording(config: Config) -> None:
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        os.unlink(recording_path(config))
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise CachelintError(
+            f"{recording_path(config)}: cannot remove the recording marker ({exc.strerror}); "
+            "remove it after a full `pytest -m eval` passed"
+        ) from None
+
+
+def _recording_refusal(config: Config) -> str | None:
+    marker = f"{config.results}/{RECORDING}"
+    if not os.path.lexists(recording_path(config)):
+        return None
+    try:
+        data = decode_json(_read(config, marker, "the recording marker"))
+    except (CachelintError, ValueError):
+        data = {}
+    session = data.get("session") if isinstance(data, dict) else None
+    return (
+        f"{marker}: a pytest session that records (session {session or '?'}) did not end in a "
+        "full pass of the eval tests (interrupted, or a part of them); its recordings are "
+        "not proven unused: run `pytest -m eval` (every eval test) first"
+    )
+
+
+# ---- reading the records back -------------------------------------------------------------------
+
+
+def _read(config: Config, rel: str, what: str) -> bytes:
+    """A results file, read confined to the repository and bounded (`confine.read_inside`)."""
+    from cachelint.confine import read_inside
+
+    try:
+        return read_inside(config.repo, rel, what, MAX_BYTES)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise CachelintError(f"{rel}: cannot read {what} ({exc.strerror or exc})") from None
+
+
+def read_usage(config: Config, door: FrontDoor = FrontDoor.RUN) -> Usage | None:
+    """The front door's last usage record; None when there is none; CachelintError when
+    unreadable or not one this cachelint writes."""
+    rel = f"{config.results}/{file_name(door)}"
+    again = f"run `{door.command}` again"
+    try:
+        data = decode_json(_read(config, rel, "the last run's entry list"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except CachelintError as exc:
+        raise CachelintError(f"{exc}; {again}") from None
+    except ValueError as exc:
         raise CachelintError(
-            f"{file}: cannot read the last run's entry list ({exc}); run `cachelint run` again"
+            f"{rel}: cannot read the last run's entry list ({exc}); {again}"
         ) from None
-    entries = data.get("entries") if isinstance(data, dict) else None
-    if (
-        not isinstance(data, dict)
-        or data.get("format") != FORMAT
-        or not isinstance(entries, list)
-        or not all(isinstance(e, str) for e in entries)
-    ):
-        raise CachelintError(
-            f"{file}: not an entry list this cachelint writes; run `cachelint run` again"
-        )
+    usage = _parse(data, door)
+    if usage is None:
+        raise CachelintError(f"{rel}: not an entry list this cachelint writes; {again}")
+    return usage
+
+
+def _strings(value: Any) -> list[str] | None:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
+def _parse(data: Any, door: FrontDoor) -> Usage | None:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return None
+    entries = _strings(data.get("entries"))
+    tests = data.get("tests", {})
+    if entries is None or not isinstance(tests, dict):
+        return None
+    if data.get("front_door", FrontDoor.RUN.value) != door.value:
+        return None
+    finished = data.get("finished")
+    try:
+        moment = parse_time(finished) if finished is not None else None
+    except ValueError:
+        return None
     return Usage(
         execution=str(data.get("execution")),
         mode=str(data.get("mode")),
@@ -130,11 +277,218 @@ def read_usage(config: Config) -> Usage | None:
         filtered=data.get("filtered") is not False,
         passed=data.get("passed") is True,
         entries=frozenset(entries),
+        front_door=door,
+        finished=moment,
+        tests=tests,
+    )
+
+
+# ---- evidence: a record agrees with what its pass left behind -----------------------------------
+
+
+def evidence_problem(config: Config, usage: Usage) -> str | None:
+    """Why the record is not borne out by its pass (None when it is)."""
+    if usage.root != config.cache[0]:
+        return (
+            f"{usage.where(config.results)} is of cache root {usage.root!r}, not "
+            f"{config.cache[0]!r}; run `{usage.front_door.command}` again"
+        )
+    if usage.front_door is FrontDoor.PYTEST:
+        return _pytest_evidence(config, usage)
+    return _run_evidence(config, usage)
+
+
+def _pytest_evidence(config: Config, usage: Usage) -> str | None:
+    where = usage.where(config.results)
+    reached: set[str] = set()
+    for nodeid, test in usage.tests.items():
+        entries = _strings(test.get("entries")) if isinstance(test, dict) else None
+        if entries is None or test.get("outcome") != "passed":
+            return f"{where}: test {nodeid} did not pass; make `pytest -m eval` pass first"
+        head = f"{config.cache[0]}/{CACHE_DIR}/{scenario_identity(nodeid)}/"
+        if any(not e.startswith(head) or "/" in e[len(head) :] for e in entries):
+            return f"{where}: lists entries of other tests under {nodeid}; run `pytest -m eval`"
+        reached.update(entries)
+    if not usage.tests or reached != usage.entries:
+        return f"{where}: its tests do not account for its entries; run `pytest -m eval` again"
+    return None
+
+
+def dataset_identities(config: Config) -> list[str]:
+    """Every scenario the datasets define now (`runner.dataset` reads them the same way)."""
+    base = os.path.join(config.repo, config.datasets)
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        relative = os.path.relpath(dirpath, base).replace(os.sep, "/")
+        for name in filenames:
+            if name.endswith(".json") and not name.startswith("."):
+                rel = name if relative == "." else f"{relative}/{name}"
+                found.append(unicodedata.normalize("NFC", rel[: -len(".json")]))
+    return sorted(found)
+
+
+def _run_evidence(config: Config, usage: Usage) -> str | None:
+    where = f"{usage.where(config.results)}"
+    execution = f"{config.results}/{usage.execution}"
+    again = "run `cachelint run` (every scenario) again"
+    if usage.execution in ("", ".", "..") or "/" in usage.execution or "\\" in usage.execution:
+        return f"{where}: names no execution; {again}"
+    try:
+        summary = decode_json(_read(config, f"{execution}/run.json", "the run summary"))
+    except (FileNotFoundError, NotADirectoryError):
+        return f"{where}: its execution left no {execution}/run.json (it never ran); {again}"
+    except (CachelintError, ValueError) as exc:
+        return f"{where}: {exc}; {again}"
+    listed = summary.get("scenarios") if isinstance(summary, dict) else None
+    if (
+        not isinstance(listed, list)
+        or summary.get("execution") != usage.execution
+        or summary.get("passed") is not True
+    ):
+        return f"{where}: {execution}/run.json does not show this execution passing; {again}"
+    identities = [s.get("scenario") if isinstance(s, dict) else None for s in listed]
+    missing = sorted(set(dataset_identities(config)) - {i for i in identities if i})
+    if missing:
+        return f"{where}: its execution did not run scenario {missing[0]} of the datasets; {again}"
+    reached: set[str] = set()
+    for identity in identities:
+        problem = _scenario_evidence(config, execution, identity, reached)
+        if problem is not None:
+            return f"{where}: {problem}; {again}"
+    if reached != usage.entries:
+        return f"{where}: {execution}'s results reached other entries than it lists; {again}"
+    return None
+
+
+def _scenario_evidence(
+    config: Config, execution: str, identity: Any, reached: set[str]
+) -> str | None:
+    """Add the entries one scenario's results file shows its calls reached; a problem or None."""
+    parts = identity.split("/") if isinstance(identity, str) else []
+    if len(parts) != 3 or any(p in ("", ".", "..") or "\\" in p for p in parts):
+        return f"{execution}/run.json lists {identity!r}, not a scenario identity"
+    rel = f"{execution}/{identity}.json"
+    try:
+        record = decode_json(_read(config, rel, "a scenario's results"))
+    except (FileNotFoundError, NotADirectoryError):
+        return f"{rel} is missing"
+    except (CachelintError, ValueError) as exc:
+        return str(exc)
+    trials = record.get("trials") if isinstance(record, dict) else None
+    if record.get("passed") is not True or not isinstance(trials, list):
+        return f"{rel} does not show the scenario passing"
+    for trial in trials:
+        calls = [*trial.get("calls", ()), *trial.get("judge_calls", ())] if trial else []
+        for call in calls:
+            entry = call.get("entry") if isinstance(call, dict) else None
+            if not isinstance(entry, str):
+                return f"{rel}: a call without its entry"
+            reached.add(entry)
+    return None
+
+
+# ---- the judgement: per owner, which entries are unused -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Judgement:
+    unused: tuple[Entry, ...]  # sorted by directory
+    owners: Mapping[str, FrontDoor]  # directory -> owner, of the unused entries
+    refusals: Mapping[FrontDoor, str]  # owners with entries whose last full pass cannot vouch
+    passes: Mapping[FrontDoor, Usage]  # the usable passes
+    errors: Sequence[tuple[str, str]] = ()  # (record path, why) of unreadable records
+    present: frozenset[FrontDoor] = frozenset()  # the owners of the tree's entries
+
+    def executions(self) -> str:
+        """The passes that vouch, as the messages name them."""
+        return ", ".join(
+            f"{'execution' if d is FrontDoor.RUN else 'pytest session'} {self.passes[d].execution}"
+            for d in FrontDoor
+            if d in self.passes and d in self.present
+        )
+
+
+def _usable(config: Config, door: FrontDoor) -> tuple[Usage | None, str | None, str | None]:
+    """(the usable pass, why there is none, a read error)."""
+    try:
+        usage = read_usage(config, door)
+    except CachelintError as exc:
+        return None, str(exc), str(exc)
+    if usage is None:
+        return (
+            None,
+            (
+                f"{config.results}/{file_name(door)} not found: no full pass of {door.shown} has "
+                f"recorded which entries it reached; run `{door.command}` (every "
+                f"{'scenario' if door is FrontDoor.RUN else 'eval test'}) first"
+            ),
+            None,
+        )
+    why = usage.refusal(config.results) or evidence_problem(config, usage)
+    if why is None and door is FrontDoor.PYTEST:
+        why = _recording_refusal(config)
+    return (None, why, None) if why is not None else (usage, None, None)
+
+
+def judge(config: Config, entries: Sequence[Entry]) -> Judgement:
+    """Which native entries of the first cache root are unused, deciding per owner."""
+    root = config.cache[0]
+    is_dataset = dataset_probe(config)
+    owned: dict[FrontDoor, list[Entry]] = {}
+    for entry in entries:
+        scenario = scenario_of(entry.directory, root) if entry.layout is Layout.CACHELINT else None
+        if scenario is not None:
+            owned.setdefault(owner(scenario, is_dataset), []).append(entry)
+    passes: dict[FrontDoor, Usage] = {}
+    reasons: dict[FrontDoor, str] = {}
+    errors: list[tuple[str, str]] = []
+    for door in FrontDoor:
+        usage, why, error = _usable(config, door)
+        if usage is not None:
+            passes[door] = usage
+        elif why is not None:
+            reasons[door] = why
+        if error is not None:
+            errors.append((f"{config.results}/{file_name(door)}", error))
+    reached = frozenset().union(*(u.entries for u in passes.values()))
+    unused: list[Entry] = []
+    owners: dict[str, FrontDoor] = {}
+    refusals: dict[FrontDoor, str] = {}
+    for door, mine in owned.items():
+        if door not in passes:
+            refusals[door] = _owner_refusal(door, len(mine), reasons[door])
+            continue
+        candidates = [e for e in mine if e.directory not in reached]
+        finished = passes[door].finished
+        newer = [e for e in candidates if finished and e.created and e.created > finished]
+        if newer:
+            refusals[door] = _newer_refusal(door, newer, passes[door], config.results)
+        else:
+            unused.extend(candidates)
+            owners.update((e.directory, door) for e in candidates)
+    ordered = tuple(sorted(unused, key=lambda e: e.directory))
+    return Judgement(ordered, owners, refusals, passes, tuple(errors), frozenset(owned))
+
+
+def _owner_refusal(door: FrontDoor, count: int, why: str) -> str:
+    noun = "entry" if count == 1 else "entries"
+    return f"{door.shown} owns {count} {noun} of the tree, and {why}"
+
+
+def _newer_refusal(door: FrontDoor, newer: Sequence[Entry], usage: Usage, results: str) -> str:
+    first = min(newer, key=lambda e: e.directory)
+    when = format_time(usage.finished) if usage.finished else "?"
+    return (
+        f"{first.directory} ({len(newer)} entr{'y' if len(newer) == 1 else 'ies'} in all) was "
+        f"recorded after the last full pass of {door.shown} finished ({usage.where(results)}, "
+        f"{when}): an interrupted or partial re-record; run `{door.command}` (all of it) first"
     )
 
 
 def unused_entries(entries: Sequence[Entry], usage: Usage) -> list[Entry]:
-    """Native entries under the run's cache root that the run did not reach, by directory."""
+    """Native entries under the pass's cache root that it did not reach, by directory (one
+    front door's view; `judge` decides per owner)."""
     prefix = f"{usage.root}/{CACHE_DIR}/"
     return sorted(
         (
