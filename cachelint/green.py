@@ -5,6 +5,12 @@ writes `config.green_record` (default `.eval-green.json`, committed, outside the
 the content hash of every watched file, every dataset file and a digest per cache root. `cachelint
 watch` compares that record with what is about to be committed; a red run never writes it.
 
+Each front door (`cachelint.frontdoors`) has its own part: `cachelint run`'s is the record's top
+level (as it always was, so records written before parts existed read unchanged, and an older
+cachelint still reads this part), the pytest plugin's is under "pytest", written after a full
+passing session of the eval tests (`record_green_pytest`) with the hashes of the watched files
+and the cache (its tests read no dataset). Each writer keeps the other's part as it found it.
+
 Content hashes ignore CRLF versus LF, as the cache key does: a prompt checked out with CRLF on
 Windows (core.autocrlf) and stored with LF in the index is the same prompt, and the gate must not
 fail on a line-ending conversion git does by itself.
@@ -27,6 +33,7 @@ from cachelint import __version__
 from cachelint.canonical import dump_pretty
 from cachelint.config import Config
 from cachelint.errors import CachelintError
+from cachelint.frontdoors import FrontDoor
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import GitProcess, split_z, start_git
 from cachelint.hashing import Snapshot, snapshot
@@ -159,11 +166,38 @@ def worktree_state(
     return state
 
 
+PYTEST_PART = "pytest"
+
+
 def _proof(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """What a record proves, without when or under which execution name it was proven."""
+    proof = {**record, "recorded": None}
     run = record.get("run")
-    scenarios = run.get("scenarios") if isinstance(run, dict) else None
-    return {**record, "recorded": None, "run": {"scenarios": scenarios}}
+    if isinstance(run, dict):
+        proof["run"] = {"scenarios": run.get("scenarios")}
+    part = record.get(PYTEST_PART)
+    if isinstance(part, dict):
+        session = part.get("session")
+        tests = session.get("tests") if isinstance(session, dict) else None
+        proof[PYTEST_PART] = {**part, "recorded": None, "session": {"tests": tests}}
+    return proof
+
+
+def _existing(path: Path) -> dict[str, Any] | None:
+    """The record at `path` as JSON, when it is one (else None: it is rewritten whole)."""
+    try:
+        existing = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return existing if isinstance(existing, dict) and existing.get("format") == FORMAT else None
+
+
+def _write_if_changed(config: Config, record: Mapping[str, Any], existing: Any) -> Path:
+    path = config.repo / config.green_record
+    if isinstance(existing, dict) and _proof(existing) == _proof(record):
+        return path
+    atomic_write(path, dump_pretty(record))
+    return path
 
 
 def record_green_run(
@@ -190,7 +224,7 @@ def record_green_run(
     from cachelint.store import format_time
 
     state = worktree_state(config, cache_snapshots=cache_snapshots, known=known, listing=listing)
-    record = {
+    record: dict[str, Any] = {
         "format": FORMAT,
         "cachelint": __version__,
         "recorded": format_time(now),
@@ -206,23 +240,64 @@ def record_green_run(
         "cache": state.cache,
     }
     check_green_record(config)
-    path = config.repo / config.green_record
-    try:
-        existing = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        existing = None
-    if isinstance(existing, dict) and _proof(existing) == _proof(record):
-        return path
-    atomic_write(path, dump_pretty(record))
-    return path
+    existing = _existing(config.repo / config.green_record)
+    if existing is not None and isinstance(existing.get(PYTEST_PART), dict):
+        record[PYTEST_PART] = existing[PYTEST_PART]  # the pytest plugin's part, as it was
+    return _write_if_changed(config, record, existing)
+
+
+def record_green_pytest(
+    config: Config, *, session: str, mode: str, tests: Sequence[str], now: datetime
+) -> Path:
+    """Write the pytest plugin's part of the green record after a full session in which every
+    eval test (`tests`, node ids) passed; `cachelint run`'s part is kept as it was."""
+    from cachelint.confine import check_green_record
+    from cachelint.store import format_time
+
+    state = worktree_state(config)
+    part = {
+        "recorded": format_time(now),
+        "session": {
+            "execution": session,
+            "mode": mode,
+            "tests": sorted(tests),
+            "count": len(tests),
+        },
+        "watched": state.watched,
+        "cache": state.cache,
+    }
+    check_green_record(config)
+    existing = _existing(config.repo / config.green_record)
+    # No record yet: the top level holds no run part ("run" absent), only what every reader
+    # of the format needs.
+    base = existing or {
+        "format": FORMAT,
+        "cachelint": __version__,
+        "watch": list(config.watch),
+        "watched": {},
+    }
+    record = {**base, PYTEST_PART: part}
+    return _write_if_changed(config, record, existing)
+
+
+@dataclass(frozen=True)
+class GreenPart:
+    """One front door's part: when it was proven, and what it pins."""
+
+    door: FrontDoor
+    recorded: str
+    watched: Mapping[str, str]
+    datasets: Mapping[str, str]  # empty for the pytest part: its tests read no dataset
+    cache: Mapping[str, str]
 
 
 @dataclass(frozen=True)
 class GreenRecord:
-    recorded: str
+    recorded: str  # `cachelint run`'s part (the top level), as records always held it
     watched: Mapping[str, str]
     datasets: Mapping[str, str]
     cache: Mapping[str, str]
+    parts: Mapping[FrontDoor, GreenPart] = field(default_factory=dict)
 
 
 def _hash_map(data: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
@@ -246,8 +321,20 @@ def parse_record(raw: bytes, where: str) -> GreenRecord:
         raise ValueError(f"{where}: not a JSON object")
     if data.get("format") != FORMAT:
         raise ValueError(f"{where}: 'format' is {data.get('format')!r}, expected {FORMAT}")
+    top = _part(FrontDoor.RUN, data, where)
+    parts = {FrontDoor.RUN: top} if "run" in data else {}
+    pytest_part = data.get(PYTEST_PART)
+    if pytest_part is not None:
+        if not isinstance(pytest_part, dict):
+            raise ValueError(f"{where}: field {PYTEST_PART!r} is not an object")
+        parts[FrontDoor.PYTEST] = _part(FrontDoor.PYTEST, pytest_part, f"{where} ({PYTEST_PART})")
+    return GreenRecord(top.recorded, top.watched, top.datasets, top.cache, parts)
+
+
+def _part(door: FrontDoor, data: Mapping[str, Any], where: str) -> GreenPart:
     recorded = data.get("recorded")
-    return GreenRecord(
+    return GreenPart(
+        door=door,
         recorded=recorded if isinstance(recorded, str) else "?",
         watched=_hash_map(data, "watched", where),
         datasets=_hash_map(data, "datasets", where),
@@ -273,17 +360,56 @@ def compare(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[Mis
     return out
 
 
-def compare_state(record: GreenRecord, state: GreenState, *, with_cache: bool) -> list[Mismatch]:
-    """Every watched path, dataset file and (optionally) cache root that differs from the record."""
+def compare_state(
+    record: GreenRecord | GreenPart, state: GreenState, *, with_cache: bool
+) -> list[Mismatch]:
+    """Every watched path, dataset file and (optionally) cache root that differs from the record
+    (a `GreenRecord`: its run part; the pytest part pins no dataset)."""
     seen: set[str] = set()
     out: list[Mismatch] = []
-    for m in [*compare(record.watched, state.watched), *compare(record.datasets, state.datasets)]:
+    datasets = (
+        compare(record.datasets, state.datasets)
+        if not isinstance(record, GreenPart) or record.door is FrontDoor.RUN
+        else []
+    )
+    for m in [*compare(record.watched, state.watched), *datasets]:
         if m.path not in seen:
             seen.add(m.path)
             out.append(m)
     if with_cache:
         out.extend(compare(record.cache, state.cache))
     return sorted(out, key=lambda m: m.path)
+
+
+def doors_in_use(config: Config, paths: Iterable[str]) -> set[FrontDoor]:
+    """The front doors whose part the record must hold, from a listing of the repository (the
+    index or the working tree): `cachelint run` with any dataset file, the pytest plugin with
+    any entry it owns in the first cache root."""
+    from cachelint.frontdoors import looks_like_pytest, owner, scenario_of
+
+    selector = Selector(config)
+    root = config.cache[0]
+    head = f"{root}/cache/"
+    datasets: set[str] = set()
+    shaped: set[str] = set()
+    for path in paths:
+        if path.startswith(head):
+            if path.endswith("/entry.json"):
+                scenario = scenario_of(path[: -len("/entry.json")], root)
+                if scenario is not None and looks_like_pytest(scenario):
+                    shaped.add(scenario)
+        elif selector.dataset(path):
+            datasets.add(path)
+    doors = {FrontDoor.RUN} if datasets else set()
+    top = os.path.normpath(config.datasets).replace(os.sep, "/")
+    prefix = "" if top == "." else top + "/"
+
+    def is_dataset(scenario: str) -> bool:
+        return f"{prefix}{scenario}.json" in datasets
+
+    if any(owner(s, is_dataset) is FrontDoor.PYTEST for s in shaped):
+        doors.add(FrontDoor.PYTEST)
+    return doors
 
 
 def relevant(config: Config, paths: Iterable[str]) -> list[str]:

@@ -19,7 +19,6 @@ cachelint cache, linted by `cachelint check` like any other.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,13 +27,16 @@ from typing import Any
 
 import pytest
 
+from cachelint.frontdoors import scenario_identity
+
 _CLIENT = pytest.StashKey[Any]()
 _SESSION = pytest.StashKey[dict[str, Any]]()
+_SETTINGS = pytest.StashKey[dict[str, Any]]()
+_PASS = pytest.StashKey[Any]()  # pytest_pass.PassState
 # What a refusal in an eval test advises (`netguard.Advice`): where model calls must go, and how
 # to record instead.
 _CALLS = "make model calls through the cachelint fixture: its base_url, api_key and http_client()"
 _RECORD = "rerun pytest with --cachelint-cache auto to record"
-_UNPORTABLE = re.compile(r'[<>:"|?*\\\x00-\x1f]+')
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -74,29 +76,22 @@ def pytest_configure(config: pytest.Config) -> None:
     except CachelintError as exc:
         # A typo must never run the suite in another mode.
         raise pytest.UsageError(f"cachelint: {exc}") from None
+    from cachelint.pytest_pass import PassState
+
+    state = PassState()
+    config.stash[_PASS] = state
+    config.pluginmanager.register(_Tracker(config, state), "cachelint-pass")
 
 
-def scenario_identity(nodeid: str) -> str:
-    """A test's node id as a cache path that every OS can check out."""
-    parts: list[str] = []
-    for piece in nodeid.replace("::", "/").replace("[", "/").rstrip("]").split("/"):
-        piece = _UNPORTABLE.sub("_", piece).strip(" .")
-        if piece and piece not in (".", ".."):
-            parts.append(piece)
-    return "/".join(parts) or "test"
-
-
-def _session(config: pytest.Config) -> dict[str, Any]:
-    """The run's config, store, mode and endpoint, made on first use."""
-    if _SESSION in config.stash:
-        return config.stash[_SESSION]
+def _settings(config: pytest.Config) -> dict[str, Any]:
+    """The session's config, mode, clock and name, read on first use."""
+    if _SETTINGS in config.stash:
+        return config.stash[_SETTINGS]
     from cachelint import clock
     from cachelint.config import load
     from cachelint.errors import CachelintError
     from cachelint.gitutil import repo_root
     from cachelint.runner.client import Mode
-    from cachelint.runner.endpoint import Endpoint
-    from cachelint.store import Store
 
     try:
         mode = Mode(config.getoption("cachelint_cache"))
@@ -105,14 +100,41 @@ def _session(config: pytest.Config) -> dict[str, Any]:
         moment = clock.now()
     except CachelintError as exc:
         raise pytest.UsageError(f"cachelint: {exc}") from None
-    store = Store(
+    found = {
+        "settings": settings,
+        "mode": mode,
+        "moment": moment,
+        "session": "pytest-" + moment.strftime("%Y%m%dT%H%M%SZ"),
+    }
+    config.stash[_SETTINGS] = found
+    return found
+
+
+def _session(config: pytest.Config) -> dict[str, Any]:
+    """`_settings` plus the store and the endpoint, made when the first test uses the fixture;
+    a session that may record marks it (`usage.mark_recording`) before the first entry."""
+    if _SESSION in config.stash:
+        return config.stash[_SESSION]
+    from cachelint.errors import CachelintError
+    from cachelint.runner.endpoint import Endpoint
+    from cachelint.store import Store
+    from cachelint.usage import mark_recording
+
+    state = dict(_settings(config))
+    settings, mode, moment = state["settings"], state["mode"], state["moment"]
+    if mode.records:
+        try:
+            # Until a full pass replaces it, prune keeps what this session records.
+            mark_recording(settings, session=state["session"], mode=mode.value)
+        except CachelintError as exc:
+            raise pytest.UsageError(f"cachelint: {exc}") from None
+    state["store"] = Store(
         settings.cache_roots()[0],
         key_prefix=settings.key_prefix,
         ttl_days=settings.ttl_days,
         clock=lambda: moment,
     )
     endpoint = Endpoint()
-    state: dict[str, Any] = {"settings": settings, "store": store, "mode": mode}
     state["endpoint"] = endpoint
     config.stash[_SESSION] = state
     config.add_cleanup(endpoint.close)
@@ -152,9 +174,12 @@ def cachelint(request: pytest.FixtureRequest) -> Iterator[Any]:
         endpoint=state["endpoint"],
     )
     request.node.stash[_CLIENT] = client
+    passing = _pass(request.config)
+    passing.used_fixture = True
     try:
         yield client
     finally:
+        passing.reached.setdefault(nodeid, set()).update(c.entry for c in client.calls)
         state["endpoint"].release(client)
         close = getattr(transport, "close", None)
         if callable(close):
@@ -201,3 +226,80 @@ def _offline(client: Any) -> Iterator[list[str]]:
             yield hosts
         finally:
             drain()
+
+
+# ---- the full pass: which entries the eval tests reached, and the green record ----------------
+
+
+def _pass(config: pytest.Config) -> Any:
+    return config.stash[_PASS]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that uses the fixture is an eval: marked before `-m` selects, so `pytest -m eval`
+    runs every test whose entries prune must keep."""
+    for item in items:
+        if "cachelint" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("eval"):
+            item.add_marker("eval")
+
+
+class _Tracker:
+    """The hooks that see whether this session is a full pass of the eval tests, and, at its
+    end, record it (`pytest_pass`)."""
+
+    def __init__(self, config: pytest.Config, state: Any) -> None:
+        self.config = config
+        self.state = state
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.state.deselected += sum(1 for i in items if i.get_closest_marker("eval") is not None)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.state.collect_errors += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from cachelint.pytest_pass import eval_items
+
+        self.state.eval_ids = [i.nodeid for i in eval_items(session.items)]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.state.report(report.nodeid, report.when, report.outcome)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from cachelint.errors import CachelintError
+        from cachelint.pytest_pass import conclude, partial_reason
+
+        state = self.state
+        if not state.eval_ids and not state.used_fixture:
+            return  # no eval test here: nothing to prove, and nothing to load
+        why = partial_reason(
+            self.config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED
+        )
+        try:
+            found = _settings(self.config)
+            conclude(
+                found["settings"],
+                state,
+                session=found["session"],
+                mode=found["mode"].value,
+                now=_now(),
+                why=why,
+            )
+        except (CachelintError, pytest.UsageError) as exc:
+            state.notes.append(f"error: {exc}")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from cachelint.display import sanitize
+
+        for note in self.state.notes:
+            terminalreporter.write_line(sanitize(f"cachelint: {note}"))
+
+
+def _now() -> Any:
+    from cachelint import clock
+
+    return clock.now()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -18,6 +18,7 @@ from cachelint.config import Config, load
 from cachelint.display import sanitize, shell_command
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
+from cachelint.frontdoors import FrontDoor
 from cachelint.gitutil import describe_failure, repo_root, run_git, split_z, stage_record
 from cachelint.paths import is_inside
 
@@ -96,7 +97,8 @@ def watch(
 def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) -> int:
     """The hook's gate, given the already-listed staged paths (so the hook lists them once).
     A staged change under a cache root (a deletion included) is compared with the record's
-    digest of that root, as staged, even when nothing watched changed with it."""
+    digest of that root, as staged, even when nothing watched changed with it. Every front
+    door's part is compared (`green.doors_in_use`: a part the record lacks is missing)."""
     from cachelint import green
 
     cache_staged = [p for p in staged_paths if _cache_root(config, p) is not None]
@@ -115,7 +117,9 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
     }
     contents = _cat_blobs(config.repo, sorted(wanted))
     state = _staged_state(config, staged, contents, with_cache=bool(cache_staged))
-    worktree_hint = _worktree_hint(config, state, with_cache=bool(cache_staged))
+    in_use = green.doors_in_use(config, staged.paths)
+    commands = _commands(in_use or {FrontDoor.RUN})
+    worktree_hint = _worktree_hint(config, state, in_use, with_cache=bool(cache_staged))
     if record_blob is None:
         if not green.relevant(config, staged_paths):
             return int(ExitCode.OK)  # a cache change alone, and no record to compare it with
@@ -123,7 +127,7 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
             record_name,
             _CODE_MISSING,
             "no green record is staged, but watched files are; run the evals until they pass "
-            f"(`cachelint run`), then `{add_record}`" + worktree_hint,
+            f"({commands}), then `{add_record}`" + worktree_hint,
         )
         out.write(render([finding], None))
         return int(ExitCode.FINDINGS)
@@ -133,25 +137,69 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
         finding = Finding(
             record_name,
             _CODE_INVALID,
-            f"{exc}; rerun `cachelint run` to rewrite it, then `{add_record}`",
+            f"{exc}; rerun {commands} to rewrite it, then `{add_record}`",
         )
         out.write(render([finding], None))
         return int(ExitCode.FINDINGS)
-    mismatches = green.compare_state(record, state, with_cache=False)
-    if cache_staged:
-        mismatches += green.compare(record.cache, state.cache)
-    if not mismatches:
+    findings, stale = _part_findings(config, record, state, in_use, with_cache=bool(cache_staged))
+    if not findings:
         return int(ExitCode.OK)
-    findings = _stale_findings(config, mismatches, record.recorded)
-    fix = f"`cachelint run`, then `{add_record}`" + worktree_hint
+    fix = f"{_commands(stale)}, then `{add_record}`" + worktree_hint
     out.write(render(findings, fix))
     return int(ExitCode.FINDINGS)
 
 
+def _commands(doors: Iterable[FrontDoor]) -> str:
+    """The commands that refresh these front doors' parts, `cachelint run` first."""
+    return " and ".join(f"`{d.command}`" for d in FrontDoor if d in doors)
+
+
+def _part_findings(
+    config: Config,
+    record: green.GreenRecord,
+    state: green.GreenState,
+    in_use: set[FrontDoor],
+    *,
+    with_cache: bool,
+) -> tuple[list[Finding], list[FrontDoor]]:
+    """Findings for every front door whose part is stale or missing, and those front doors."""
+    from cachelint import green
+
+    findings: list[Finding] = []
+    stale: list[FrontDoor] = []
+    for door in FrontDoor:
+        part = record.parts.get(door)
+        if part is None:
+            if door in in_use:
+                stale.append(door)
+                findings.append(_missing_part(config, door))
+            continue
+        mismatches = green.compare_state(part, state, with_cache=with_cache)
+        if mismatches:
+            stale.append(door)
+            findings.extend(_stale_findings(config, mismatches, part.recorded, door))
+    return findings, stale
+
+
+def _missing_part(config: Config, door: FrontDoor) -> Finding:
+    why = (
+        "the pytest plugin's entries are in the cache"
+        if door is FrontDoor.PYTEST
+        else "the datasets define scenarios"
+    )
+    return Finding(
+        config.green_record,
+        _CODE_MISSING,
+        f"no green {door.shown} is recorded in it, but {why}; run `{door.command}` until it passes",
+    )
+
+
 class _Staged:
-    """Blob ids of the index: gated paths, cache files (when asked for), and the record."""
+    """Blob ids of the index: gated paths, cache files (when asked for), and the record; and
+    every path of the index (which front doors are in use)."""
 
     def __init__(self) -> None:
+        self.paths: list[str] = []
         self.blobs: dict[str, str] = {}
         self.cache: dict[str, str] = {}
         self.record: str | None = None
@@ -172,6 +220,7 @@ def _staged_blobs(config: Config, *, with_cache: bool) -> _Staged:
             continue
         mode, object_id, _, raw_path = parsed
         path = raw_path.decode("utf-8", "surrogateescape")
+        staged.paths.append(path)
         if mode == b"160000":  # a submodule has no content here to hash
             continue
         if path == config.green_record:
@@ -209,7 +258,9 @@ def _staged_state(
     return state
 
 
-def _worktree_hint(config: Config, state: green.GreenState, *, with_cache: bool = False) -> str:
+def _worktree_hint(
+    config: Config, state: green.GreenState, in_use: set[FrontDoor], *, with_cache: bool = False
+) -> str:
     """If the working-tree record already matches the staged files, only `git add` is missing."""
     from cachelint import green
 
@@ -218,7 +269,7 @@ def _worktree_hint(config: Config, state: green.GreenState, *, with_cache: bool 
         record = green.parse_record(path.read_bytes(), config.green_record)
     except (OSError, ValueError):
         return ""
-    if green.compare_state(record, state, with_cache=with_cache):
+    if _part_findings(config, record, state, in_use, with_cache=with_cache)[0]:
         return ""
     add = shell_command("git", "add", "--", config.green_record)
     return f" (the working-tree {config.green_record} already matches: only `{add}` is missing)"
@@ -279,7 +330,9 @@ def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
 
     name = config.green_record
     path = config.repo / name
-    fix = f"`cachelint run`, then commit {shell_command(name)}"
+    listing = green.worktree_files(config.repo)
+    in_use = green.doors_in_use(config, listing)
+    fix = f"{_commands(in_use or {FrontDoor.RUN})}, then commit {shell_command(name)}"
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -299,14 +352,14 @@ def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
         out.write(render([Finding(name, _CODE_INVALID, f"{exc}; rewrite it with {fix}")], None))
         return int(ExitCode.FINDINGS)
     state = green.worktree_state(config)
-    mismatches = green.compare_state(record, state, with_cache=True)
-    if not mismatches:
+    findings, stale = _part_findings(config, record, state, in_use, with_cache=True)
+    if not findings:
         out.write(
             sanitize(f"cachelint watch: {name} matches the watched files, datasets and cache")
             + "\n"
         )
         return int(ExitCode.OK)
-    out.write(render(_stale_findings(config, mismatches, record.recorded), fix))
+    out.write(render(findings, f"{_commands(stale)}, then commit {shell_command(name)}"))
     return int(ExitCode.FINDINGS)
 
 
@@ -314,7 +367,10 @@ def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
 
 
 def _stale_findings(
-    config: Config, mismatches: Sequence[green.Mismatch], recorded: str
+    config: Config,
+    mismatches: Sequence[green.Mismatch],
+    recorded: str,
+    door: FrontDoor = FrontDoor.RUN,
 ) -> list[Finding]:
     from cachelint import green
 
@@ -332,9 +388,8 @@ def _stale_findings(
             "added": "new since",
             "removed": "removed since",
         }[m.what]
-        findings.append(
-            Finding(m.path, _CODE_STALE, f"{kind} {verb} the last green run (recorded {recorded})")
-        )
+        last = "the last green run" if door is FrontDoor.RUN else "the last green pytest session"
+        findings.append(Finding(m.path, _CODE_STALE, f"{kind} {verb} {last} (recorded {recorded})"))
     return findings
 
 
