@@ -1,6 +1,7 @@
 """`cachelint stamp`: record, at each cache root, the package versions the tree was recorded under.
 
-Run it right after a re-record. It refuses (exit 2) on an empty tree, because a stamp over no
+Run it right after a re-record, then replay through every front door (it prints which) and
+commit: the order of docs/workflow.md. It refuses (exit 2) on an empty tree, because a stamp over no
 entries would vouch for nothing, and when a family package has no single exact pin, because then
 there is no version to record. `cachelint stamp --check` runs only the stamp rules, like
 `cachelint check` restricted to them.
@@ -10,13 +11,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from cachelint.display import sanitize
 from cachelint.formats import FindingsFormat, choices
+
+if TYPE_CHECKING:
+    from cachelint.config import Config
+    from cachelint.store import Entry
 
 STAMP_GROUP = frozenset({"stamp"})
 
@@ -86,14 +92,7 @@ def stamp(
     from cachelint.config import load
     from cachelint.errors import CachelintError
     from cachelint.gitutil import repo_root
-    from cachelint.stamp import (
-        Stamp,
-        entries_by_root,
-        entry_count,
-        pinned_at,
-        seal,
-        write_stamp,
-    )
+    from cachelint.stamp import Stamp, entries_by_root, entry_count, pinned_at, seal, write_stamp
     from cachelint.treettl import ttl_days
 
     repo = repo_root(start)
@@ -154,6 +153,28 @@ def stamp(
             f"{new.pinned_at.isoformat()}, ttlDays {new.ttl_days}, {versions}"
         )
         out.write(sanitize(line) + "\n")
-    for root in facts.missing_roots + tuple(r for r in by_root if r not in filled):
-        out.write(sanitize(f"skipped {root}: no entries") + "\n")
+    skipped = facts.missing_roots + tuple(r for r in by_root if r not in filled)
+    out.write("".join(sanitize(f"skipped {r}: no entries") + "\n" for r in skipped))
+    out.write(sanitize(next_step(config, facts.entries)) + "\n")
     return 0
+
+
+def next_step(config: Config, entries: Sequence[Entry]) -> str:
+    """What follows a stamp in the one order of a re-record (docs/workflow.md): record, stamp,
+    replay through every front door that owns entries, commit. The stamp is part of the cache
+    tree the green record pins, so a replay before it leaves the record stale."""
+    from cachelint.config import Layout
+    from cachelint.frontdoors import FrontDoor, dataset_probe, owner, scenario_of
+
+    root = config.cache[0]
+    is_dataset = dataset_probe(config)
+    present = set()
+    for entry in entries:
+        scenario = scenario_of(entry.directory, root) if entry.layout is Layout.CACHELINT else None
+        if scenario is not None:
+            present.add(owner(scenario, is_dataset))
+    replays = " and ".join(f"`{d.command}`" for d in FrontDoor if d in present) or "your evals"
+    return (
+        "next: replay through every front door, so the green record and the entry lists "
+        f"describe the stamped tree: {replays}; then commit (docs/workflow.md)"
+    )
