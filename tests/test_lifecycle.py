@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cachelint.config import load
 from cachelint.findings import Severity
-from cachelint.usage import write_usage
 from tests.conftest import commit_all, run_cachelint
-from tests.helpers import BASIC, DEAD, assert_findings, assert_no_findings, put, record, write_repo
+from tests.helpers import BASIC, DEAD, assert_findings, assert_no_findings, record, write_repo
 from tests.helpers import RUN_NOW as NOW
 
 PINS = "[project]\nname = 'x'\nversion = '0'\ndependencies = ['cachelint==0.1.0']\n"
@@ -97,7 +95,10 @@ def test_prune_after_a_prompt_change_and_a_rerecord(git_repo: Path) -> None:
     pruned = run_cachelint(git_repo, "prune", "--yes")
     assert pruned.returncode == 0, pruned.stderr
     assert f"deleted {old}\n" in pruned.stdout
-    assert "now re-stamp and commit: `cachelint stamp" in pruned.stdout
+    assert (
+        "now re-stamp, replay and commit: `cachelint stamp && cachelint run && git add -A -- "
+        "eval-cache .eval-green.json` then `git commit`"
+    ) in pruned.stdout
     assert not (git_repo / old).exists()
     assert len(entry_dirs(git_repo, "support/acme/refund")) == 1
 
@@ -141,7 +142,8 @@ def test_prune_and_check_unused_refuse_a_filtered_failed_or_missing_run(git_repo
     for args in (("prune", "--yes"), ("check", "--unused")):
         proc = run_cachelint(git_repo, *args)
         assert proc.returncode == 2
-        assert proc.stderr.startswith("cachelint: error: the last run was filtered")
+        assert proc.stderr.startswith("cachelint: error: `cachelint run` owns 2 entries of the")
+        assert "the last run was filtered" in proc.stderr
         assert (
             "run `cachelint run` with no --agent, --tenant, --scenario or --trials" in proc.stderr
         )
@@ -172,35 +174,19 @@ def test_prune_and_check_unused_refuse_a_filtered_failed_or_missing_run(git_repo
 # ---- the rule on its own ------------------------------------------------------------------------
 
 
-class _Call:
-    def __init__(self, entry: str) -> None:
-        self.entry = entry
-
-
-def used(repo: Path, *entries: Path, filtered: bool = False, passed: bool = True) -> None:
-    write_usage(
-        load(repo),
-        execution="e1",
-        mode="replay",
-        filtered=filtered,
-        passed=passed,
-        calls=[_Call(e.relative_to(repo).as_posix()) for e in entries],
-    )
-
-
 def test_the_rule_lists_only_entries_the_last_full_run_did_not_reach(git_repo: Path) -> None:
-    (git_repo / ".gitattributes").write_text("eval-cache/** -text\n")
-    kept, dropped = put(git_repo, text="one"), put(git_repo, text="two")
+    recorded_with_defaults(git_repo)
+    assert_no_findings(git_repo, "eval-cache-unused")  # every entry reached
+    old = rerecord_after_a_prompt_change(git_repo)
     commit_all(git_repo)
-    assert_no_findings(git_repo, "eval-cache-unused")  # no run recorded: nothing to say
-    used(git_repo, kept)
     (finding,) = assert_findings(git_repo, "eval-cache-unused")
-    assert finding.path == f"{dropped.relative_to(git_repo).as_posix()}/entry.json"
+    assert finding.path == f"{old}/entry.json"
     assert finding.severity is Severity.WARNING
-    used(git_repo, kept, filtered=True)
-    assert_no_findings(git_repo, "eval-cache-unused")
-    used(git_repo, kept, passed=False)
-    assert_no_findings(git_repo, "eval-cache-unused")
+    filtered, _ = record(git_repo, scenarios=["support/acme/*"])
+    assert filtered.rc == 0
+    assert_no_findings(git_repo, "eval-cache-unused")  # a filtered run vouches for nothing
+    assert record(git_repo)[0].rc == 0
+    assert_findings(git_repo, "eval-cache-unused")
     (git_repo / "eval-results/entries-used.json").write_text("{not json")
     (broken,) = assert_findings(git_repo, "eval-cache-unused")
     assert broken.path == "eval-results/entries-used.json"
