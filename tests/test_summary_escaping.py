@@ -88,7 +88,8 @@ def test_names_and_answers_in_the_markdown_summary_inject_nothing(
     # Shown all the same, with the joiner invisible in the text people read.
     _, text = _rendered_text(written)
     visible = text.replace("\u2060", "")
-    for shown_name in ("@org/team", "![pixel](pixel.png)/www.evil.example", "[click](evil.example)"):
+    names = ("@org/team", "![pixel](pixel.png)/www.evil.example", "[click](evil.example)")
+    for shown_name in names:
         assert shown_name in visible, shown_name
     assert "![x](https://evil.example/i.png)" in visible  # the answer, as text
 
