@@ -10,6 +10,7 @@ which walk the whole tree again inside git, run only when the walk found a path 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -24,9 +25,10 @@ import blake3
 
 from cachelint import entrycache, listing
 from cachelint.config import Config
+from cachelint.confine import TEXT_BYTES, OutsideRepository, read_inside
 from cachelint.entries import CachedSource, DiskSource, EntrySource, special_file
 from cachelint.errors import CachelintError
-from cachelint.fsutil import TEMP_PREFIX
+from cachelint.fsutil import TEMP_PREFIX, read_regular
 from cachelint.gitqueue import GitQueue
 from cachelint.gitutil import GitResult, split_z
 from cachelint.pooled import Helpers, ahead, read_all
@@ -82,6 +84,7 @@ def collect(
         projects = None if config.pins else git.submit(listing.PROJECTS)
         walk = _walk_roots(config, base, roots)
         plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
+        _refuse_special_attributes(repo, config, walk)
         attrs = git.submit_parsed(
             ["check-attr", "-z", "--stdin", "text"],
             listing.nul_joined(plain),
@@ -492,11 +495,41 @@ def _read_attributes(repo: Path, config: Config, walk: _Walk) -> dict[str, list[
         if rel in walk.special:
             continue
         try:
-            with open(repo / rel, encoding="utf-8", errors="surrogateescape") as fh:
-                found[rel] = fh.read().splitlines()
-        except OSError:
+            raw = _read_attributes_file(repo, rel)
+        except (OSError, OutsideRepository):
+            # Missing, special, too large, or a link: git (2.32 and later) never follows a
+            # symbolic link to .gitattributes in the working tree, and neither does cachelint.
             continue
+        found[rel] = raw.decode("utf-8", "surrogateescape").splitlines()
     return found
+
+
+def _refuse_special_attributes(repo: Path, config: Config, walk: _Walk) -> None:
+    """A FIFO or device named .gitattributes: git opens it to read attributes (check-attr, and
+    hash-object for the dirty rule) and waits forever for a writer, so check stops first."""
+    found = [p for p in walk.special if p.rpartition("/")[2] == ATTRIBUTES]
+    for root in config.cache:
+        parent = root
+        while parent:
+            parent = parent.rpartition("/")[0]
+            rel = f"{parent}/{ATTRIBUTES}" if parent else ATTRIBUTES
+            try:
+                mode = os.lstat(repo / rel).st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+                found.append(rel)
+    if found:
+        raise CachelintError(
+            f"{min(found)}: is a FIFO, socket or device, not a regular file; git blocks reading "
+            "attributes from it (check-attr, add), so nothing was checked; remove it"
+        )
+
+
+def _read_attributes_file(repo: Path, rel: str) -> bytes:
+    if rel == INFO_ATTRIBUTES:  # git's own, local file: never committed, read as git reads it
+        return read_regular(repo / rel, TEXT_BYTES)
+    return read_inside(repo, rel, "attributes file", TEXT_BYTES)
 
 
 def _opening_base(repo: Path) -> str:

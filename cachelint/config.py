@@ -122,8 +122,8 @@ MAX_PATH_CHARS = 1024
 
 def _relpath(value: Any) -> str:
     text = _str(value).replace("\\", "/").rstrip("/")
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
-        raise ValueError("a path without NUL or control characters")
+    if "\0" in text:
+        raise ValueError("a path without NUL characters (no file system takes one)")
     if len(text) > MAX_PATH_CHARS:
         raise ValueError(f"a path of at most {MAX_PATH_CHARS} characters")
     parts = PurePosixPath(text).parts

@@ -37,7 +37,7 @@ from cachelint import pins
 from cachelint.canonical import dump_pretty
 from cachelint.config import Config
 from cachelint.errors import CachelintError
-from cachelint.fsutil import atomic_write
+from cachelint.fsutil import atomic_write, read_regular
 from cachelint.store import FORMAT, Entry, decode_json
 from cachelint.tree import TreeFacts
 
@@ -179,12 +179,17 @@ def _parse_seal(data: Mapping[str, Any]) -> tuple[int | None, str | None]:
     return count, sealed
 
 
-def read_stamp(path: Path) -> Stamp | None:
-    """The stamp at `path`, None when there is none; InvalidStamp when it is unreadable."""
+def read_stamp(repo: Path, rel: str) -> Stamp | None:
+    """The stamp at `repo/rel`, None when there is none; InvalidStamp when it is unreadable: a
+    link, a FIFO or a file above the bound is never read (`confine.read_inside`)."""
+    from cachelint.confine import TEXT_BYTES, OutsideRepository, read_inside
+
     try:
-        raw = path.read_bytes()
+        raw = read_inside(repo, rel, "stamp", TEXT_BYTES)
     except FileNotFoundError:
         return None
+    except OutsideRepository as exc:
+        raise InvalidStamp(f"cannot be read ({str(exc).partition(': ')[2]})") from None
     except OSError as exc:
         raise InvalidStamp(f"cannot be read ({exc.strerror})") from None
     try:
@@ -199,7 +204,7 @@ def write_stamp(path: Path, stamp: Stamp) -> bool:
     re-stamp under unchanged pins touches nothing)."""
     data = dump_pretty(stamp.to_json())
     try:
-        if path.read_bytes() == data:
+        if read_regular(path, len(data)) == data:  # a link, FIFO or larger file: rewritten
             return False
     except OSError:
         pass
@@ -276,7 +281,7 @@ def root_stamps(config: Config, roots: Sequence[str], entries: Iterable[Entry]) 
         rel = config.stamp_path(root)
         state = RootStamp(root, rel, found)
         try:
-            state.stamp = read_stamp(config.repo / rel)
+            state.stamp = read_stamp(config.repo, rel)
         except InvalidStamp as exc:
             state.error = str(exc)
         result.append(state)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cachelint.confine import OutsideRepository, is_dotgit, read_inside
-from tests.conftest import commit_all, git
-from tests.helpers import DEAD, Outcome, cli, record, refund, write_repo
+from cachelint.confine import TEXT_BYTES, OutsideRepository, is_dotgit, read_inside
+from tests.conftest import commit_all, git, run_cachelint
+from tests.helpers import DEAD, Outcome, cli, make_checked_repo, record, refund, write_repo
 
 TOKEN = "ghs_TOKENPERSISTEDBYCHECKOUT0123456789ab"
 API_KEY = "sk-proj-APIKEYFROMTHEENVFILE0123456789abcdefXYZ"
@@ -118,3 +118,57 @@ def test_read_inside_refuses_links_special_files_and_oversized_files(tmp_path: P
 def test_every_spelling_of_dotgit_is_dotgit(name: str) -> None:
     assert is_dotgit(name)
     assert not is_dotgit(".github") and not is_dotgit("git")
+
+
+# ---- the stamp and the attributes files: never a hang, never through a link ---------------------
+
+STAMP = "eval-cache/.eval-cache-stamp.json"
+
+
+def checked(repo: Path) -> Path:
+    make_checked_repo(repo, attributes=True)
+    commit_all(repo)
+    return repo
+
+
+def test_a_fifo_stamp_is_an_invalid_stamp_not_a_hang(git_repo: Path) -> None:
+    checked(git_repo)
+    (git_repo / STAMP).unlink()
+    os.mkfifo(git_repo / STAMP)
+    proc = run_cachelint(git_repo, "check")  # a hang would hit run_cachelint's timeout
+    assert proc.returncode == 1 and "FIFO" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_huge_stamp_is_not_read_whole(git_repo: Path) -> None:
+    checked(git_repo)
+    with open(git_repo / STAMP, "r+b") as fh:
+        fh.truncate(TEXT_BYTES + 1)  # sparse: no disk used
+    proc = run_cachelint(git_repo, "check")
+    assert proc.returncode == 1 and "above the limit" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_symlinked_stamp_is_not_read_through(git_repo: Path) -> None:
+    checked(git_repo)
+    real = git_repo / "elsewhere.json"
+    (git_repo / STAMP).rename(real)
+    (git_repo / STAMP).symlink_to(real)
+    proc = run_cachelint(git_repo, "check")  # refused when the config loads, before any read
+    assert proc.returncode == 2 and "symbolic link" in proc.stderr, proc.stdout + proc.stderr
+
+
+def test_a_gitattributes_symlinked_to_dev_zero_is_not_read(git_repo: Path) -> None:
+    checked(git_repo)
+    (git_repo / ".gitattributes").unlink()
+    (git_repo / ".gitattributes").symlink_to("/dev/zero")
+    # It was read until memory ran out (exit 3). git (2.32 and later) does not follow a link to
+    # .gitattributes in the working tree and takes the index's version: so does cachelint.
+    proc = run_cachelint(git_repo, "check", "--select", "eval-cache-text-attr")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_fifo_gitattributes_in_the_cache_root_is_not_a_hang(git_repo: Path) -> None:
+    checked(git_repo)
+    os.mkfifo(git_repo / "eval-cache/.gitattributes")
+    proc = run_cachelint(git_repo, "check")  # git check-attr waited for a writer forever
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "eval-cache/.gitattributes: is a FIFO" in proc.stderr
