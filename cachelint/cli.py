@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from cachelint import __version__
 from cachelint.display import sanitize
@@ -68,7 +70,56 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class _ClosedPipeGuard:
+    """stdout that outlives its reader: once the pipe is closed (`cachelint run | head -n1`),
+    further output goes to the null device and the command runs to its end, so the exit code is
+    the command's own. Mapping the BrokenPipeError to 0 made a failed run pass a `set -o
+    pipefail` CI step."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        if not self.closed_pipe:
+            try:
+                return int(self.inner.write(text))
+            except BrokenPipeError:
+                self._to_null()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self.inner.flush()
+            except BrokenPipeError:
+                self._to_null()
+
+    def _to_null(self) -> None:
+        self.closed_pipe = True
+        # The interpreter flushes stdout again when it exits: point its descriptor at the null
+        # device so that flush finds no closed pipe either.
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.inner.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    guard = _ClosedPipeGuard(sys.stdout)
+    sys.stdout = guard  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = guard.inner
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     verbose = "-v" in args or "--verbose" in args
     try:
@@ -82,8 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cachelint: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
-    except BrokenPipeError:
-        return int(ExitCode.OK)
+    except BrokenPipeError:  # written past the guard (a descriptor, a child): outcome unknown
+        print("cachelint: stdout closed before the command finished", file=sys.stderr)
+        return int(ExitCode.FINDINGS)
     except Exception as exc:  # a bug in cachelint, not in the user's input
         if verbose:
             traceback.print_exc()

@@ -414,23 +414,33 @@ def _not_contains(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
 REGEX_TIMEOUT_S = 1.0
 
 
-def _regex(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
+class Undecided(Exception):
+    """An assertion that could not be decided (its pattern timed out). It fails whatever its
+    kind: a `not-regex` whose search gave up has not shown the text is absent."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def search_bounded(pattern: str, text: str, flags: int, label: str) -> Any:
+    """`re.search` semantics with a time bound; `Undecided` (naming `label`) when it runs out."""
     import regex
 
+    try:
+        return regex.search(pattern, text, flags | regex.V0, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        raise Undecided(
+            f"{label}: gave up after {REGEX_TIMEOUT_S:g} s (catastrophic backtracking), so it "
+            "fails whatever its type; simplify the pattern, e.g. avoid nested quantifiers such "
+            "as (\\w+\\s?)+"
+        ) from None
+
+
+def _regex(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
     pattern = spec["pattern"]
     label = f"regex {pattern!r}"
-    try:
-        match = regex.search(
-            pattern,
-            out.text,
-            _regex_flags(spec.get("flags", "")) | regex.V0,
-            timeout=REGEX_TIMEOUT_S,
-        )
-    except TimeoutError:
-        return False, (
-            f"{label}: gave up after {REGEX_TIMEOUT_S:g} s (catastrophic backtracking); "
-            "simplify the pattern, e.g. avoid nested quantifiers such as (\\w+\\s?)+"
-        )
+    match = search_bounded(pattern, out.text, _regex_flags(spec.get("flags", "")), label)
     if match:
         return True, f"{label}: matched {json.dumps(match.group()[:_SNIPPET], ensure_ascii=False)}"
     return False, f"{label}: no match in response {_snippet(out.text)}"
@@ -550,13 +560,21 @@ _EVALUATORS: dict[str, Callable[[Mapping[str, Any], Output], tuple[bool, str]]] 
 }
 
 
-def evaluate(spec: Mapping[str, Any], output: Output) -> AssertionResult:
-    """Evaluate one validated spec against `output`."""
+def decide(spec: Mapping[str, Any], output: Output) -> tuple[bool, str]:
+    """The verdict and reason of one validated spec; `Undecided` when it cannot be told."""
     kind = spec.get("type")
     evaluator = _EVALUATORS.get(kind) if isinstance(kind, str) else None
     if evaluator is None or not isinstance(kind, str):
         raise CachelintError(
             f"unknown assertion type {kind!r}; validate specs with validate_assertion first"
         )
-    passed, reason = evaluator(spec, output)
-    return AssertionResult(kind, passed, reason)
+    return evaluator(spec, output)
+
+
+def evaluate(spec: Mapping[str, Any], output: Output) -> AssertionResult:
+    """Evaluate one validated spec against `output`; one that cannot be decided fails."""
+    try:
+        passed, reason = decide(spec, output)
+    except Undecided as exc:
+        passed, reason = False, exc.reason
+    return AssertionResult(str(spec.get("type")), passed, reason)

@@ -9,8 +9,7 @@ The dataset reference with an example of each is docs/assertions.md.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cachelint.errors import CachelintError
@@ -180,8 +179,8 @@ def length(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
 
 def negated(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
     kind = spec["type"]
-    result = base.evaluate({**spec, "type": NEGATED[kind]}, out)
-    return not result.passed, f"not-{result.reason}"
+    passed, reason = base.decide({**spec, "type": NEGATED[kind]}, out)  # Undecided: fails
+    return not passed, f"not-{reason}"
 
 
 def tool_arg_regex(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
@@ -202,7 +201,7 @@ def tool_arg_regex(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
             continue
         # A string is matched as it is; any other JSON value as its compact JSON text.
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        match = re.search(pattern, text, flags)
+        match = base.search_bounded(pattern, text, flags, label)
         if match:
             return True, f"{label}: matched {json.dumps(match.group()[:80], ensure_ascii=False)}"
         seen.append(f"value {_show(value)} does not match")
@@ -212,14 +211,21 @@ def tool_arg_regex(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
 def evaluate_output(spec: Mapping[str, Any], out: Output) -> AssertionResult | None:
     """The checks of this module that need only the output; None for the others."""
     kind = spec["type"]
+    check = _OWN.get(kind)
     if kind == "json-path" and set(spec) & set(COMPARISONS):
-        passed, reason = json_path_compare(spec, out)
+        check = json_path_compare
     elif kind == "tool-arg" and "regex" in spec:
-        passed, reason = tool_arg_regex(spec, out)
-    elif kind in NEGATED:
-        passed, reason = negated(spec, out)
-    elif kind == "length":
-        passed, reason = length(spec, out)
-    else:
+        check = tool_arg_regex
+    if check is None:
         return None
+    try:
+        passed, reason = check(spec, out)
+    except base.Undecided as exc:  # a timed-out pattern fails every kind, negated ones too
+        passed, reason = False, exc.reason
     return AssertionResult(kind, passed, reason)
+
+
+_OWN: dict[str, Callable[[Mapping[str, Any], Output], tuple[bool, str]]] = {
+    **dict.fromkeys(NEGATED, negated),
+    "length": length,
+}
