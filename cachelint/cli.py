@@ -112,7 +112,7 @@ class _ClosedPipeGuard:
 
 def main(argv: Sequence[str] | None = None) -> int:
     guard = _ClosedPipeGuard(sys.stdout)
-    sys.stdout = guard  # type: ignore[assignment]
+    sys.stdout = guard
     try:
         return _main(argv)
     finally:
