@@ -68,27 +68,7 @@ def command_target(
     shown = shlex.join(command)
 
     def target(scenario: Scenario, client: CachingClient) -> Output:
-        env = {k: v for k, v in os.environ.items() if k not in hidden_env and k not in _TOKENS}
-        env.update(
-            OPENAI_BASE_URL=client.base_url,
-            OPENAI_API_KEY=client.api_key,
-            ANTHROPIC_BASE_URL=client.anthropic_base_url,
-            ANTHROPIC_API_KEY=client.api_key,
-            # Google's SDKs take no base URL from the environment; a real key must not reach
-            # them either.
-            GEMINI_API_KEY=client.api_key,
-            GOOGLE_API_KEY=client.api_key,
-            AZURE_OPENAI_ENDPOINT=client.azure_endpoint,
-            AZURE_OPENAI_API_KEY=client.api_key,
-            # The AWS SDKs sign with these; the endpoint reads the access key id. (They send a
-            # Bedrock API key only over HTTPS, so none is given.)
-            AWS_ENDPOINT_URL_BEDROCK_RUNTIME=client.bedrock_endpoint_url,
-            AWS_ACCESS_KEY_ID=client.api_key,
-            AWS_SECRET_ACCESS_KEY=PLACEHOLDER_KEY,
-            CACHELINT_SCENARIO=scenario.identity,
-            CACHELINT_TRIAL=str(client.trial),
-            CACHELINT_SCENARIO_FILE=scenario.path,
-        )
+        env = _environment(scenario, client, hidden_env)
         guard: AbstractContextManager[dict[str, str]] = (
             offline_children(client, env) if offline else nullcontext({})
         )
@@ -132,6 +112,35 @@ def command_target(
         return output_from_value(text.removesuffix("\n").removesuffix("\r"))
 
     return target
+
+
+def _environment(
+    scenario: Scenario, client: CachingClient, hidden_env: Sequence[str]
+) -> dict[str, str]:
+    """The program's environment: this process's, without the real key or a token an SDK would
+    send instead, with the scenario's cache endpoint wherever each SDK reads it."""
+    env = {k: v for k, v in os.environ.items() if k not in hidden_env and k not in _TOKENS}
+    env.update(
+        OPENAI_BASE_URL=client.base_url,
+        OPENAI_API_KEY=client.api_key,
+        ANTHROPIC_BASE_URL=client.anthropic_base_url,
+        ANTHROPIC_API_KEY=client.api_key,
+        # Google's SDKs take no base URL from the environment; a real key must not reach them
+        # either.
+        GEMINI_API_KEY=client.api_key,
+        GOOGLE_API_KEY=client.api_key,
+        AZURE_OPENAI_ENDPOINT=client.azure_endpoint,
+        AZURE_OPENAI_API_KEY=client.api_key,
+        # The AWS SDKs sign with these; the endpoint reads the access key id. (They send a
+        # Bedrock API key only over HTTPS, so none is given.)
+        AWS_ENDPOINT_URL_BEDROCK_RUNTIME=client.bedrock_endpoint_url,
+        AWS_ACCESS_KEY_ID=client.api_key,
+        AWS_SECRET_ACCESS_KEY=PLACEHOLDER_KEY,
+        CACHELINT_SCENARIO=scenario.identity,
+        CACHELINT_TRIAL=str(client.trial),
+        CACHELINT_SCENARIO_FILE=scenario.path,
+    )
+    return env
 
 
 def _no_call(scenario: Scenario, shown: str) -> str:
