@@ -3,20 +3,21 @@
 For sharded CI: each job runs `cachelint run --shard I/N` (a filtered run never writes the record),
 `cachelint report --merge` joins their results, and this command writes the record only when the
 merged execution covers every scenario in the datasets and every one passed with the cache tree
-untouched, the same conditions an unsharded `cachelint run` checks.
+untouched, the same conditions an unsharded `cachelint run` checks. It acts only on evidence: a
+complete execution (its `run.json` written last) whose per-scenario results files agree with it
+(`cachelint.runner.evidence`); anything else is one error line, exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from cachelint.config import load
 from cachelint.display import sanitize
-from cachelint.errors import CachelintError, ExitCode
+from cachelint.errors import ExitCode
 from cachelint.gitutil import repo_root
 
 
@@ -54,9 +55,9 @@ def green(
 ) -> int:
     from cachelint import clock
     from cachelint.green import record_green_run
-    from cachelint.runner.dataset import load_scenarios
+    from cachelint.runner.evidence import verified
     from cachelint.runner.results import execution_name
-    from cachelint.runner.views import RUN_FILE
+    from cachelint.runner.suite import load_suite
 
     config = load(repo_root(start), config_path)
     # Evidence, not claims: the run summary and every scenario's results file, read bounded and
@@ -72,18 +73,14 @@ def green(
         problems.append(f"{len(missing)} {noun} not in it (first: {missing[0]})")
     if failed:
         problems.append(f"{len(failed)} failed (first: {failed[0]})")
-    if summary.get("mutations"):
+    if summary.mutations:
         problems.append("the cache tree was modified during the run")
     if problems:
         line = f"cachelint: green record not updated: execution {execution}: " + "; ".join(problems)
         err.write(sanitize(line) + "\n")
         return int(ExitCode.FINDINGS)
     path = record_green_run(
-        config,
-        execution=execution,
-        mode=str(summary.get("mode", "")),
-        scenarios=every,
-        now=clock.now(),
+        config, execution=execution, mode=summary.mode, scenarios=every, now=clock.now()
     )
     rel = path.relative_to(config.repo).as_posix()
     out.write(sanitize(f"green record: {rel} ({len(every)} scenarios)") + "\n")

@@ -11,13 +11,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from cachelint.config import Config, load
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.gitutil import repo_root
 from cachelint.runner.publishing import Extras
+
+if TYPE_CHECKING:
+    from cachelint.runner.views import ExecutionView
 
 
 def add_parser(
@@ -95,11 +98,29 @@ def _latest(config: Config) -> str:
     return names[-1]
 
 
-def _merge(config: Config, sources: Sequence[Path], name: str | None) -> str:
+def _execution(
+    config: Config, name: str, *, verify: bool = True
+) -> tuple[dict[str, Any], ExecutionView]:
+    """The run summary and view of execution `name`, read as evidence (`runner.evidence`):
+    regular files below it, bounded, agreeing with each other."""
+    from cachelint.runner.evidence import read_summary, verified
+    from cachelint.runner.views import load_execution
+
+    directory = config.repo / config.results / name
+    summary = dict((verified(directory) if verify else read_summary(directory)).document)
+    view = load_execution(directory, config.target.model, config.prices, summary)
+    return summary, view
+
+
+def _merge(
+    config: Config, sources: Sequence[Path], name: str | None
+) -> tuple[str, dict[str, Any], ExecutionView]:
+    """Merge `sources` into a new execution and read it back; a merge that fails at any point,
+    the reading back included, leaves no execution behind."""
     from cachelint import clock
-    from cachelint.runner.dataset import load_scenarios
     from cachelint.runner.results import claim_execution, release_execution
     from cachelint.runner.shards import merge
+    from cachelint.runner.suite import load_suite
 
     root = config.repo / config.results
     order = [s.identity for s in load_suite(config)]
@@ -107,13 +128,15 @@ def _merge(config: Config, sources: Sequence[Path], name: str | None) -> str:
     claimed = claim_execution(root, wanted)
     try:
         merge([Path(s) for s in sources], root / claimed, order=order)
+        # The files were validated as they were copied; the view checks their shape.
+        summary, view = _execution(config, claimed, verify=False)
     except BaseException:
         import shutil
 
         shutil.rmtree(root / claimed, ignore_errors=True)
         release_execution(root, claimed)
         raise
-    return claimed
+    return claimed, summary, view
 
 
 def report(
@@ -132,7 +155,6 @@ def report(
     from cachelint.runner import baselines
     from cachelint.runner.publishing import check_extras, run_verdict, write_html_page
     from cachelint.runner.results import execution_name
-    from cachelint.runner.views import load_execution, read_run
 
     config = load(repo_root(start), config_path)
     for name in (*(compare or ()), execution):
@@ -143,16 +165,13 @@ def report(
     if output is not None:
         output = check_output(config, "--output", output)
     root = config.repo / config.results
-    model, prices = config.target.model, config.prices
     if merge:
-        execution = _merge(config, merge, execution)
-        out.write(
-            sanitize(f"merged {len(merge)} directories into {config.results}/{execution}/") + "\n"
-        )
-    name = compare[1] if compare else execution or _latest(config)
-    summary = read_run(root / name)
-    view = load_execution(root / name, model, prices, summary)
-    other = load_execution(root / compare[0], model, prices) if compare else None
+        name, summary, view = _merge(config, merge, execution)
+        out.write(sanitize(f"merged {len(merge)} directories into {config.results}/{name}/") + "\n")
+    else:
+        name = compare[1] if compare else execution or _latest(config)
+        summary, view = _execution(config, name)
+    other = _execution(config, compare[0])[1] if compare else None
     view, notes = run_verdict(view, config, extras)
     if extras.save_baseline is not None:
         baselines.save(config.repo, extras.save_baseline, view)
