@@ -9,7 +9,6 @@ cost up by more than `baseline-cost-ratio`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +22,7 @@ from cachelint.runner.views import ExecutionView
 
 FILE = "eval-baselines.json"
 FORMAT = 1
+MAX_BYTES = 64 * 1024 * 1024  # a few hundred bytes per scenario and label
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -47,12 +47,19 @@ def snapshot(view: ExecutionView) -> dict[str, Any]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    """The committed baselines file, read as a regular file of the repository (never through a
+    link, a FIFO or a device), bounded in size and depth; a missing file holds no baseline."""
+    from cachelint.runner.evidence import read_json
+
+    _, data = read_json(
+        path.parent,
+        path.name,
+        MAX_BYTES,
+        advice=f"; fix or remove {FILE}, then save the baseline again with --save-baseline",
+        missing_ok=True,
+    )
+    if data is None:
         return {"format": FORMAT, "baselines": {}}
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise CachelintError(f"{path}: not a readable baselines file ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("baselines"), dict):
         raise CachelintError(f"{path}: not a baselines file (no 'baselines' object)")
     if data.get("format") != FORMAT:

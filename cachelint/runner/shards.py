@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.views import RUN_FILE, listed_scenario, read_run
+from cachelint.runner.views import RUN_FILE
 
 _SHARD = re.compile(r"([1-9][0-9]{0,3})/([1-9][0-9]{0,3})")
 
@@ -47,43 +46,51 @@ def in_shard(identities: Sequence[Any], shard: tuple[int, int]) -> list[Any]:
 def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[str, Any]:
     """Copy the shards' results into `dest` (already claimed, empty) and return its run summary.
 
-    `order` is the dataset order of every scenario; a scenario found in two shards is an error
-    (the shards were not of one split)."""
-    rank = {identity: i for i, identity in enumerate(order)}
-    entries: dict[str, dict[str, Any]] = {}
-    mutations: list[Any] = []
-    modes: set[str] = set()
-    started: list[str] = []
-    for source in sources:
-        summary = read_run(source)
-        modes.add(str(summary.get("mode")))
-        started.append(str(summary.get("started") or ""))
-        mutations.extend(summary.get("mutations") or ())
-        for entry in summary["scenarios"]:
-            identity = listed_scenario(entry, source / RUN_FILE)
-            if identity in entries:
+    Every shard is validated before a byte is written (`runner.evidence`: its run summary and each
+    results file read as regular files below the shard, never through a link, bounded, agreeing
+    with each other); `run.json` is written last, so a merge that stops half way leaves no
+    execution a report or `green` would read. `order` is the dataset order of every scenario; a
+    scenario found in two shards is an error (the shards were not of one split)."""
+    from cachelint.resultsink import write_file
+    from cachelint.runner.evidence import read_record, read_summary
+
+    summaries = [(source, read_summary(source)) for source in sources]
+    owner: dict[str, Path] = {}
+    for source, summary in summaries:
+        for listed in summary.scenarios:
+            if listed.identity in owner:
                 raise CachelintError(
-                    f"{source}: scenario {identity} is also in another merged directory; merge "
-                    "the shards of one `--shard I/N` split"
+                    f"{source}: scenario {listed.identity} is also in {owner[listed.identity]}; "
+                    "merge the shards of one `--shard I/N` split"
                 )
-            entries[identity] = entry
-            target = dest / f"{identity}.json"
+            owner[listed.identity] = source
+    made: set[str] = set()
+    counts = _Counts()
+    for source, summary in summaries:
+        for listed in summary.scenarios:
+            raw, record = read_record(source, listed)
+            counts.add(listed.entry, record)
             try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source / f"{identity}.json", target)
+                write_file(f"{dest}/{listed.identity}.json", raw, made)
             except OSError as exc:
                 raise CachelintError(
-                    f"{source / identity}.json: cannot copy it into {dest} ({exc.strerror}); "
-                    "pass execution directories written by `cachelint run`, whole"
+                    f"{dest}/{listed.identity}.json: cannot write it ({exc.strerror}); check "
+                    "that the results directory is writable"
                 ) from None
+    rank = {identity: i for i, identity in enumerate(order)}
     scenarios = sorted(
-        entries.values(), key=lambda e: (rank.get(e["scenario"], len(rank)), e["scenario"])
+        (dict(listed.entry) for _, summary in summaries for listed in summary.scenarios),
+        key=lambda e: (rank.get(e["scenario"], len(rank)), e["scenario"]),
     )
+    mutations = [dict(m) for _, summary in summaries for m in summary.mutations]
+    modes = {summary.mode for _, summary in summaries}
+    started = [str(summary.document.get("started") or "") for _, summary in summaries]
     merged = {
         "format": 1,
         "execution": dest.name,
         "mode": modes.pop() if len(modes) == 1 else "mixed",
-        "passed": not mutations and all(e.get("passed") for e in scenarios),
+        "passed": not mutations and all(e["passed"] for e in scenarios),
+        **counts.as_dict(),
         "scenarios": scenarios,
         "mutations": mutations,
         "merged_from": [s.name for s in sources],
@@ -92,3 +99,36 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
     data = json_dumps(merged, compact=True)
     atomic_write(dest / RUN_FILE, (data + "\n").encode("utf-8"))
     return merged
+
+
+class _Counts:
+    """The counts a run's summary gives (`engine.summary_counts`, by agent and by tenant), summed
+    over the merged scenarios' results."""
+
+    def __init__(self) -> None:
+        self.totals = dict.fromkeys(
+            ("scenarios", "passed", "failed", "trials", "calls", "cache_hits"), 0
+        )
+        self.groups: tuple[dict[str, list[int]], dict[str, list[int]]] = ({}, {})
+
+    def add(self, entry: Mapping[str, Any], record: Mapping[str, Any]) -> None:
+        passed = entry["passed"] is True
+        trials = [t for t in record["trials"] if isinstance(t, dict)]
+        calls = [c for t in trials for c in (t.get("calls") or ()) if isinstance(c, dict)]
+        self.totals["scenarios"] += 1
+        self.totals["passed" if passed else "failed"] += 1
+        self.totals["trials"] += len(trials)
+        self.totals["calls"] += len(calls)
+        self.totals["cache_hits"] += sum(1 for c in calls if c.get("cache_hit") is True)
+        agent, tenant = str(entry.get("agent")), str(entry.get("tenant"))
+        for groups, name in zip(self.groups, (agent, f"{agent}/{tenant}"), strict=True):
+            group = groups.setdefault(name, [0, 0])
+            group[0] += 1 if passed else 0
+            group[1] += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        by_agent, by_tenant = (
+            {n: {"passed": p, "total": t} for n, (p, t) in sorted(groups.items())}
+            for groups in self.groups
+        )
+        return {"summary": dict(self.totals), "by_agent": by_agent, "by_tenant": by_tenant}
