@@ -189,6 +189,19 @@ def test_stamp_refuses_an_empty_tree(git_repo: Path) -> None:
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("cachelint: error: eval-cache: no cache entries to stamp;")
+
+
+def test_stamp_of_an_empty_meai_tree_names_the_dotnet_recording(git_repo: Path) -> None:
+    setup_repo(
+        git_repo, config='layout = "meai"\npackages = ["Microsoft.Extensions.AI.Evaluation"]\n'
+    )
+    (git_repo / "eval-cache").mkdir()
+    result = cli(git_repo, "stamp")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    # MEAI's tree is recorded by the .NET evals, never by cachelint's runner.
+    assert "`dotnet test` with the model's credentials" in result.stderr
+    assert "cachelint run" not in result.stderr
     assert not (git_repo / "eval-cache/.eval-cache-stamp.json").exists()
 
 
@@ -338,6 +351,8 @@ def test_meai_entries_with_14_day_and_2_year_ttls(git_repo: Path) -> None:
         "read after its expiration"
     )
     assert "`timeToLiveForCacheEntries` to at least 365 days" in finding.message
+    # MEAI never rewrites an entry it can read: a new TTL takes only once the old ones are gone.
+    assert "delete the cache first (`git rm -r -q -- eval-cache/cache`)" in finding.message
 
 
 def test_native_short_ttl_from_entries_and_stamp(git_repo: Path) -> None:
@@ -389,6 +404,7 @@ def test_expired_entries_are_errors_with_the_earliest_date_and_count(git_repo: P
         "2 entries expired, earliest 2026-01-30T12:00:00Z (this one and 1 more under eval-cache); "
         "a MEAI run deletes an expired entry on read and calls the model"
     )
+    assert "never rewrites an entry it can read, so delete the cache first" in finding.message
 
 
 def test_stamp_rules_are_registered_in_the_stamp_group() -> None:

@@ -101,11 +101,7 @@ def stamp(
     by_root = entries_by_root(facts.roots, facts.entries)
     filled = [root for root, entries in by_root.items() if entries]
     if not filled:
-        where = ", ".join(config.cache)
-        raise CachelintError(
-            f"{where}: no cache entries to stamp; record the tree first (`cachelint run "
-            "--refresh-cache`), then run `cachelint stamp`"
-        )
+        raise CachelintError(_nothing_to_stamp(config))
     if facts.corrupt:
         path, reason = sorted(facts.corrupt)[0]
         raise CachelintError(
@@ -177,4 +173,18 @@ def next_step(config: Config, entries: Sequence[Entry]) -> str:
     return (
         "next: replay through every front door, so the green record and the entry lists "
         f"describe the stamped tree: {replays}; then commit (docs/workflow.md)"
+    )
+
+
+def _nothing_to_stamp(config: Config) -> str:
+    """An empty tree's error, with the recording command of the tool that writes it."""
+    from cachelint.meai import EMPTY_ADVICE, meai_roots
+
+    where = ", ".join(config.cache)
+    meai = meai_roots(config)
+    if meai:
+        return f"{where}: no cache entries to stamp; " + EMPTY_ADVICE.format(root=meai[0])
+    return (
+        f"{where}: no cache entries to stamp; record the tree first (`cachelint run "
+        "--refresh-cache`), then run `cachelint stamp`"
     )

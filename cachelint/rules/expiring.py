@@ -10,6 +10,7 @@ from operator import attrgetter
 
 from cachelint.config import DEFAULT_TTL_DAYS, Config, Layout
 from cachelint.findings import Finding, Severity
+from cachelint.meai import RERECORD_ROOT
 from cachelint.rules import Rule
 from cachelint.rules.unused import unused_dirs
 from cachelint.stamp import entry_count, facts_stamps
@@ -29,12 +30,13 @@ def _which(count: int, root: str) -> str:
     return "this one" + (f" and {count - 1} more under {root}" if count > 1 else "")
 
 
-def _fix(entries: list[Entry], config: Config) -> str:
+def _fix(entries: list[Entry], config: Config, root: str) -> str:
     """The fix that works: re-recording under the same short TTL would only move the date."""
     if any(e.layout is Layout.MEAI for e in entries):
         return (
             "raise `timeToLiveForCacheEntries` (at least "
-            f"{config.min_ttl_days} days; {DEFAULT_TTL_DAYS} outlives every branch) and re-record"
+            f"{config.min_ttl_days} days; {DEFAULT_TTL_DAYS} outlives every branch), then "
+            + RERECORD_ROOT.format(root=root)
         )
     longest = max((e.ttl for e in entries if e.ttl is not None), default=None)
     rerecord = "re-record them with `cachelint run --refresh-cache`, then `cachelint stamp`"
@@ -98,7 +100,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 f"{first.directory}/{ENTRY_FILE}",
                 CODE,
                 f"{entry_count(len(expired))} expired, earliest {format_time(when)} "
-                f"({_which(len(expired), state.root)}); {why}: {_fix(expired, facts.config)}",
+                f"({_which(len(expired), state.root)}); {why}: {_fix(expired, facts.config, state.root)}",
             )
         if soon:
             first, when = _earliest(soon)
@@ -107,7 +109,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 CODE,
                 f"{entry_count(len(soon))} expiring within {facts.config.expiry_warning_days} "
                 f"days, earliest {format_time(when)} ({_which(len(soon), state.root)}); "
-                f"before then, {_fix(soon, facts.config)}",
+                f"before then, {_fix(soon, facts.config, state.root)}",
                 Severity.WARNING,
             )
 

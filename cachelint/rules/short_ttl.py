@@ -14,6 +14,7 @@ from operator import attrgetter, is_, sub
 
 from cachelint.config import Layout
 from cachelint.findings import Finding
+from cachelint.meai import RERECORD_ROOT
 from cachelint.rules import Rule
 from cachelint.stamp import facts_stamps
 from cachelint.store import ENTRY_FILE, Entry
@@ -79,7 +80,8 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                     f"TTL (expiration - creation) is {days(ttl)} on this entry{others}, under "
                     f"min-ttl-days {minimum}: DiskBasedResponseCacheProvider deletes an entry on "
                     "the first read after its expiration and calls the model; set "
-                    f"`timeToLiveForCacheEntries` to at least {minimum} days and re-record"
+                    f"`timeToLiveForCacheEntries` to at least {minimum} days, then "
+                    + RERECORD_ROOT.format(root=state.root)
                 )
             else:
                 text = (
