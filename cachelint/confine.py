@@ -3,10 +3,13 @@
 A committed cache, its datasets and its prompts arrive in pull requests. A prompt file committed
 as a symlink to `~/.aws/credentials` would otherwise be read, sent to the provider and committed
 into the cache; `green-record = ".git/config"` would be overwritten with JSON. So each configured
-path is checked once when the configuration loads (no component below the repository root may be
-a symbolic link, nothing may point into `.git`, cache roots may not repeat or nest), and each
+path (one the repository's own files name) is checked once when the configuration loads (no
+component below the repository root may be a symbolic link, nothing may point into `.git`, cache
+roots may not repeat or nest), and each
 read or write site checks the path it is about to use. A violation is one error line naming the
-path; nothing is ever read from or written to a link's target.
+path; nothing is ever read from or written to a link's target. A report path typed on the command
+line (`--junit`, `--html`, `report --output`) is the invoker's to choose, outside the repository
+too (`check_output`).
 """
 
 from __future__ import annotations
@@ -114,24 +117,57 @@ def check_config(config: Config) -> None:
 
 
 def check_output(config: Config, option: str, path: Path) -> Path:
-    """A report file named on the command line (`--junit`, `--html`, `report --output`): like
-    `results`, it must resolve inside the repository (`..` included), not pass through a link (a
-    committed link could aim it anywhere), not land in `.git` or a cache root, and not replace a
-    tracked file. Returns it absolute, under the repository."""
+    """A report file named on the command line (`--junit`, `--html`, `report --output`). The
+    person running the command chooses where it goes, inside the repository or outside it
+    (`$RUNNER_TEMP/junit.xml`, `../artifacts/report.html`), as with `pytest --junitxml`; its
+    directories are created and it is written atomically (`fsutil.atomic_write`). Refused: a
+    symbolic link or a directory at the final component, and, where it lands in the repository,
+    what the repository's own files could turn against the invoker: a committed link on the way,
+    `.git`, a cache root, a tracked file. Returns it absolute."""
     absolute = Path(os.path.abspath(Path.cwd() / path))
-    rel = None
+    _refuse_final(option, path, absolute)
+    rel = _repo_relative(config, absolute)
+    if rel is not None:
+        _refuse_in_repository(config, option, path, rel)
+        require_no_link(config.repo, rel, option, OutsideRepository)
+        refuse_tracked(config.repo, [rel], option)
+        return config.repo / rel
+    # Outside, the directories are the invoker's own, links included; one of them may still lead
+    # back into the repository, where `.git` and the cache roots stay off limits.
+    try:
+        landed = _repo_relative(config, absolute.parent.resolve() / absolute.name)
+    except (OSError, RuntimeError):  # a link loop: the write fails and says so
+        landed = None
+    if landed is not None:
+        _refuse_in_repository(config, option, path, landed)
+    return absolute
+
+
+def _repo_relative(config: Config, absolute: Path) -> str | None:
     for repo in (config.repo, config.repo.resolve()):
         try:
-            rel = absolute.relative_to(repo).as_posix()
-            break
+            return absolute.relative_to(repo).as_posix()
         except ValueError:
             continue
-    if rel is None:
+    return None
+
+
+def _refuse_final(option: str, path: Path, absolute: Path) -> None:
+    """The file itself is never a link: a report is never written through one (the atomic
+    write would replace it, but the invoker meant the file it points at). What else cannot be
+    written over (a directory) fails the write, which says so."""
+    try:
+        mode = os.lstat(absolute).st_mode
+    except OSError:
+        return
+    if stat.S_ISLNK(mode):
         raise OutsideRepository(
-            f"{option} {path}: outside the repository {config.repo}; cachelint writes reports "
-            "only inside it, write it to an untracked path there (e.g. eval-results/junit.xml) "
-            "and copy it out afterwards"
+            f"{option} {path}: is a symbolic link; cachelint never writes a report through a "
+            "link, remove it or name the file it points to"
         )
+
+
+def _refuse_in_repository(config: Config, option: str, path: Path, rel: str) -> None:
     if rel in ("", ".") or _in_git_dir(rel):
         raise OutsideRepository(
             f"{option} {path}: inside .git; write reports in the working tree (e.g. eval-results/)"
@@ -142,9 +178,6 @@ def check_output(config: Config, option: str, path: Path) -> Path:
                 f"{option} {path}: inside cache root {root!r}; an offline run must write no byte "
                 "into the committed cache, write the report elsewhere (e.g. eval-results/)"
             )
-    require_no_link(config.repo, rel, option, OutsideRepository)
-    refuse_tracked(config.repo, [rel], option)
-    return config.repo / rel
 
 
 def refuse_tracked(repo: Path, rels: Iterable[str], what: str, *, allowed: str = "") -> None:

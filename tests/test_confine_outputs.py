@@ -1,8 +1,11 @@
-"""Report paths named on the command line stay inside the repository (issue 14, confinement).
+"""Report paths named on the command line (issues 14 and 36.6).
 
-`run --junit/--html` and `report --output` get the treatment `results` and `green-record` get
-from the config: inside the repository, through no link, not into `.git` or a cache root, not
-onto a tracked file. A violation is exit 2 and one line naming the path; nothing is written.
+`run --junit/--html` and `report --output` are written where the invoker says, outside the
+repository too (`$RUNNER_TEMP/junit.xml`, `../artifacts/x.html`, as with `pytest --junitxml`):
+directories created, written atomically, never through a link at the final component. Where such
+a path lands in the repository, what the repository's own files could turn against the invoker
+stays refused: a committed link on the way, `.git`, a cache root, a tracked file. A refusal is
+exit 2 and one line naming the path; nothing is written.
 """
 
 from __future__ import annotations
@@ -39,23 +42,54 @@ def one_error(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.parametrize("option", ["--junit", "--html"])
-def test_a_run_report_outside_the_repository_is_refused_and_not_written(
+def test_a_run_report_outside_the_repository_is_written_where_the_invoker_says(
     repo: Path, tmp_path: Path, option: str
 ) -> None:
-    outside = tmp_path / "ci-temp" / "report.out"
+    """CI writes reports to $RUNNER_TEMP, a directory that may not exist yet."""
+    runner_temp = tmp_path / "runner-temp"
+    outside = runner_temp / "reports" / "report.out"
+    proc = run_cachelint(repo, "run", "--execution", "e1", option, str(outside))
+    assert proc.returncode == 0, proc.stderr
+    text = outside.read_text(encoding="utf-8")
+    assert text.startswith("<?xml" if option == "--junit" else "<!DOCTYPE html>")
+    assert [p.name for p in outside.parent.iterdir()] == ["report.out"]  # no temp file left
+
+
+def test_dot_dot_out_of_the_repository_is_written_there(repo: Path, tmp_path: Path) -> None:
+    proc = run_cachelint(repo, "run", "--execution", "e1", "--html", "../artifacts/x.html")
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "artifacts" / "x.html").read_bytes()
+    assert page == (repo / "eval-results/e1/report.html").read_bytes()
+
+
+@pytest.mark.parametrize("where", ["outside", "inside"])
+@pytest.mark.parametrize("command", [("run", "--junit"), ("run", "--html"), ("report", "--output")])
+def test_a_link_at_the_final_component_is_refused_and_not_written_through(
+    repo: Path, tmp_path: Path, where: str, command: tuple[str, str]
+) -> None:
+    assert run_cachelint(repo, "run", "--execution", "e0").returncode == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n", encoding="utf-8")
+    base = tmp_path / "ci" if where == "outside" else repo / "eval-results"
+    base.mkdir(exist_ok=True)
+    link = base / "report.out"
+    link.symlink_to(victim)
     executions = sorted(p.name for p in (repo / "eval-results").iterdir())
-    err = one_error(run_cachelint(repo, "run", option, str(outside)))
-    assert f"{option} {outside}: outside the repository" in err
-    assert "eval-results/" in err  # how to fix it
-    assert not outside.parent.exists()
+    err = one_error(run_cachelint(repo, *command, str(link)))
+    assert f"{command[1]} {link}: is a symbolic link" in err
+    assert victim.read_text(encoding="utf-8") == "keep me\n" and link.is_symlink()
     # Refused before the run: no execution directory was claimed.
     assert sorted(p.name for p in (repo / "eval-results").iterdir()) == executions
 
 
-def test_dot_dot_out_of_the_repository_is_outside_too(repo: Path, tmp_path: Path) -> None:
-    err = one_error(run_cachelint(repo, "run", "--junit", "out/../../escaped.xml"))
-    assert "--junit out/../../escaped.xml: outside the repository" in err
-    assert not (tmp_path / "escaped.xml").exists()
+def test_a_path_outside_that_leads_back_into_the_cache_is_refused(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The invoker's own link may lead anywhere, but not into the committed cache or .git."""
+    (tmp_path / "into-cache").symlink_to(repo / "eval-cache", target_is_directory=True)
+    err = one_error(run_cachelint(repo, "run", "--junit", str(tmp_path / "into-cache" / "j.xml")))
+    assert "inside cache root 'eval-cache'" in err
+    assert not (repo / "eval-cache" / "j.xml").exists()
 
 
 def test_a_run_report_inside_the_repository_is_written(repo: Path) -> None:
@@ -95,12 +129,14 @@ def test_a_run_report_through_a_link_in_the_repository_path_is_refused(
     assert list(elsewhere.iterdir()) == []
 
 
-def test_report_output_is_confined_like_run_reports(repo: Path, tmp_path: Path) -> None:
+def test_report_output_goes_where_the_invoker_says_and_is_refused_like_run_reports(
+    repo: Path, tmp_path: Path
+) -> None:
     assert run_cachelint(repo, "run", "--execution", "e1").returncode == 0
-    outside = tmp_path / "page.html"
-    err = one_error(run_cachelint(repo, "report", "--output", str(outside)))
-    assert f"--output {outside}: outside the repository" in err
-    assert not outside.exists()
+    outside = tmp_path / "artifacts" / "page.html"
+    done = run_cachelint(repo, "report", "--output", str(outside))
+    assert done.returncode == 0, done.stderr
+    assert outside.read_bytes().startswith(b"<!DOCTYPE html>")
     before = (repo / "pyproject.toml").read_bytes()
     err = one_error(run_cachelint(repo, "report", "-o", "pyproject.toml"))
     assert "would overwrite the tracked file pyproject.toml" in err
