@@ -343,6 +343,9 @@ class _Sealed(types.ModuleType):
     switch (`_armed`) and what the hook consults are changed by its own functions only."""
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("__") and name.endswith("__") and name != "__class__":
+            super().__setattr__(name, value)  # the import system's own (`__spec__` on reload)
+            return
         raise AttributeError(_SEALED.format(name=name))
 
     def __delattr__(self, name: str) -> None:
@@ -353,4 +356,5 @@ _SEALED = (
     "cachelint.netguard.{name} cannot be assigned: replay's network guard is not switched off "
     "from inside a replay; record with --cache auto or --refresh-cache instead"
 )
-sys.modules[__name__].__class__ = _Sealed
+# Through ModuleType, so that a reload (whose module is already sealed) can seal it again.
+types.ModuleType.__setattr__(sys.modules[__name__], "__class__", _Sealed)

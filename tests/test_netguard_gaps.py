@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,8 @@ def test_target_code_cannot_switch_the_guard_off() -> None:
             cachelint.netguard._armed = 0  # type: ignore[attr-defined]
         with pytest.raises(AttributeError, match="cannot be assigned"):
             del cachelint.netguard._hook
+        with pytest.raises(AttributeError, match="cannot be assigned"):
+            cachelint.netguard.__class__ = types.ModuleType  # unsealed, it could then be
         with pytest.raises(NetworkRefused, match="api.example.invalid"):
             socket.getaddrinfo("api.example.invalid", 443)
 
