@@ -33,6 +33,7 @@ COMMANDS = (
     "prune",
     "fake-provider",
     "schema",
+    "import",
 )
 
 
@@ -65,7 +66,8 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cachelint {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS if only is None else (only,):
-        module = importlib.import_module(f"cachelint.commands.{name.replace('-', '_')}")
+        module_name = name.replace("-", "_") + ("_" if name == "import" else "")  # a keyword
+        module = importlib.import_module(f"cachelint.commands.{module_name}")
         module.add_parser(sub, [common])
     return parser
 
