@@ -62,6 +62,13 @@ EXAMPLES: list[dict[str, Any]] = [
     {"type": "latency-ms", "max": 2000},
     {"type": "cost", "max": 0.01},
     {"type": "python", "function": "evals:word_count", "max": 100},
+    {"type": "trajectory:tool-called", "name": "lookup_order", "args": {"order_id": "A-1"}},
+    {"type": "trajectory:tool-not-called", "name": "refund_order", "args": {"amount": 5}},
+    {"type": "trajectory:tool-sequence", "tools": ["a", {"name": "b", "args": {"x": 1}}]},
+    {"type": "trajectory:step-count", "min": 1, "max": 3, "of": "tool-calls"},
+    {"type": "trajectory:answer", "call": -1, "assert": {"type": "contains", "value": "x"}},
+    {"type": "json-schema", "schema": {"type": "object"}, "path": "$.a"},
+    {"type": "tool-call-schema", "tool": "lookup_order"},
 ]
 # ... and specs the loader refuses, which the schema refuses too.
 BAD: list[dict[str, Any]] = [
@@ -77,6 +84,14 @@ BAD: list[dict[str, Any]] = [
     {"type": "cost"},
     {"type": "python", "function": "no-colon"},
     {"type": "contians", "value": "x"},
+    {"type": "trajectory:tool-called"},
+    {"type": "trajectory:tool-sequence", "tools": []},
+    {"type": "trajectory:tool-sequence", "tools": ["a"], "mode": "any"},
+    {"type": "trajectory:step-count"},
+    {"type": "trajectory:answer", "assert": {"type": "python", "function": "m:f"}},
+    {"type": "trajectory:answer", "assert": {"type": "contains"}},
+    {"type": "json-schema"},
+    {"type": "tool-call-schema", "schema": {}},
 ]
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from cachelint.errors import CachelintError
 from cachelint.runner import assertions as base
+from cachelint.runner import schemas, trajectory
 from cachelint.runner.assertions import AssertionResult, _regex_flags, _show, validate_assertion
 from cachelint.runner.output import Output
 
@@ -29,7 +30,12 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "cost": (frozenset({"max"}), frozenset()),
     "python": (frozenset({"function"}), frozenset()),
 }
-TYPES = frozenset(_FIELDS) | frozenset(NEGATED)
+# Types whose own module validates and evaluates them (`validate(spec, where)` and
+# `evaluate(spec, output, calls, tools)`): the one place a new family of types is registered.
+EXTENSIONS: dict[str, Any] = {
+    kind: module for module in (trajectory, schemas) for kind in sorted(module.TYPES)
+}
+TYPES = frozenset(_FIELDS) | frozenset(NEGATED) | frozenset(EXTENSIONS)
 # A latency limit is only measured on live calls; alone it would let a replayed scenario check
 # nothing, so it does not count as the deterministic assertion every scenario needs.
 DETERMINISTIC = (base.DETERMINISTIC | TYPES) - {"latency-ms"}
@@ -83,6 +89,8 @@ def validate(spec: Any, where: str) -> Mapping[str, Any]:
         return _json_path_compare(spec, where)
     if kind == "tool-arg" and "regex" in spec:
         return _tool_arg_regex(spec, where)
+    if isinstance(kind, str) and kind in EXTENSIONS:
+        return EXTENSIONS[kind].validate(spec, where)
     if kind in NEGATED:
         validate_assertion({**spec, "type": NEGATED[kind]}, where)
         return dict(spec)

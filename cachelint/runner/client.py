@@ -126,6 +126,8 @@ class CallRecord:
     messages: tuple[Mapping[str, Any], ...]
     response: Any
     model: str | None = None  # the model the call asked for: what its usage is priced at
+    # The tools the call declared (the canonical request's): what tool-call-schema checks against.
+    tools: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass
@@ -258,7 +260,7 @@ class CachingClient:
                     where = f"{entry}/contents.data"
                     _refuse_lone_surrogate(response, where, self.recorder.command)
                 latency = time.perf_counter() - started
-                self._record(key, entry, True, latency, sent, response, model)
+                self._record(key, entry, True, latency, sent, response, model, request)
                 return response
             if self.mode is Mode.REPLAY:
                 message = self.miss_message(key, request, model=model)
@@ -281,7 +283,7 @@ class CachingClient:
             self.store.put(
                 self.scenario, key, request, response, provider=self.provider, model=model
             )
-        self._record(key, entry, False, completion.latency_s, sent, response, model)
+        self._record(key, entry, False, completion.latency_s, sent, response, model, request)
         return response
 
     # ---- for code written against a provider SDK (the cache endpoint) ----------------------
@@ -336,6 +338,14 @@ class CachingClient:
 
         return http_client(self, library=library, asynchronous=asynchronous)
 
+    def expect(self, *specs: Mapping[str, Any], answer: Any = None) -> None:
+        """In a pytest test, assert dataset assertions (docs/assertions.md) over the calls made
+        so far: `cachelint.expect({"type": "trajectory:tool-called", "name": "lookup_order"})`.
+        Output checks see `answer` (a string or a provider's response), else the last call's."""
+        from cachelint.runner.expect import expect
+
+        expect(specs, list(self.calls), answer)
+
     def _endpoint(self) -> Any:
         if self.endpoint is None:
             raise CachelintError(
@@ -353,8 +363,10 @@ class CachingClient:
         messages: list[dict[str, Any]],
         response: dict[str, Any],
         model: str | None = None,
+        request: Mapping[str, Any] | None = None,
     ) -> None:
         usage = response.get("usage", response.get("usageMetadata"))  # Gemini's name
+        tools = (request or {}).get("tools")
         record = CallRecord(
             purpose=self.purpose,
             key=key,
@@ -365,6 +377,9 @@ class CachingClient:
             messages=tuple(messages),
             response=response,
             model=model,
+            tools=tuple(t for t in tools if isinstance(t, Mapping))
+            if isinstance(tools, list)
+            else (),
         )
         with self._lock:
             self.calls.append(record)

@@ -173,6 +173,8 @@ def evaluate_all(
             results.append(_latency(spec, calls))
         elif kind == "cost":
             results.append(_cost(spec, calls, context))
+        elif kind in checks.EXTENSIONS:
+            results.append(checks.EXTENSIONS[kind].evaluate(spec, output, calls, scenario.tools))
         else:
             own = checks.evaluate_output(spec, output)
             results.append(own if own is not None else evaluate(spec, output))

@@ -1,0 +1,52 @@
+"""Dataset assertions inside a team's own pytest tests: `cachelint.expect(spec, ...)` checks specs
+(docs/assertions.md), trajectory and schema ones included, against the model calls the test made
+through the fixture so far, and fails the test with each failed assertion's reason."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cachelint.errors import CachelintError
+from cachelint.runner import assertions as base
+from cachelint.runner import checks
+from cachelint.runner.assertions import AssertionResult
+from cachelint.runner.client import CallRecord
+from cachelint.runner.output import Output, output_from_value
+
+_NEEDS_A_RUN = frozenset({"python", "latency-ms", "cost"})
+
+
+def _last_answer(calls: Sequence[CallRecord]) -> Output:
+    target = [c for c in calls if c.purpose == "target"]
+    return output_from_value(target[-1].response) if target else Output("")
+
+
+def check_specs(
+    specs: Sequence[Mapping[str, Any]], calls: Sequence[CallRecord], answer: Any = None
+) -> list[AssertionResult]:
+    """Each spec's result over `calls`; the output checks see `answer` (what the test's agent
+    returned: a string, a chat.completion, ...), else the last call's answer."""
+    output = output_from_value(answer) if answer is not None else _last_answer(calls)
+    results = []
+    for i, raw in enumerate(specs):
+        spec = checks.validate(raw, f"cachelint.expect: spec {i}")
+        kind = spec["type"]
+        if kind in _NEEDS_A_RUN:
+            raise CachelintError(
+                f"cachelint.expect: spec {i}: {kind!r} needs `cachelint run`; in a test, assert "
+                "on the value directly"
+            )
+        module = checks.EXTENSIONS.get(kind)
+        if module is not None:
+            results.append(module.evaluate(spec, output, calls, ()))
+        else:
+            own = checks.evaluate_output(spec, output)
+            results.append(own if own is not None else base.evaluate(spec, output))
+    return results
+
+
+def expect(specs: Sequence[Mapping[str, Any]], calls: Sequence[CallRecord], answer: Any) -> None:
+    failed = [r for r in check_specs(specs, calls, answer) if not r.passed]
+    if failed:
+        raise AssertionError("\n".join(f"{r.type}: {r.reason}" for r in failed))
