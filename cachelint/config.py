@@ -90,6 +90,7 @@ class Config:
     target: TargetConfig = field(default_factory=TargetConfig)
     targets: Mapping[str, TargetConfig] = field(default_factory=dict)  # [tool.cachelint.targets]
     agents: Mapping[str, str] = field(default_factory=dict)  # agent -> target name
+    compare: tuple[str, ...] = ()  # a target matrix for every scenario (runner.matrix)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     interpretations: Mapping[str, Any] = field(default_factory=dict)  # metric name -> ranges
     prices: Mapping[str, Any] = field(default_factory=dict)  # model -> $/Mtok in and out
@@ -241,6 +242,7 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "target": ("target", _table),
     "targets": ("targets", _table),
     "agents": ("agents", _table),
+    "compare": ("compare", _str_list(_str)),
     "judge": ("judge", _table),
     "interpretations": ("interpretations", _interpretations),
     "prices": ("prices", _prices),

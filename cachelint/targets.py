@@ -57,6 +57,10 @@ def parse_named(
             raise ConfigError(f'{where}: expected exactly one key, target = "NAME"')
         agents[agent] = check_name(table["target"], where)
     out["agents"] = agents
+    compare = [check_name(n, f"{source} compare") for n in values.pop("compare", ())]
+    if len(set(compare)) != len(compare):
+        raise ConfigError(f"{source} compare: a target is listed twice; list each once")
+    out["compare"] = tuple(compare)
     judge = values.pop("judge", None)
     if judge is not None:
         out["judge"] = _judge(judge, f"{source} [judge]", check_name)

@@ -148,7 +148,11 @@ def test_every_list_key_accepts_a_single_string(tmp_path: Path) -> None:
 ERRORS = [
     pytest.param(
         "colour = 1\n",
-        ["cachelint.toml", "unknown key 'colour'", "allowed keys: agents, cache, datasets,"],
+        [
+            "cachelint.toml",
+            "unknown key 'colour'",
+            "allowed keys: agents, cache, compare, datasets,",
+        ],
         id="unknown-key",
     ),
     pytest.param(

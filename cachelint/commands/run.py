@@ -69,6 +69,8 @@ def add_parser(
         metavar="GLOB",
         help="only scenarios whose identity (agent/tenant/name) matches GLOB (repeatable)",
     )
+    matrix = "each scenario against this target (repeatable: a matrix, the first is primary)"
+    parser.add_argument("--target", action="append", default=[], metavar="NAME", help=matrix)
     parser.add_argument(
         "--trials", type=int, default=None, help="trials per scenario (overrides the dataset)"
     )
@@ -104,6 +106,7 @@ def _handle(ns: argparse.Namespace) -> int:
         agents=list(ns.agent),
         tenants=list(ns.tenant),
         scenarios=list(ns.scenario),
+        targets=list(ns.target),
         trials=ns.trials,
         jobs=ns.jobs,
         fmt=ns.format,
@@ -173,8 +176,11 @@ def _select(
     return chosen
 
 
-def _rerecord_command(identity: str, *, trials: int | None, config_path: Path | None) -> str:
-    parts = ["cachelint run", "--scenario", shlex.quote(identity), "--refresh-cache"]
+def _rerecord_command(scenario: Any, *, trials: int | None, config_path: Path | None) -> str:
+    parts = ["cachelint run", "--scenario", shlex.quote(scenario.cache_identity)]
+    if scenario.column is not None:
+        parts += ["--target", shlex.quote(scenario.column)]
+    parts.append("--refresh-cache")
     if trials is not None:
         parts += ["--trials", str(trials)]
     if config_path is not None:
@@ -228,6 +234,7 @@ def run(
     agents: Sequence[str] = (),
     tenants: Sequence[str] = (),
     scenarios: Sequence[str] = (),
+    targets: Sequence[str] = (),
     trials: int | None = None,
     jobs: int = 1,
     fmt: str = "text",
@@ -240,6 +247,7 @@ def run(
     extras: Extras | None = None,
 ) -> int:
     from cachelint.gcpolicy import fewer_collections
+    from cachelint.usage import mark_run_recording
 
     with fewer_collections():
         plan = plan_run(
@@ -250,6 +258,7 @@ def run(
             agents=agents,
             tenants=tenants,
             scenarios=scenarios,
+            targets=targets,
             trials=trials,
             jobs=jobs,
             fmt=fmt,
@@ -261,6 +270,8 @@ def run(
         )
         try:
             check_extras(plan.repo, extras)
+            # Until a full run finishes, prune and green refuse: a kill -9 leaves the marker.
+            mark_run_recording(plan.config, plan.mode, plan.execution)
             wiring = wire(plan, transport_factory=transport_factory)
             outcome = execute(plan, wiring, out=out, err=err)
         except BaseException:
@@ -282,6 +293,7 @@ def plan_run(
     scenarios: Sequence[str],
     trials: int | None,
     jobs: int,
+    targets: Sequence[str] = (),
     fmt: str,
     execution: str | None,
     junit: Path | None,
@@ -297,6 +309,7 @@ def plan_run(
     from cachelint.formats import parse_report_format
     from cachelint.runner.dataset import load_scenarios
     from cachelint.runner.judges import METRICS
+    from cachelint.runner.matrix import expand
     from cachelint.runner.shards import in_shard, parse_shard
 
     chosen_mode = _resolve_mode(mode, refresh)
@@ -326,6 +339,7 @@ def plan_run(
         if chosen_shard is not None:
             # An empty shard is a valid slice of a small suite: it runs nothing and passes.
             selected = in_shard(selected, chosen_shard)
+        selected = expand(config, selected, targets)  # a target matrix: one per pair
         execution_name = claim_execution(repo / config.results, execution_name)
     except BaseException:
         if canary is not None:  # the plan failed: the child's snapshot will not be wanted
@@ -343,7 +357,8 @@ def plan_run(
         selected=selected,
         trials=trials,
         jobs=jobs,
-        filtered=bool(agents or tenants or scenarios or chosen_shard),
+        # --target chooses other targets than the config's: not a run the green record vouches for
+        filtered=bool(agents or tenants or scenarios or chosen_shard or targets),
         shard=chosen_shard,
         canary=canary,
     )
@@ -482,9 +497,8 @@ def publish(
     view, notes = run_verdict(
         view_of(report, config, started, outcome.records), config, extras or Extras()
     )
-    report = replace(
-        report, failures=view.failures, costs={s.identity: s.spend for s in view.scenarios}
-    )
+    costs = {s.identity: s.spend for s in view.scenarios}
+    report = replace(report, failures=view.failures, costs=costs, matrix=view.matrix())
     published = publish_more(
         view,
         config,
@@ -549,7 +563,7 @@ def _conclude(
         config,
         execution=plan.execution,
         mode=plan.mode.value,
-        scenarios=[s.identity for s in plan.selected],
+        scenarios=[s.identity for s in plan.selected if s.identity == s.cache_identity],
         now=plan.moment,
         cache_snapshots=outcome.after_by_root,
         known={s.path: s.file_digest for s in plan.every if s.file_digest},

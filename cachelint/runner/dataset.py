@@ -54,6 +54,17 @@ class Scenario:
     # False: the scenario declares its target answers without a model call (`"model-calls":
     # false`), so a replay that made none is not a bypassed cache.
     model_calls: bool = True
+    # A target matrix (`"targets": [...]`, `compare`, `run --target`): the targets this scenario
+    # runs against; once expanded (`runner.matrix`), one pair's `column` (its target) and
+    # `origin` (the dataset identity whose cache directory and keys the pair uses).
+    targets: tuple[str, ...] = ()
+    column: str | None = None
+    origin: str = ""
+
+    @property
+    def cache_identity(self) -> str:
+        """The identity the cache knows: a matrix pair's dataset identity, else its own."""
+        return self.origin or self.identity
 
 
 FIELDS = frozenset(
@@ -70,6 +81,7 @@ FIELDS = frozenset(
         "tags",
         "description",
         "target",
+        "targets",
         "model-calls",
     }
 )
@@ -348,6 +360,9 @@ def parse_scenario(
     target = data.get("target")
     if target is not None:
         f.string(target, "target")
+    targets = _strings(data.get("targets", []), "targets", f)
+    if targets and target is not None:
+        raise f.error("targets", "give 'target' (one target) or 'targets' (a matrix), not both")
     model_calls = data.get("model-calls", True)
     if not isinstance(model_calls, bool):
         got = json_kind(model_calls, exact=True)
@@ -371,6 +386,7 @@ def parse_scenario(
         target=target,
         file_digest=file_digest,
         model_calls=model_calls,
+        targets=tuple(targets),
     )
 
 

@@ -313,7 +313,9 @@ def output_record(output: Output | None) -> dict[str, Any] | None:
 def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dict[str, Any]:
     """The per-scenario results document written to `<results>/<execution>/<identity>.json`."""
     s = result.scenario
+    pair = {"origin": s.origin, "target": s.column} if s.column is not None else {}
     return {
+        **pair,
         "format": RESULT_FORMAT,
         "execution": execution,
         "mode": mode,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
+from cachelint.runner.matrixviews import matrix_html
 from cachelint.runner.settings import ReportSettings
 from cachelint.runner.views import ExecutionView, ScenarioView, group_spend
 
@@ -382,7 +383,8 @@ def _scenario(s: ScenarioView, settings: ReportSettings, trend: Trend | None) ->
     state = "passed" if s.passed else "failed"
     n_in, n_out = s.tokens
     parts = [
-        f'<details class="scenario {state}" data-testid="scenario" data-scenario="{_e(s.identity)}"'
+        f'<details class="scenario {state}" data-testid="scenario" id="s-{_e(s.identity)}" '
+        f'data-scenario="{_e(s.identity)}"'
         f"{'' if s.passed else ' open'}><summary>{_verdict(s.passed)} {_e(s.identity)} "
         f'<span class="meta">{sum(1 for t in s.trials if t.get("passed"))}/{len(s.trials)} trials, '
         f'<span data-testid="cost">{_e(s.spend.text())}</span>, '
@@ -511,6 +513,9 @@ def render_html(
         )
     if compare is not None:
         parts.append(_compare(compare, view))
+    matrix = view.matrix()
+    if matrix is not None:
+        parts.append(matrix_html(matrix, _e))
     for part in parts:
         yield part + "\n"
     yield from _hierarchy(view, settings, trend)

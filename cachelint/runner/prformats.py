@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from cachelint.display import sanitize, sanitize_block
 from cachelint.runner.cost import Spend, money
+from cachelint.runner.matrixviews import matrix_markdown
 from cachelint.runner.settings import ReportSettings
 from cachelint.runner.views import ExecutionView, ScenarioView, group_spend
 
@@ -79,6 +80,8 @@ def render_markdown(
         out.append(f"| {md(name)} | {ok}/{len(members)} | {_spent(group_spend(members))} |")
     out.append(f"| **total** | **{passed}/{total}** | **{_spent(view.spend)}** |")
     out.append("")
+    matrix = view.matrix()
+    out.extend(matrix_markdown(matrix, md) if matrix is not None else ())
     for m in view.mutations:
         out.append(
             f"- ❌ `eval-cache-mutated`: {md(m.get('path', ''))}: {md(m.get('message', ''))}"

@@ -20,6 +20,7 @@ from cachelint.formats import ReportFormat
 from cachelint.reporters import finding_lines
 from cachelint.runner.cost import Spend
 from cachelint.runner.engine import ScenarioResult, TrialResult, summary_counts
+from cachelint.runner.matrix import Matrix, matrix_lines
 from cachelint.runner.metrics import Metric, Rating
 
 REPORT_FORMAT = 1
@@ -37,6 +38,7 @@ class RunReport:
     # What fails the run beyond its scenarios (over budget, baseline regressions): the same
     # lines `ExecutionView.failures` holds for the other formats.
     failures: Sequence[str] = field(default_factory=tuple)
+    matrix: Matrix | None = None  # a target matrix's columns (runner.matrix), when it ran one
 
     @property
     def passed(self) -> bool:
@@ -154,6 +156,7 @@ def text_scenario(r: ScenarioResult) -> str:
 def text_tail(report: RunReport) -> str:
     out: list[str] = []
     out.extend(finding_lines(list(report.mutations), prefix="FAIL  "))
+    out.extend(matrix_lines(report.matrix, sanitize) if report.matrix is not None else ())
     out.append("summary by agent:")
     out.extend(
         f"  {sanitize(n)}: {p}/{t} passed" for n, p, t in _group_counts(report.results, False)
@@ -230,6 +233,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
         ],
         "failures": list(report.failures),
         "results_dir": report.results_dir,
+        **({"matrix": report.matrix.as_dict()} if report.matrix is not None else {}),
     }
 
 

@@ -118,6 +118,12 @@ class ExecutionView:
     def spend(self) -> Spend:
         return group_spend(self.scenarios)
 
+    def matrix(self) -> Any:
+        """The target matrix this execution ran (`runner.matrix.Matrix`), else None."""
+        from cachelint.runner.matrix import matrix_of
+
+        return matrix_of(self)
+
     def groups(self, by_tenant: bool) -> list[tuple[str, list[ScenarioView]]]:
         out: dict[str, list[ScenarioView]] = {}
         for s in self.scenarios:

@@ -50,7 +50,7 @@ class Wiring:
     config: Config
     store: Store
     mode: Mode
-    rerecord: Callable[[str], str]  # scenario identity -> the command a miss prints
+    rerecord: Callable[[Scenario], str]  # the command a miss prints
     transport_factory: TransportFactory
     names: dict[str, str] = field(default_factory=dict)  # scenario identity -> target name
     _targets: dict[str, Target] = field(default_factory=dict)
@@ -98,14 +98,14 @@ class Wiring:
     def _client(self, name: str, scenario: Scenario, trial: int) -> CachingClient:
         target = self.config.named_target(name)
         recorder = Recorder(
-            command=self.rerecord(scenario.identity),
+            command=self.rerecord(scenario),
             url=redact_url(target.url),
             api_key_env=target.api_key_env,
             env_file=target.env_file,
         )
         return CachingClient(
             store=self.store,
-            scenario=scenario.identity,
+            scenario=scenario.cache_identity,  # a matrix pair's entries are its scenario's
             trial=trial,
             mode=self.mode,
             transport=self._transport(name, target),
@@ -141,7 +141,7 @@ def wire(
     scenarios: Sequence[Scenario],
     store: Store,
     mode: Mode,
-    rerecord: Callable[[str], str],
+    rerecord: Callable[[Scenario], str],
     transport_factory: TransportFactory | None = None,
 ) -> Wiring:
     """Resolve every scenario's target and load each used target's code (a bad target is a
