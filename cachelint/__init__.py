@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not `typing`: `import cachelint` is on the hook's fast path, where every import counts.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 __all__ = ["Metric", "Rating", "__version__"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from cachelint.runner.metrics import Metric, Rating
 
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
-from collections.abc import Iterable
-from pathlib import Path
-from typing import BinaryIO
+
+# The hook's fast path reads the config through `read_regular`: this module imports nothing it does
+# not need at run time (pathlib, typing and secrets cost more than the rest of that path).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+    from typing import BinaryIO
 
 TEMP_PREFIX = ".cachelint-tmp-"
 
@@ -20,6 +24,8 @@ TEMP_PREFIX = ".cachelint-tmp-"
 def _create_temp(directory: Path) -> tuple[int, Path]:
     # Not tempfile.mkstemp: it creates files 0600, so recorded entries would be unreadable to the
     # rest of a team sharing a checkout. os.open with 0o666 lets the umask decide, like open("w").
+    import secrets
+
     while True:
         tmp = directory / f"{TEMP_PREFIX}{secrets.token_hex(8)}"
         try:

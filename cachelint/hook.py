@@ -1,7 +1,8 @@
 """The lean entry point behind the git hooks: `python -m cachelint.hook pre-commit` (the plain
 hook: check and the watch gate) and `python -m cachelint.hook check` (the pre-commit framework's
 `cachelint-check` hook, which must run on every commit because the framework never passes a
-deleted path to a hook, and so decides here whether the staged change touches anything to lint).
+deleted path to a hook, and so decides here whether the staged change touches anything to lint)
+and `python -m cachelint.hook watch` (the framework's `cachelint-watch` hook: the gate alone).
 
 Most commits touch neither the cache nor a watched prompt, so this path must cost little more than
 starting Python. It imports only the standard library (no cachelint.cli, no command modules, no
@@ -22,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 
-USAGE = "usage: python -m cachelint.hook pre-commit|check"
+USAGE = "usage: python -m cachelint.hook pre-commit|check|watch"
 
 # Paths whose change can break the cache's integrity even outside the cache roots: attributes
 # decide line-ending conversion, ignore rules decide what git sees, the config decides the roots.
@@ -219,9 +220,9 @@ class _Gate:
         return any(all(run in slashed for run in runs) for runs in self._prefilter)
 
 
-def pre_commit(*, watch: bool = True) -> int:
-    """Lint (and with `watch`, gate) what the staged change touches; deletions included, since
-    `git diff --cached --name-only` lists deleted paths too."""
+def pre_commit(*, check: bool = True, watch: bool = True) -> int:
+    """Lint (with `check`) and gate (with `watch`) what the staged change touches; deletions
+    included, since `git diff --cached --name-only` lists deleted paths too."""
     repo = _top_level()
     if repo is None:
         print("cachelint hook: not inside a git work tree; run it from a clone", file=sys.stderr)
@@ -230,12 +231,12 @@ def pre_commit(*, watch: bool = True) -> int:
     if rc != 0:
         print(f"cachelint hook: `git diff --cached` failed with exit code {rc}", file=sys.stderr)
         return 2
-    if not out and watch:
+    if not out and (watch or not check):
         return 0
     staged = out.rstrip(b"\0").decode("utf-8", "surrogateescape").split("\0") if out else []
     gate = _Gate(_read_table(repo))
     # Nothing staged: not a commit (say `pre-commit run --all-files` in CI), so lint the tree.
-    run_check = not staged or gate.invalid or any(gate.wants_check(p) for p in staged)
+    run_check = check and (not staged or gate.invalid or any(gate.wants_check(p) for p in staged))
     # A staged dataset goes to the gate even without globs: a committed green record gates it.
     maybe_watch = watch and any(gate.maybe_watched(p) for p in staged)
     if not (run_check or maybe_watch):
@@ -290,11 +291,11 @@ def _slow_path(repo: str, staged: list[str], *, run_check: bool, maybe_watch: bo
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if args not in (["pre-commit"], ["check"]):
+    if args not in (["pre-commit"], ["check"], ["watch"]):
         print(USAGE, file=sys.stderr)
         return 2
     try:
-        return pre_commit(watch=args == ["pre-commit"])
+        return pre_commit(check=args != ["watch"], watch=args != ["check"])
     except _NoGit as exc:
         print(f"cachelint hook: cannot run git ({exc}); put git on PATH", file=sys.stderr)
         return 2

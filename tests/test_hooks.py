@@ -158,7 +158,7 @@ def test_bad_usage_of_the_hook_module(tmp_path: Path) -> None:
         [sys.executable, "-m", "cachelint.hook", "commit-msg"], capture_output=True, text=True
     )
     assert result.returncode == 2
-    assert result.stderr.strip() == "usage: python -m cachelint.hook pre-commit|check"
+    assert result.stderr.strip() == "usage: python -m cachelint.hook pre-commit|check|watch"
 
 
 def test_git_missing_from_path_is_one_line_and_leaks_no_descriptor(git_repo: Path) -> None:
