@@ -28,6 +28,7 @@ from cachelint.runner.assertions import json_kind
 from cachelint.runner.checks import validate as validate_assertion
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
+from cachelint.runner.trials import ALL, PassPolicy, parse_policy
 from cachelint.winpath import problem
 
 
@@ -54,6 +55,8 @@ class Scenario:
     # False: the scenario declares its target answers without a model call (`"model-calls":
     # false`), so a replay that made none is not a bypassed cache.
     model_calls: bool = True
+    # When the scenario's trials pass (`"pass"`): all of them, at least k, or a rate.
+    pass_policy: PassPolicy = ALL
     # A target matrix (`"targets": [...]`, `compare`, `run --target`): the targets this scenario
     # runs against; once expanded (`runner.matrix`), one pair's `column` (its target) and
     # `origin` (the dataset identity whose cache directory and keys the pair uses).
@@ -83,6 +86,7 @@ FIELDS = frozenset(
         "target",
         "targets",
         "model-calls",
+        "pass",
     }
 )
 MAX_TRIALS = 100
@@ -353,6 +357,7 @@ def parse_scenario(
             "trials",
             f"expected an integer from 1 to {MAX_TRIALS}, got {json_kind(trials, exact=True)}",
         )
+    policy = parse_policy(data["pass"], trials, f"{path}: field 'pass'") if "pass" in data else ALL
     tags = _strings(data.get("tags", []), "tags", f)
     description = data.get("description")
     if description is not None:
@@ -386,6 +391,7 @@ def parse_scenario(
         target=target,
         file_digest=file_digest,
         model_calls=model_calls,
+        pass_policy=policy,
         targets=tuple(targets),
     )
 

@@ -76,7 +76,10 @@ class ScenarioResult:
 
     @property
     def passed(self) -> bool:
-        return all(t.passed for t in self.trials)
+        """Whether the trials pass under the scenario's `pass` policy (all, by default)."""
+        errored = any(t.error is not None for t in self.trials)
+        verdicts = [t.passed for t in self.trials]
+        return self.scenario.pass_policy.passes(verdicts, errored)
 
     @property
     def passed_trials(self) -> int:
@@ -325,6 +328,7 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
         "path": s.path,
         "passed": result.passed,
         "pass_rate": result.pass_rate,
+        "pass_policy": s.pass_policy.describe(),
         "trials": [
             {
                 "trial": t.trial,

@@ -21,6 +21,7 @@ from cachelint.confine import first_link
 from cachelint.errors import CachelintError
 from cachelint.fsutil import read_regular
 from cachelint.runner.dataset import validate_identity
+from cachelint.runner.trials import recorded_verdict
 from cachelint.store import decode_json
 
 RUN_FILE = "run.json"
@@ -125,7 +126,7 @@ def _listed(entry: Any, shown: str) -> Listed:
         raise _refused(shown, f"{identity}: 'passed' is {entry.get('passed')!r}, not true or false")
     if trials is None:
         raise _refused(shown, f"{identity}: 'trials' is not a list of trials with true or false")
-    if passed != all(trials):
+    if passed != recorded_verdict(entry, trials):
         raise _refused(shown, f"{identity}: 'passed' disagrees with its trials")
     return Listed(identity, passed, trials, entry)
 
@@ -186,7 +187,7 @@ def read_record(directory: Path, listed: Listed) -> tuple[bytes, Mapping[str, An
     trials = _trial_flags(record.get("trials"))
     if _flag(record.get("passed")) is None or trials is None:
         raise _refused(shown, "'passed' or its trials' are not true or false")
-    if record["passed"] != all(trials):
+    if record["passed"] != recorded_verdict(record, trials):
         raise _refused(shown, "'passed' disagrees with its trials")
     if record["passed"] != listed.passed or trials != listed.trials:
         raise _refused(shown, f"disagrees with {RUN_FILE} on the verdict of {listed.identity}")

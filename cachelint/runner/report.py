@@ -67,7 +67,9 @@ def _trial_label(r: ScenarioResult) -> str:
     total = len(r.trials)
     if total == 1:
         return ""
-    return f"  {r.passed_trials}/{total} trials ({r.pass_rate:.0%})"
+    verdicts = " ".join("pass" if t.passed else "FAIL" for t in r.trials)
+    policy = r.scenario.pass_policy.describe()
+    return f"  {r.passed_trials}/{total} trials ({r.pass_rate:.0%}; pass {policy}: {verdicts})"
 
 
 def _cache_label(r: ScenarioResult) -> str:
@@ -143,7 +145,7 @@ def text_scenario(r: ScenarioResult) -> str:
     """One scenario's block of the text report (also printed live, see runner/progress.py)."""
     verdict = "PASS" if r.passed else "FAIL"
     out = [f"{verdict}  {sanitize(r.scenario.identity)}{_trial_label(r)}{_cache_label(r)}"]
-    if not r.passed:
+    if not r.passed or r.passed_trials < len(r.trials):  # a policy may pass failed trials
         multi = len(r.trials) > 1
         for t in r.trials:
             if not t.passed:
@@ -224,6 +226,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
                 "path": r.scenario.path,
                 "passed": r.passed,
                 "pass_rate": r.pass_rate,
+                "pass_policy": r.scenario.pass_policy.describe(),
                 "trials": [_trial_dict(t) for t in r.trials],
             }
             for r in report.results
