@@ -116,6 +116,7 @@ def _session(config: pytest.Config) -> dict[str, Any]:
     if _SESSION in config.stash:
         return config.stash[_SESSION]
     from cachelint.errors import CachelintError
+    from cachelint.frontdoors import FrontDoor
     from cachelint.runner.endpoint import Endpoint
     from cachelint.store import Store
     from cachelint.usage import mark_recording
@@ -125,7 +126,7 @@ def _session(config: pytest.Config) -> dict[str, Any]:
     if mode.records:
         try:
             # Until a full pass replaces it, prune keeps what this session records.
-            mark_recording(settings, session=state["session"], mode=mode.value)
+            mark_recording(settings, FrontDoor.PYTEST, execution=state["session"], mode=mode.value)
         except CachelintError as exc:
             raise pytest.UsageError(f"cachelint: {exc}") from None
     state["store"] = Store(

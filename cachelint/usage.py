@@ -18,9 +18,11 @@ front door's either). Nothing is taken on the record's word (`Judgement`): a run
 agree with the execution's own results under `<results>/<execution>/` (run.json and each
 scenario's file: every scenario of the datasets, each passed, the same entries), a pytest
 record with itself; an entry recorded after the pass finished is one the pass never saw (an
-interrupted or partial re-record); and a pytest session that may have recorded leaves
-`<results>/pytest-recording.json` until a full pass replaces it, so a killed re-record stops
-prune. An owner with entries and no usable pass makes prune refuse, naming its command.
+interrupted or partial re-record); and a run or a pytest session that may record leaves a
+marker, `<results>/run-recording.json` or `<results>/pytest-recording.json`, from before its
+first entry until a full pass of its front door finishes, so a killed re-record (Ctrl-C,
+SIGTERM, kill -9, a cancelled job) stops prune and `green --from-results` whatever the entries'
+dates say. An owner with entries and no usable pass makes prune refuse, naming its command.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ from cachelint.store import CACHE_DIR, Entry, decode_json, format_time, parse_ti
 
 FILE = "entries-used.json"
 PYTEST_FILE = "entries-used-pytest.json"
-RECORDING = "pytest-recording.json"  # a pytest session that may record is under way, or died
+# A recording under way, or one that died: left until a full pass of its front door finishes.
+_RECORDING = {FrontDoor.RUN: "run-recording.json", FrontDoor.PYTEST: "pytest-recording.json"}
 FORMAT = 1
 MAX_BYTES = 256 * 1024 * 1024  # a record or results file above it is not read (not evidence)
 _FILES = {FrontDoor.RUN: FILE, FrontDoor.PYTEST: PYTEST_FILE}
@@ -131,7 +134,8 @@ def write_usage(
 
 
 def record_run(config: Config, report: Any, *, filtered: bool) -> None:
-    """`write_usage` for a finished run (`report` is its RunReport)."""
+    """`write_usage` for a finished run (`report` is its RunReport); a full one (passed or not)
+    ends what a recording run's marker stood for."""
     write_usage(
         config,
         execution=report.execution,
@@ -140,6 +144,8 @@ def record_run(config: Config, report: Any, *, filtered: bool) -> None:
         passed=report.passed,
         calls=(c for r in report.results for t in r.trials for c in (*t.calls, *t.judge_calls)),
     )
+    if not filtered:
+        clear_recording(config, FrontDoor.RUN)
 
 
 def write_pytest_usage(
@@ -170,48 +176,88 @@ def write_pytest_usage(
     }
     command = FrontDoor.PYTEST.command
     _write_json(path(config, FrontDoor.PYTEST), record, "the entries the eval tests used", command)
-    clear_recording(config)
+    clear_recording(config, FrontDoor.PYTEST)
 
 
-# ---- the recording marker of the pytest front door ----------------------------------------------
+# ---- the recording marker: a front door's recording that no full pass has followed yet ----------
 
 
-def recording_path(config: Config) -> str:
-    return os.path.join(config.repo, config.results, RECORDING)
+def recording_path(config: Config, door: FrontDoor) -> str:
+    return os.path.join(config.repo, config.results, _RECORDING[door])
 
 
-def mark_recording(config: Config, *, session: str, mode: str) -> None:
-    """Before a pytest session that may record: until a full pass clears it, prune refuses."""
-    record = {"format": FORMAT, "session": session, "mode": mode, "pid": os.getpid()}
-    _write_json(recording_path(config), record, "the recording marker", "pytest -m eval")
+def mark_recording(config: Config, door: FrontDoor, *, execution: str, mode: str) -> None:
+    """Before a run or a pytest session that may record writes its first entry: until a full
+    pass of the same front door finishes (`record_run`, `write_pytest_usage`), prune and
+    `green --from-results` refuse. A kill -9 leaves it, as it should."""
+    from cachelint import clock
+
+    record = {
+        "format": FORMAT,
+        "front_door": door.value,
+        "execution": execution,
+        "mode": mode,
+        "pid": os.getpid(),
+        "started": format_time(clock.now()),
+    }
+    _write_json(recording_path(config, door), record, "the recording marker", door.command)
 
 
-def clear_recording(config: Config) -> None:
+def mark_run_recording(config: Config, mode: Any, execution: str) -> None:
+    """`mark_recording` for a `cachelint run` in `mode` (a runner.client.Mode), if it records."""
+    if mode.records:
+        mark_recording(config, FrontDoor.RUN, execution=execution, mode=mode.value)
+
+
+def clear_recording(config: Config, door: FrontDoor) -> None:
     try:
-        os.unlink(recording_path(config))
+        os.unlink(recording_path(config, door))
     except FileNotFoundError:
         pass
     except OSError as exc:
         raise CachelintError(
-            f"{recording_path(config)}: cannot remove the recording marker ({exc.strerror}); "
-            "remove it after a full `pytest -m eval` passed"
+            f"{recording_path(config, door)}: cannot remove the recording marker "
+            f"({exc.strerror}); remove it after a full `{door.command}` passed"
         ) from None
 
 
-def _recording_refusal(config: Config) -> str | None:
-    marker = f"{config.results}/{RECORDING}"
-    if not os.path.lexists(recording_path(config)):
+def recording_refusal(config: Config, door: FrontDoor) -> str | None:
+    """Why the front door's recordings are not proven by a full pass (its marker stands), or
+    None. The marker is not trusted for more than naming the run: its presence is the fact."""
+    marker = f"{config.results}/{_RECORDING[door]}"
+    if not os.path.lexists(recording_path(config, door)):
         return None
     try:
         data = decode_json(_read(config, marker, "the recording marker"))
     except (CachelintError, ValueError):
         data = {}
-    session = data.get("session") if isinstance(data, dict) else None
-    return (
-        f"{marker}: a pytest session that records (session {session or '?'}) did not end in a "
-        "full pass of the eval tests (interrupted, or a part of them); its recordings are "
-        "not proven unused: run `pytest -m eval` (every eval test) first"
+    if not isinstance(data, dict):
+        data = {}
+    name = data.get("execution", data.get("session"))
+    facts = ", ".join(
+        f"{key} {data[key]}"
+        for key in ("mode", "pid", "started")
+        if isinstance(data.get(key), (str, int))
     )
+    which = f"{name if isinstance(name, str) else '?'}{f' ({facts})' if facts else ''}"
+    if door is FrontDoor.PYTEST:
+        what = (
+            f"a pytest session that records (session {which}) did not end in a full pass of "
+            "the eval tests (interrupted, killed, a part of them, or still running)"
+        )
+        then = "run `pytest -m eval` (every eval test) first"
+    else:
+        what = (
+            f"a recording `cachelint run` (execution {which}) was not followed by a full run "
+            "(interrupted, killed, filtered, or still running)"
+        )
+        then = "run `cachelint run` (every scenario) first"
+    return f"{marker}: {what}; what it recorded is not borne out by a full pass: {then}"
+
+
+def recording_refusals(config: Config) -> list[str]:
+    """`recording_refusal` of every front door whose marker stands."""
+    return [why for door in FrontDoor if (why := recording_refusal(config, door)) is not None]
 
 
 # ---- reading the records back -------------------------------------------------------------------
@@ -425,9 +471,12 @@ def _usable(config: Config, door: FrontDoor) -> tuple[Usage | None, str | None, 
             ),
             None,
         )
-    why = usage.refusal(config.results) or evidence_problem(config, usage)
-    if why is None and door is FrontDoor.PYTEST:
-        why = _recording_refusal(config)
+    # The marker names the recording no full pass followed, whatever the entries' dates say.
+    why = (
+        usage.refusal(config.results)
+        or recording_refusal(config, door)
+        or evidence_problem(config, usage)
+    )
     return (None, why, None) if why is not None else (usage, None, None)
 
 

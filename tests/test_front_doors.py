@@ -239,6 +239,13 @@ def test_an_interrupted_run_rerecord_stops_prune(git_repo: Path) -> None:
     assert len(fresh) == 2
     refused = cachelint(git_repo, "prune", "--yes", now=LATER)
     assert refused.returncode == 2
+    # The filtered recording run left its marker: no full run has followed it.
+    assert "eval-results/run-recording.json: a recording `cachelint run`" in refused.stderr
+    assert entries(git_repo, "support/acme") == fresh
+    # Without the marker the entry's date still gives it away.
+    (git_repo / "eval-results/run-recording.json").unlink()
+    refused = cachelint(git_repo, "prune", "--yes", now=LATER)
+    assert refused.returncode == 2
     assert "was recorded after the last full pass of `cachelint run` finished" in refused.stderr
     assert entries(git_repo, "support/acme") == fresh
 

@@ -5,7 +5,8 @@ For sharded CI: each job runs `cachelint run --shard I/N` (a filtered run never 
 merged execution covers every scenario in the datasets and every one passed with the cache tree
 untouched, the same conditions an unsharded `cachelint run` checks. It acts only on evidence: a
 complete execution (its `run.json` written last) whose per-scenario results files agree with it
-(`cachelint.runner.evidence`); anything else is one error line, exit 2.
+(`cachelint.runner.evidence`), and never while a recording no full pass has followed left its
+marker (`cachelint.usage.recording_refusals`); anything else is one error line, exit 2.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TextIO
 
 from cachelint.config import load
 from cachelint.display import sanitize
-from cachelint.errors import ExitCode
+from cachelint.errors import CachelintError, ExitCode
 from cachelint.gitutil import repo_root
 
 
@@ -58,8 +59,14 @@ def green(
     from cachelint.runner.evidence import verified
     from cachelint.runner.results import execution_name
     from cachelint.runner.suite import load_suite
+    from cachelint.usage import recording_refusals
 
     config = load(repo_root(start), config_path)
+    # A recording no full pass has followed (a killed re-record) changed the tree this record
+    # would pin: the marker it left stands until a full pass of its front door finishes.
+    standing = recording_refusals(config)
+    if standing:
+        raise CachelintError("green record not written: " + "; ".join(standing))
     # Evidence, not claims: the run summary and every scenario's results file, read bounded and
     # without following a link, must agree; a verdict that is not true or false is refused.
     summary = verified(config.repo / config.results / execution_name(execution))
