@@ -179,6 +179,50 @@ def replay_in_process(repo: Path) -> float:
     return statistics.median(times)
 
 
+def matrix_pairs(work: Path, size: int, rounds: int) -> None:
+    """A target matrix multiplies cases, not overhead: `size` scenarios replayed against one
+    target (`--target default`) and against two (`--target default --target mini`), in process,
+    alternating; the median of the paired ratios (both runs are filtered alike)."""
+    repo = work / f"matrix-{size}"
+    build(repo, size)
+    with (repo / "pyproject.toml").open("a", encoding="utf-8") as f:
+        f.write('[tool.cachelint.targets.mini]\nprovider = "cachelint-fake"\nmodel = "mini"\n')
+    with _no_fsync():
+        rc = run(
+            repo,
+            out=io.StringIO(),
+            err=io.StringIO(),
+            transport_factory=lambda target: InProcessFake(),
+            refresh=True,
+            targets=["default", "mini"],
+            execution="matrix-record",
+        )
+    assert rc == 0, "recording the matrix failed"
+    ratios, ones, twos = [], [], []
+    for i in range(rounds):
+        timed = []
+        for chosen in (["default"], ["default", "mini"]):
+            started = time.perf_counter()
+            names = "-".join(chosen)
+            rc = run(
+                repo,
+                out=io.StringIO(),
+                err=io.StringIO(),
+                targets=chosen,
+                execution=f"m{i}-{names}",
+            )
+            timed.append(time.perf_counter() - started)
+            assert rc == 0
+        ones.append(timed[0])
+        twos.append(timed[1])
+        ratios.append(timed[1] / timed[0])
+    print(
+        f"matrix {size:,} x 2 vs {size:,} x 1 (in process, {rounds} paired rounds): "
+        f"{statistics.median(twos):.2f} s vs {statistics.median(ones):.2f} s, "
+        f"paired median ratio {statistics.median(ratios):.2f}x (limit 2.2x)"
+    )
+
+
 def startup() -> float:
     times: list[float] = []
     for _ in range(3):
@@ -463,6 +507,10 @@ def main() -> int:
         default=Path(tempfile.gettempdir()) / "cachelint-bench-promptfoo",
         help="npm install directory, reused across runs (default: under the temp dir)",
     )
+    parser.add_argument(
+        "--matrix", type=int, default=2000, help="scenarios of the 2-target matrix (0: skip)"
+    )
+    parser.add_argument("--matrix-rounds", type=int, default=5)
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
     ns = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cachelint-bench-run-"))
@@ -490,6 +538,8 @@ def main() -> int:
                 f"flatness: {net[small]:.3f} ms/case at {small:,} vs {net[large]:.3f} ms/case at "
                 f"{large:,} (startup subtracted)"
             )
+        if ns.matrix:
+            matrix_pairs(work, ns.matrix, ns.matrix_rounds)
         if ns.promptfoo:
             compare_promptfoo(work, ns.promptfoo_size, ns.promptfoo_dir, ns.promptfoo_runs)
     finally:
