@@ -176,9 +176,10 @@ def test_prune_refuses_while_the_pytest_plugin_never_passed_in_full(git_repo: Pa
         assert "run `pytest -m eval` (every eval test) first" in refused.stderr
     assert len(entries(git_repo)) == 4
     # A part of the eval tests is no full pass: -k, one file, one node id.
-    for args in (("-m", "eval", "-k", "acme"), ("tests/test_bot.py",), ("-m", "eval", "--co")):
-        partial = ok(inner_pytest(git_repo, *args))
-        assert "cachelint: not a full pass of the eval tests" in partial.stdout, args
+    parts: list[tuple[str, ...]] = [("-m", "eval", "-k", "acme"), ("tests/test_bot.py",)]
+    for part in [*parts, ("-m", "eval", "--co")]:
+        partial = ok(inner_pytest(git_repo, *part))
+        assert "cachelint: not a full pass of the eval tests" in partial.stdout, part
     assert not (git_repo / "eval-results/entries-used-pytest.json").exists()
     assert cachelint(git_repo, "prune").returncode == 2
     full = ok(inner_pytest(git_repo, "-m", "eval"))

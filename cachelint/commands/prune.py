@@ -67,8 +67,12 @@ def _handle(ns: argparse.Namespace) -> int:
     )
 
 
-def _judged(repo: Path, config_path: Path | None, err: TextIO | None) -> tuple[Config, Judgement]:
-    """The tree's entries judged per owner; a usage error when an owner cannot vouch."""
+def _judged(
+    repo: Path, config_path: Path | None, err: TextIO | None, *, refuse_links: bool = False
+) -> tuple[Config, Judgement]:
+    """The tree's entries judged per owner; a usage error when an owner cannot vouch, or (with
+    `refuse_links`, for prune) when the cache root holds a link: a directory swapped for one
+    hides the entries the record vouches for, and leads outside."""
     from cachelint import clock
     from cachelint.collect import collect, entry_bars
     from cachelint.config import load
@@ -76,6 +80,14 @@ def _judged(repo: Path, config_path: Path | None, err: TextIO | None) -> tuple[C
 
     config = load(repo, config_path)
     facts = collect(config, now=clock.now(), progress=entry_bars(err))
+    links = sorted(p for p in facts.symlinks if p.startswith(f"{config.cache[0]}/"))
+    if refuse_links and links:
+        restore = shell_command("git", "checkout", "--", links[0])
+        raise CachelintError(
+            f"{links[0]}: a symbolic link in the cache tree; prune never deletes through a link "
+            f"and deletes nothing while the tree holds one: restore what it replaced "
+            f"(`{restore}`) and run `cachelint prune` again"
+        )
     judgement = judge(config, facts.entries)
     if judgement.refusals:
         raise CachelintError(
@@ -165,7 +177,7 @@ def prune(
     from cachelint.gitutil import repo_root
 
     repo = repo_root(start)
-    config, judgement = _judged(repo, config_path, err)
+    config, judgement = _judged(repo, config_path, err, refuse_links=True)
     unused = judgement.unused
     passes = judgement.executions() or "no entries"
     if not unused:
