@@ -173,3 +173,39 @@ def test_a_recording_run_that_finishes_leaves_no_marker(git_repo: Path) -> None:
     ok(cachelint(git_repo, "prune"))
     ok(cachelint(git_repo, "run", "--execution", "replayed"))
     ok(cachelint(git_repo, "green", "--from-results", "replayed"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
+def test_a_recording_pytest_session_killed_midway_stops_prune_and_green(
+    git_repo: Path, sig: signal.Signals
+) -> None:
+    from tests.test_front_doors import both_front_doors, change_acme_prompt, inner_pytest
+
+    pytest.importorskip("openai")
+    both_front_doors(git_repo)
+    ok(cachelint(git_repo, "stamp"))
+    ok(cachelint(git_repo, "run", "--execution", "full"))
+    ok(inner_pytest(git_repo, "-m", "eval"))
+    before = entries(git_repo)
+    change_acme_prompt(git_repo)
+    quiet = ["-p", "no:cacheprovider", "-p", "no:langsmith_plugin", "-p", "no:hypothesispytest"]
+    with provider(git_repo, held_script()) as fake:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", *quiet, "-q", "-m", "eval"]
+            + ["--cachelint-cache", "live"],
+            cwd=git_repo,
+            env={**os.environ, "PYTHONPATH": str(PROJECT), "CACHELINT_NOW": NOW},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        code, _ = kill_when(proc, waiting_for_globex(fake), sig)
+    assert code != 0
+    fresh = entries(git_repo) - before
+    assert len(fresh) == 1 and "tests/test_bot.py/test_refund/acme/" in next(iter(fresh))
+    refused = cachelint(git_repo, "prune", "--yes")
+    assert entries(git_repo) == before | fresh, refused.stdout
+    refused_naming(refused, PYTEST_MARKER, "pytest -m eval")
+    refused_naming(
+        cachelint(git_repo, "green", "--from-results", "full"), PYTEST_MARKER, "pytest -m eval"
+    )
