@@ -30,6 +30,7 @@ class Layout(str, Enum):
     AUTO = "auto"
     CACHELINT = "cachelint"
     MEAI = "meai"
+    EVALCORE = "evalcore"  # EvalCore's SQLite cassette, <root>/cache.db (cachelint.sqlite_cache)
 
 
 MIN_TTL_DAYS = 365
@@ -87,6 +88,9 @@ class Config:
     green_record: str = ".eval-green.json"
     max_entry_bytes: int = 64 * 1024 * 1024
     secret_allow: tuple[str, ...] = ()
+    sqlite: tuple[str, ...] = ()  # single-file SQLite caches under a root (cachelint.sqlite_cache)
+    db_warn_bytes: int = 50 * 1024 * 1024  # GitHub warns above 50 MiB
+    db_max_bytes: int = 100 * 1024 * 1024  # and refuses a file above 100 MiB
     target: TargetConfig = field(default_factory=TargetConfig)
     targets: Mapping[str, TargetConfig] = field(default_factory=dict)  # [tool.cachelint.targets]
     agents: Mapping[str, str] = field(default_factory=dict)  # agent -> target name
@@ -239,6 +243,9 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "green-record": ("green_record", _relpath),
     "max-entry-bytes": ("max_entry_bytes", _int(1024, 1 << 40)),
     "secret-allow": ("secret_allow", _str_list(_allow_item)),
+    "sqlite": ("sqlite", _str_list(_relpath)),
+    "db-warn-bytes": ("db_warn_bytes", _int(1, 1 << 40)),
+    "db-max-bytes": ("db_max_bytes", _int(1, 1 << 40)),
     "target": ("target", _table),
     "targets": ("targets", _table),
     "agents": ("agents", _table),
@@ -378,6 +385,12 @@ def _target(table: Mapping[str, Any], where: str) -> TargetConfig:
 
 
 def _check_consistency(config: Config) -> None:
+    for db in config.sqlite:  # guard and run's canary hash only what lies under a root
+        if not any(is_inside(db, cache) and db != cache for cache in config.cache):
+            raise ConfigError(
+                f"{config.source}: key 'sqlite' = {db!r} lies outside every cache root; add its "
+                "directory to `cache` so check, guard and run's canary cover it"
+            )
     for cache in config.cache:
         for name, value in (("results", config.results), ("green-record", config.green_record)):
             if is_inside(value, cache):

@@ -197,7 +197,7 @@ def is_meai_root(config: Config, root: str) -> bool:
     the tree's shape (`guess_layout`)."""
     if config.layout is Layout.MEAI:
         return True
-    if config.layout is Layout.CACHELINT:
+    if config.layout in (Layout.CACHELINT, Layout.EVALCORE):
         return False
     return guess_layout(os.path.join(config.repo, root))[0] is Layout.MEAI
 

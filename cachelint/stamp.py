@@ -43,7 +43,7 @@ from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")
-_OPTIONAL = ("ttlDaysLongest", "projects", "entries", "seal")
+_OPTIONAL = ("ttlDaysLongest", "projects", "entries", "seal", "databases")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -64,6 +64,9 @@ class Stamp:
     projects: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     entries: int | None = None  # None: written before seals existed
     seal: str | None = None
+    # SQLite cassettes under the root, relative to it -> {"blake3": hex, "rows": {table: count}}
+    # (cachelint.sqlite_cache.seal_of).
+    databases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -81,6 +84,8 @@ class Stamp:
         if self.seal is not None:
             data["entries"] = self.entries
             data["seal"] = self.seal
+        if self.databases:
+            data["databases"] = {k: dict(self.databases[k]) for k in sorted(self.databases)}
         return data
 
 
@@ -165,7 +170,29 @@ def parse_stamp(data: Any) -> Stamp:
         raise InvalidStamp("field 'projects' must be an object of project to package versions")
     per_project = {project: _str_map(projects, project) for project in projects}
     entries, sealed = _parse_seal(data)
-    return Stamp(pinned_at, ttl, packages, pin_files, fmt, longest, per_project, entries, sealed)
+    databases = _parse_databases(data.get("databases", {}))
+    return Stamp(
+        pinned_at, ttl, packages, pin_files, fmt, longest, per_project, entries, sealed, databases
+    )
+
+
+def _parse_databases(value: Any) -> dict[str, Mapping[str, Any]]:
+    """The `databases` field: each SQLite cassette's blake3 and row count per table."""
+    bad = InvalidStamp("field 'databases' must map each SQLite file to its blake3 and rows")
+    if not isinstance(value, dict):
+        raise bad
+    for seal in value.values():
+        rows = seal.get("rows") if isinstance(seal, dict) else None
+        if (
+            not isinstance(seal, dict)
+            or set(seal) != {"blake3", "rows"}
+            or not isinstance(seal["blake3"], str)
+            or not _HEX64.fullmatch(seal["blake3"])
+            or not isinstance(rows, dict)
+            or not all(type(n) is int and n >= 0 for n in rows.values())
+        ):
+            raise bad
+    return value
 
 
 def _parse_seal(data: Mapping[str, Any]) -> tuple[int | None, str | None]:

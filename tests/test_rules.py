@@ -64,6 +64,7 @@ def test_every_tree_rule_has_a_test() -> None:
         "eval-cache-unused",  # tests/test_lifecycle.py
         "eval-cache-results-in-root",  # tests/test_meai.py
         "eval-cache-meai-shape",  # tests/test_meai_layout.py
+        "eval-cache-sqlite",  # tests/test_sqlite_cassette.py
     }
 
 

@@ -99,7 +99,10 @@ def stamp(
     config = load(repo, config_path)
     facts = collect(config, now=now, progress=entry_bars(err))
     by_root = entries_by_root(facts.roots, facts.entries)
-    filled = [root for root, entries in by_root.items() if entries]
+    from cachelint.sqlite_cache import stamp_seals
+
+    databases = stamp_seals(facts)  # CachelintError for a cassette that cannot be sealed
+    filled = [root for root, entries in by_root.items() if entries or databases.get(root)]
     if not filled:
         raise CachelintError(_nothing_to_stamp(config))
     if facts.corrupt:
@@ -141,6 +144,7 @@ def stamp(
             ttl_days_longest=longest,
             entries=len(found),
             seal=seal(root, found),
+            databases=databases.get(root, {}),
         )
         changed = write_stamp(repo / rel, new)
         verb = "wrote" if changed else "unchanged"

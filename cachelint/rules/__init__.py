@@ -40,6 +40,7 @@ _MODULES: tuple[str, ...] = (
     "unused",
     "results_in_root",
     "meai_shape",
+    "sqlite_cassette",
     # stamp and TTL
     "no_stamp",
     "stamp_invalid",

@@ -12,6 +12,7 @@ from cachelint.findings import Finding
 from cachelint.meai import EMPTY_ADVICE, is_meai_root
 from cachelint.paths import is_inside
 from cachelint.rules import Rule
+from cachelint.sqlite_cache import under
 from cachelint.store import CACHE_DIR
 from cachelint.tree import TreeFacts
 
@@ -27,7 +28,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 f"configured cache root does not exist (config: {facts.config.source}); record "
                 "entries into it and commit them, or fix `cache` in the config",
             )
-        elif not any(is_inside(d, root) for d in facts.entry_dirs):
+        elif not any(is_inside(d, root) for d in facts.entry_dirs) and not under(facts, root):
             how = "so record and commit entries"
             if is_meai_root(facts.config, root):
                 how = "so " + EMPTY_ADVICE.format(root=root)

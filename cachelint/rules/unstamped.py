@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from cachelint.findings import Finding, Severity
 from cachelint.gitutil import run_git, split_z
 from cachelint.rules import Rule
+from cachelint.rules.sqlite_cassette import sealed_findings
 from cachelint.stamp import RootStamp, facts_stamps, seal
 from cachelint.store import CACHE_DIR, ENTRY_FILES
 from cachelint.tree import TreeFacts
@@ -37,6 +38,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 Severity.WARNING,
             )
             continue
+        yield from sealed_findings(facts, state, CODE)  # the root's SQLite cassettes
         if stamp.entries == len(state.entries) and stamp.seal == seal(state.root, state.entries):
             continue
         yield Finding(state.path, CODE, _message(facts, state, stamp.entries or 0))
