@@ -54,6 +54,13 @@ class TargetConfig:
     max_retries: int = 5
     function: str | None = None
     command: tuple[str, ...] = ()  # type "command": the program run once per scenario
+    # type "http" (cachelint.httpidentity): templates, headers and where the answer is.
+    method: str = "POST"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None
+    response_path: str | None = None
+    auth_header: str = "authorization"
+    auth_prefix: str = "Bearer "
 
 
 DEFAULT_TARGET = "default"  # the name of [tool.cachelint.target] among the named targets
@@ -256,7 +263,24 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "reports": ("reports", parse_settings),
 }
 
-_TARGET_TYPES = ("openai-compatible", "python", "command")
+_TARGET_TYPES = ("openai-compatible", "python", "command", "http")
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("a string")
+    return value
+
+
+def _json_value(value: Any) -> Any:
+    import json
+
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        raise ValueError("a JSON value (a table, array, string, number or boolean)") from None
+    return value
+
 
 _TARGET_KEYS: dict[str, tuple[str, Check]] = {
     "type": ("type", _str),
@@ -270,6 +294,12 @@ _TARGET_KEYS: dict[str, tuple[str, Check]] = {
     "max-retries": ("max_retries", _int(0, 20)),
     "function": ("function", _str),
     "command": ("command", _str_list(_str, nonempty=True)),
+    "method": ("method", _str),
+    "headers": ("headers", _table),
+    "body": ("body", _json_value),
+    "response-path": ("response_path", _text),
+    "auth-header": ("auth_header", _str),
+    "auth-prefix": ("auth_prefix", _text),
 }
 
 
@@ -381,6 +411,10 @@ def _target(table: Mapping[str, Any], where: str) -> TargetConfig:
             f'{where}: type \'command\' needs command = ["program", "arg", ...], run once per '
             "scenario from the repository root"
         )
+    if kind == "http":
+        from cachelint.httpidentity import check_http
+
+        values = check_http(values, where)
     return TargetConfig(**values)
 
 

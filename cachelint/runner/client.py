@@ -214,6 +214,18 @@ class CachingClient:
             lambda: self.transport.complete(upstream, route, headers),
         )
 
+    def keyed_call(
+        self,
+        request: Mapping[str, Any],
+        *,
+        model: str,
+        sent: Sequence[Mapping[str, Any]],
+        call_live: Callable[[], CompletionLike],
+    ) -> dict[str, Any]:
+        """One call keyed by a canonical `request` its target built (the http target's,
+        `runner.httptarget`): from the cache, or `call_live()` recorded, as the mode decides."""
+        return self._answer(request, model, [dict(m) for m in sent], call_live)
+
     def _call(
         self,
         model: str,

@@ -45,6 +45,15 @@ def upstream_transport(repo: Path, target: TargetConfig) -> Any:
     )
 
 
+def http_transport(repo: Path, target: TargetConfig) -> Any:
+    """An http target's live side: its headers, and its key from api-key-env or env-file."""
+    from cachelint.runner.credentials import load_api_key
+    from cachelint.runner.httptarget import HttpTransport
+
+    key = load_api_key(repo, target.api_key_env, target.env_file) if target.api_key_env else None
+    return HttpTransport(target, key)
+
+
 @dataclass
 class Wiring:
     config: Config
@@ -121,7 +130,11 @@ class Wiring:
         if not self.mode.calls_live:
             return OfflineRefuser()
         if name not in self._transports:
-            self._transports[name] = self.transport_factory(target)
+            self._transports[name] = (
+                http_transport(self.config.repo, target)
+                if target.type == "http"
+                else self.transport_factory(target)
+            )
         return self._transports[name]
 
     def close(self) -> None:
@@ -181,6 +194,10 @@ def _load_targets(wiring: Wiring, repo: Path, config: Config, mode: Mode) -> Non
                 wiring._targets[name] = wiring._draining(
                     load_target(repo, target.function, config.source)
                 )
+        elif target.type == "http":
+            from cachelint.runner.httptarget import http_target
+
+            wiring._targets[name] = http_target(target)
         elif target.type == "command":
             from cachelint.runner.command import command_target
 
