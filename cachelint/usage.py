@@ -80,7 +80,8 @@ class Usage:
         if self.filtered:
             return (
                 f"the last run was filtered ({where}): it reached only some scenarios' entries; "
-                "run `cachelint run` with no --agent, --tenant, --scenario or --trials first"
+                "run `cachelint run` with no --agent, --tenant, --scenario, --trials, --failed or "
+                "--resume first"
             )
         if not self.passed:
             return (

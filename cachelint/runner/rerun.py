@@ -1,0 +1,277 @@
+"""`cachelint run --failed [EXECUTION]` and `--resume EXECUTION`: run part of a suite again.
+
+`--failed` runs the scenarios an earlier execution failed or missed (the newest finished one
+under the results root, or the one named), read from its `run.json` as evidence
+(`runner.evidence`: verdicts must be booleans that agree). `--resume` finishes an execution that
+was interrupted (no `run.json` yet): each scenario that already has its results file under
+`<results>/<execution>/` (written atomically as it landed, `engine.ResultWriter`) is kept as it
+is, the others run and land in the same directory, and the reports show them all.
+
+Neither is a full pass: the run is `filtered`, so the green record is left alone, run.json and
+the usage record say `filtered` and a recording marker stays (prune and `green --from-results`
+keep refusing until a full run).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cachelint.errors import CachelintError
+from cachelint.runner.results import claim_execution, execution_name
+
+if TYPE_CHECKING:  # the parser is built on every command: the engine loads only when used
+    from cachelint.runner.client import CallRecord
+    from cachelint.runner.engine import ScenarioResult, TrialResult
+
+RUN_FILE = "run.json"
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """What part of an earlier execution to run: `failed` ("" for the newest finished one)."""
+
+    failed: str | None = None
+    resume: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.failed is not None or self.resume is not None
+
+
+NO_RERUN = Rerun()
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A resumed execution's scenarios already done, and the order the report lists all in."""
+
+    order: tuple[str, ...] = ()
+    results: Mapping[str, ScenarioResult] = field(default_factory=dict)
+    records: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def merge(self, ran: Sequence[ScenarioResult], written: dict[str, Any]) -> list[Any]:
+        """The kept results and the ones that ran now, in dataset order; `written` (the
+        writer's documents, by identity) gains the kept documents as they are on disk."""
+        if not self.results:
+            return list(ran)
+        written.update(self.records)
+        now = {r.scenario.identity: r for r in ran}
+        return [self.results.get(i) or now[i] for i in self.order]
+
+
+def add_options(parser: Any) -> None:
+    parser.add_argument(
+        "--failed",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="EXECUTION",
+        help="only the scenarios that failed or missed in the newest finished execution (or "
+        "in EXECUTION); not a full pass: the green record is left alone",
+    )
+    parser.add_argument(
+        "--resume",
+        default=None,
+        metavar="EXECUTION",
+        help="finish an interrupted execution: its scenarios with results are kept, the rest "
+        "run into <results>/EXECUTION/; not a full pass",
+    )
+
+
+def check(rerun: Rerun, *, execution: str | None) -> None:
+    """Options that contradict each other: one usage line."""
+    if rerun.failed is not None and rerun.resume is not None:
+        raise CachelintError(
+            "--failed and --resume contradict each other: --failed starts a new execution, "
+            "--resume finishes one; pass one of them"
+        )
+    if rerun.resume is not None and execution is not None:
+        raise CachelintError(
+            f"--resume {rerun.resume} writes into that execution; drop --execution {execution}"
+        )
+
+
+def settle(
+    rerun: Rerun, selected: list[Any], where: tuple[Path, str | None, str], *, claim: str
+) -> tuple[list[Any], Kept, str]:
+    """`narrow`, then the execution to write into: the resumed one, else `claim` claimed
+    (`where`: the results root, the --execution option, the run's mode)."""
+    root, execution, mode = where
+    check(rerun, execution=execution)
+    selected, kept = narrow(rerun, root, selected, mode=mode)
+    name = rerun.resume if rerun.resume is not None else claim_execution(root, claim)
+    return selected, kept, name
+
+
+def narrow(rerun: Rerun, root: Path, selected: list[Any], *, mode: str) -> tuple[list[Any], Kept]:
+    """The scenarios still to run out of `selected`, and what a resumed execution keeps."""
+    if rerun.failed is not None:
+        failed = failed_in(root, rerun.failed)
+        chosen = [s for s in selected if s.identity in failed]
+        if failed and not chosen:
+            shown = ", ".join(sorted(failed)[:5])
+            raise CachelintError(
+                f"no scenarios selected: none of the scenarios that failed ({shown}) is among "
+                "the selected ones; drop the --agent/--tenant/--scenario/--target options "
+                "that leave them out, or re-run the datasets that hold them"
+            )
+        return chosen, Kept()
+    if rerun.resume is not None:
+        return _resumed(root, rerun.resume, selected, mode)
+    return selected, Kept()
+
+
+def newest_finished(root: Path) -> str:
+    from cachelint.runner.views import list_executions
+
+    names = list_executions(root)
+    if not names:
+        raise CachelintError(
+            f"--failed: {root} holds no finished execution (one with {RUN_FILE}); run "
+            "`cachelint run` first, or pass --failed EXECUTION"
+        )
+    return max(names, key=lambda name: _started(root / name / RUN_FILE))
+
+
+def _started(run_file: Path) -> tuple[str, int]:
+    """When a run started, then when its run.json was written: runs under one frozen clock
+    (CACHELINT_NOW) or started in the same second are told apart by the second."""
+    import json
+
+    try:
+        started = json.loads(run_file.read_text(encoding="utf-8")).get("started")
+        return (str(started or ""), os.stat(run_file).st_mtime_ns)
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+        return ("", 0)
+
+
+def failed_in(root: Path, name: str) -> set[str]:
+    """The identities an execution's run.json lists as failed (a miss fails its scenario)."""
+    from cachelint.runner.evidence import read_summary
+
+    name = execution_name(name) if name else newest_finished(root)
+    directory = root / name
+    if not (directory / RUN_FILE).is_file():
+        how = (
+            f"finish it with --resume {name}"
+            if _is_directory(directory)
+            else "name one under the results directory"
+        )
+        raise CachelintError(f"--failed {name}: {directory / RUN_FILE} does not exist; {how}")
+    summary = read_summary(directory)
+    return {s.identity for s in summary.scenarios if not s.passed}
+
+
+def _is_directory(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _resumed(root: Path, name: str, selected: list[Any], mode: str) -> tuple[list[Any], Kept]:
+    from cachelint.runner.evidence import RECORD_MAX_BYTES, read_json
+
+    name = execution_name(name)
+    directory = root / name
+    if not _is_directory(directory):
+        raise CachelintError(
+            f"--resume {name}: {directory} is not an execution directory; pass the name of "
+            "an interrupted run's directory under the results directory"
+        )
+    if os.path.lexists(directory / RUN_FILE):
+        raise CachelintError(
+            f"--resume {name}: that execution finished ({directory / RUN_FILE} exists); "
+            f"re-run what it failed with --failed {name}"
+        )
+    results: dict[str, ScenarioResult] = {}
+    records: dict[str, Mapping[str, Any]] = {}
+    for scenario in selected:
+        rel = f"{scenario.identity}.json"
+        if not os.path.lexists(directory / rel):
+            continue
+        _, record = read_json(directory, rel, RECORD_MAX_BYTES)
+        results[scenario.identity] = rebuilt(scenario, record, str(directory / rel), mode)
+        records[scenario.identity] = record
+    rest = [s for s in selected if s.identity not in results]
+    order = tuple(s.identity for s in selected)
+    return rest, Kept(order, results, records)
+
+
+def rebuilt(scenario: Any, record: Any, shown: str, mode: str) -> ScenarioResult:
+    """A kept scenario's result as the text, JSON and JUnit reports read it, from its file."""
+    from cachelint.runner.engine import ScenarioResult
+
+    if not isinstance(record, dict) or record.get("scenario") != scenario.identity:
+        raise CachelintError(
+            f"{shown}: not the results of {scenario.identity}; remove the file to run the "
+            "scenario again, or start a new execution"
+        )
+    if record.get("mode") != mode:
+        raise CachelintError(
+            f"{shown}: the execution ran in mode {record.get('mode')!r}; resume it with "
+            f"--cache {record.get('mode')}"
+        )
+    try:
+        trials = tuple(_trial(t) for t in record["trials"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise CachelintError(
+            f"{shown}: not a results file this cachelint writes; remove it to run the scenario "
+            "again, or start a new execution"
+        ) from None
+    return ScenarioResult(scenario, trials)
+
+
+def _trial(t: Mapping[str, Any]) -> TrialResult:
+    from cachelint.runner.assertions import AssertionResult
+    from cachelint.runner.engine import JudgeScore, TrialResult
+    from cachelint.runner.output import Output, ToolCall
+
+    if not isinstance(t["passed"], bool) or not isinstance(t["trial"], int):
+        raise ValueError("verdict")
+    out = t.get("output")
+    output = (
+        Output(
+            str(out["text"]),
+            tuple(ToolCall(str(c["name"]), c.get("arguments")) for c in out["tool_calls"]),
+        )
+        if out
+        else None
+    )
+    return TrialResult(
+        trial=t["trial"],
+        passed=t["passed"],
+        error=t.get("error"),
+        output=output,
+        assertions=tuple(
+            AssertionResult(str(a["type"]), bool(a["passed"]), str(a["reason"]))
+            for a in t.get("assertions") or ()
+        ),
+        judges=tuple(
+            JudgeScore(str(j["metric"]), j.get("score"), str(j.get("reason", "")), j.get("key"))
+            for j in t.get("judges") or ()
+        ),
+        calls=tuple(_call(c, t) for c in t.get("calls") or ()),
+        judge_calls=tuple(_call(c, t) for c in t.get("judge_calls") or ()),
+        latency_s=float(t.get("latency_s") or 0.0),
+    )
+
+
+def _call(c: Mapping[str, Any], trial: Mapping[str, Any]) -> CallRecord:
+    from cachelint.runner.client import CallRecord
+
+    return CallRecord(
+        purpose=str(c["purpose"]),
+        key=str(c["key"]),
+        entry=str(c["entry"]),
+        hit=bool(c["cache_hit"]),
+        latency_s=float(c.get("latency_s") or 0.0),
+        usage=c.get("usage"),
+        messages=tuple(c.get("messages") or ()),
+        response=c.get("response", trial.get("response")),
+        model=c.get("model"),
+    )
