@@ -3,12 +3,18 @@
     python benchmarks/bench_run.py                          # 200, 2,000 and 20,000 scenarios
     python benchmarks/bench_run.py --sizes 200 2000
     python benchmarks/bench_run.py --promptfoo              # also time promptfoo's cached replay
+    python benchmarks/bench_run.py --sizes 2000 20000 100000 --matrix 0   # growth and memory
 
 For each size it builds a temp git repository with that many scenarios (10 agents x 10 tenants x
 N/100 names, a system-file prompt, two assertions each), records the cache once through the
 caching client against the in-process scripted fake provider (no HTTP: `FakeProvider.respond`),
 then times `cachelint run` replaying it offline as a subprocess (what CI runs, interpreter start
-included; the median of 3, peak RSS from wait4) and in process (the per-case cost alone).
+included), paired in the same rounds with the floor of a verified replay
+(`../shared/tools/replay_floor.py REPO`, run where it lives; the column is skipped with a note when
+that file is not there), and in process (the per-case cost alone, up to `--in-process-max`). Each
+round samples the peak PSS of all of the run's processes, children included (`procmem`). The end
+line gives the per-case time's growth from 2,000 (else the smallest size) to the largest, and the
+peak PSS's from 20,000 to the largest (the issue's goals: <= 1.1x, <= 1.2x and <= 300 MB).
 
 `--promptfoo` installs promptfoo with npm into a cache directory under /tmp (never the repo),
 records the same suite (same system prompt, questions and `contains`/`not-contains` assertions;
@@ -50,6 +56,9 @@ sys.path.insert(0, str(ROOT))
 from cachelint.commands.run import run  # noqa: E402
 from cachelint.config import TargetConfig  # noqa: E402
 from cachelint.devtools.fake_provider import FakeProvider, parse_script  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from procmem import Round, describe, growth, replay_rounds  # noqa: E402
 
 SCRIPT = {"rules": [{"match": {}, "reply": {"echo": True}}]}
 # cachelint's subprocesses keep their compiled bytecode, as an installed package does (pip writes
@@ -145,28 +154,6 @@ def record(repo: Path) -> float:
         )
     assert rc == 0, "recording failed"
     return time.perf_counter() - started
-
-
-def replay_subprocess(repo: Path) -> tuple[float, int]:
-    """Wall time (the median of 3) and peak RSS (KiB) of `python -m cachelint run`."""
-    times: list[float] = []
-    peak = 0
-    for i in range(3):
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cachelint", "run", "--execution", f"sub{i}"],
-            cwd=repo,
-            env=CACHELINT_ENV,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        took = time.perf_counter() - started
-        assert proc.returncode == 0, proc.stderr.read() if proc.stderr else b""
-        times.append(took)
-        peak = max(peak, usage.ru_maxrss)
-    return statistics.median(times), peak
 
 
 def replay_in_process(repo: Path) -> float:
@@ -461,7 +448,7 @@ def compare_promptfoo(work: Path, size: int, tool: Path, pairs: int) -> None:
         promptfoo_verify(pf, prefix)
         rounds = paired(repo, pf, prefix, pairs)
     except Unavailable as exc:
-        ours = replay_subprocess(repo)[0]
+        ours = statistics.median(r.ours.wall for r in replay_rounds(repo, pairs, CACHELINT_ENV))
         ref = PROMPTFOO_REFERENCE_MS * size / 1000
         print(f"  promptfoo: not measured: {exc}")
         print(
@@ -511,33 +498,31 @@ def main() -> int:
         "--matrix", type=int, default=2000, help="scenarios of the 2-target matrix (0: skip)"
     )
     parser.add_argument("--matrix-rounds", type=int, default=5)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="paired rounds of cachelint and the floor (3)"
+    )
+    parser.add_argument(
+        "--in-process-max", type=int, default=20000, help="largest size also timed in process"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
     ns = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cachelint-bench-run-"))
     base = startup()
     print(f"interpreter + cachelint startup: {base * 1000:.0f} ms")
-    walls: dict[int, float] = {}
+    by_size: dict[int, list[Round]] = {}
     try:
         for size in ns.sizes:
             repo = work / f"repo-{size}"
             build(repo, size)
             took = record(repo)
-            wall, peak = replay_subprocess(repo)
-            inproc = replay_in_process(repo)
-            walls[size] = wall
-            print(
-                f"{size:>6} scenarios: record {took:.1f} s; `cachelint run` replay {wall:.2f} s = "
-                f"{size / wall:,.0f} cases/s, {wall / size * 1000:.3f} ms/case incl. startup, "
-                f"peak RSS {peak / 1024:.0f} MiB; in process {inproc:.2f} s = "
-                f"{inproc / size * 1000:.3f} ms/case"
-            )
-        if len(walls) > 1:
-            small, large = min(walls), max(walls)
-            net = {n: (walls[n] - base) / n * 1000 for n in (small, large)}
-            print(
-                f"flatness: {net[small]:.3f} ms/case at {small:,} vs {net[large]:.3f} ms/case at "
-                f"{large:,} (startup subtracted)"
-            )
+            by_size[size] = replay_rounds(repo, ns.rounds, CACHELINT_ENV)
+            print(f"{describe(size, by_size[size])}; recorded in {took:.1f} s", flush=True)
+            if size <= ns.in_process_max:
+                inproc = replay_in_process(repo)
+                print(f"{'':>8}in process {inproc:.2f} s = {inproc / size * 1000:.3f} ms/case")
+        summary = growth(by_size, base)
+        if summary is not None:
+            print(summary)
         if ns.matrix:
             matrix_pairs(work, ns.matrix, ns.matrix_rounds)
         if ns.promptfoo:

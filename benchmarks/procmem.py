@@ -1,0 +1,205 @@
+"""Paired timing of a command and its memory across every process it starts (PSS, sampled).
+
+`timed_tree(cmd)` runs a command and, while it runs, samples the proportional set size of the
+process and of all of its descendants (children, grandchildren: `/proc/<pid>/task/*/children`)
+from `/proc/<pid>/smaps_rollup`, every few milliseconds; the peak is the largest sum seen in one
+sample. PSS, not RSS: pages a forked child shares with its parent count once, split between them,
+so the sum is what the run really holds. A process that starts and ends between two samples is
+missed; the interval is short against a run's children (the canary, the results writer, the HTML
+page's fork live for most of a run).
+
+`floor_command(repo)` is the floor of a verified replay (`../shared/tools/replay_floor.py`, run
+from where it lives, never copied), or None when that file is not there.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOOR = ROOT.parent / "shared" / "tools" / "replay_floor.py"
+SAMPLE_S = 0.01
+
+
+@dataclass(frozen=True)
+class TreeRun:
+    """One command: wall seconds, exit code, CPU seconds (user + system, children included) and
+    the peak PSS of all of its processes together (KiB; 0 where /proc has no smaps_rollup)."""
+
+    wall: float
+    rc: int
+    cpu: float
+    pss_kib: int
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                found.extend(int(p) for p in f.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f.read().splitlines():
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def tree_pss_kib(pid: int) -> int:
+    """PSS of `pid` and all of its descendants now, in KiB."""
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        total += _pss_kib(p)
+        todo.extend(_children(p))
+    return total
+
+
+def timed_tree(cmd: list[str], cwd: Path, env: Mapping[str, str], log: Path) -> TreeRun:
+    """Run `cmd` (output to `log`), sampling its process tree's PSS on a thread until it ends."""
+    import subprocess
+
+    peak = [0]
+    done = threading.Event()
+    started = time.perf_counter()
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=dict(env), stdout=sink, stderr=subprocess.STDOUT)
+
+        def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], tree_pss_kib(proc.pid))
+                done.wait(SAMPLE_S)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        took = time.perf_counter() - started
+        done.set()
+        sampler.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    return TreeRun(took, proc.returncode, cpu, peak[0])
+
+
+def floor_command(repo: Path) -> list[str] | None:
+    """The floor's command line for `repo`, or None when replay_floor.py is not there."""
+    if not FLOOR.is_file():
+        return None
+    return [sys.executable, str(FLOOR), str(repo)]
+
+
+@dataclass(frozen=True)
+class Round:
+    """One paired round: `cachelint run` and, when it exists, the floor, on the same suite."""
+
+    ours: TreeRun
+    floor: TreeRun | None
+
+
+def replay_rounds(repo: Path, rounds: int, env: Mapping[str, str]) -> list[Round]:
+    """`rounds` paired rounds of `python -m cachelint run` and the floor as subprocesses, start-up
+    included, the order alternating. Each run starts from an empty results directory, as CI does
+    (earlier executions would add their trend to the report)."""
+    import shutil
+
+    floor = floor_command(repo)
+    out: list[Round] = []
+    for i in range(rounds):
+        order = ("ours", "floor") if i % 2 == 0 else ("floor", "ours")
+        got: dict[str, TreeRun] = {}
+        for who in order:
+            if who == "floor" and floor is None:
+                continue
+            shutil.rmtree(repo / "eval-results", ignore_errors=True)
+            log = repo.parent / f"{repo.name}-{who}-{i}.log"
+            if who == "floor" and floor is not None:
+                cmd = floor
+            else:
+                cmd = [sys.executable, "-m", "cachelint", "run", "--execution", f"round{i}"]
+            done = timed_tree(cmd, repo, env, log)
+            if done.rc != 0:
+                raise SystemExit(f"{who} exited {done.rc} (round {i + 1}); see {log}")
+            got[who] = done
+        out.append(Round(got["ours"], got.get("floor")))
+    return out
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    """The median and the range: "1.23 (1.10-1.40)"."""
+    mid, low, high = (fmt.format(v) for v in (statistics.median(values), min(values), max(values)))
+    return f"{mid} ({low}-{high})"
+
+
+def describe(size: int, rounds: list[Round]) -> str:
+    """The size's line: cachelint's wall, CPU and peak PSS, and the floor's column."""
+    walls = [r.ours.wall for r in rounds]
+    cpus = [r.ours.cpu for r in rounds]
+    peak = max(r.ours.pss_kib for r in rounds) / 1024
+    wall = statistics.median(walls)
+    line = (
+        f"{size:>7} scenarios, {len(rounds)} rounds: `cachelint run` {_spread(walls, '{:.2f}')} s "
+        f"= {wall / size * 1000:.3f} ms/case, cpu {_spread(cpus, '{:.2f}')} s, peak PSS of all "
+        f"processes {peak:.0f} MiB"
+    )
+    floors = [r.floor for r in rounds if r.floor is not None]
+    if len(floors) != len(rounds):
+        return line + f"; floor: not measured ({FLOOR} is not there)"
+    ratios = [r.ours.wall / f.wall for r, f in zip(rounds, floors, strict=True)]
+    cpu_ratios = [r.ours.cpu / f.cpu for r, f in zip(rounds, floors, strict=True)]
+    return line + (
+        f"; floor {statistics.median(f.wall for f in floors):.2f} s: cachelint/floor "
+        f"{_spread(ratios, '{:.1f}x')} wall, {_spread(cpu_ratios, '{:.1f}x')} cpu (medians of "
+        "the rounds' ratios)"
+    )
+
+
+def growth(by_size: Mapping[int, list[Round]], startup_s: float) -> str | None:
+    """The per-case time's growth from 2,000 (else the smallest size) to the largest, and the
+    peak PSS's growth from 20,000 to the largest when both were measured."""
+    if len(by_size) < 2:
+        return None
+    small = 2000 if 2000 in by_size else min(by_size)
+    large = max(by_size)
+    if small == large:
+        return None
+
+    def per_case(n: int, minus: float) -> float:
+        return (statistics.median(r.ours.wall for r in by_size[n]) - minus) / n * 1000
+
+    raw = {n: per_case(n, 0.0) for n in (small, large)}
+    net = {n: per_case(n, startup_s) for n in (small, large)}
+    text = (
+        f"growth {small:,} -> {large:,}: {raw[small]:.3f} -> {raw[large]:.3f} ms/case = "
+        f"{raw[large] / raw[small]:.2f}x ({net[small]:.3f} -> {net[large]:.3f} ms/case = "
+        f"{net[large] / net[small]:.2f}x with start-up subtracted; goal <= 1.1x)"
+    )
+    if 20000 in by_size and large != 20000:
+        peak = {n: max(r.ours.pss_kib for r in by_size[n]) / 1024 for n in (20000, large)}
+        text += (
+            f"; peak PSS {peak[20000]:.0f} -> {peak[large]:.0f} MiB = "
+            f"{peak[large] / peak[20000]:.2f}x (goal <= 1.2x and <= 300 MB)"
+        )
+    return text
