@@ -95,6 +95,7 @@ class Config:
     green_record: str = ".eval-green.json"
     max_entry_bytes: int = 64 * 1024 * 1024
     secret_allow: tuple[str, ...] = ()
+    normalise: tuple[Any, ...] = ()  # key normalisers (cachelint.rewrites), applied before hashing
     sqlite: tuple[str, ...] = ()  # single-file SQLite caches under a root (cachelint.sqlite_cache)
     db_warn_bytes: int = 50 * 1024 * 1024  # GitHub warns above 50 MiB
     db_max_bytes: int = 100 * 1024 * 1024  # and refuses a file above 100 MiB
@@ -221,6 +222,12 @@ def _prices(value: Any) -> Mapping[str, Any]:
     return parse_prices(value)
 
 
+def _rewrites(value: Any) -> tuple[Any, ...]:
+    from cachelint.rewrites import parse_rules
+
+    return parse_rules(value)
+
+
 def _table(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("a table")
@@ -250,6 +257,7 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "green-record": ("green_record", _relpath),
     "max-entry-bytes": ("max_entry_bytes", _int(1024, 1 << 40)),
     "secret-allow": ("secret_allow", _str_list(_allow_item)),
+    "normalise": ("normalise", _rewrites),
     "sqlite": ("sqlite", _str_list(_relpath)),
     "db-warn-bytes": ("db_warn_bytes", _int(1, 1 << 40)),
     "db-max-bytes": ("db_max_bytes", _int(1, 1 << 40)),
@@ -498,4 +506,7 @@ def _load(repo: Path, config_path: Path | None) -> Config:
         if not isinstance(tool["cachelint"], dict):
             raise ConfigError("pyproject.toml: [tool.cachelint] must be a table")
         return from_table(repo, tool["cachelint"], "pyproject.toml [tool.cachelint]")
+    if not (repo / "eval-cache").exists() and (repo / ".evalcore/cache.db").is_file():
+        # EvalCore's cassette and no cachelint tree: check what the repository has.
+        return Config(repo=repo, source="defaults", cache=(".evalcore",), layout=Layout.EVALCORE)
     return Config(repo=repo, source="defaults")

@@ -308,6 +308,55 @@ def relative(cassette: Cassette) -> str:
     return cassette.path[len(cassette.root.rstrip("/")) + 1 :]
 
 
+def _llm_rows(path: Path) -> dict[str, str] | None:
+    """key -> digest of the request and response of every `llm_cache` row; None when the file
+    cannot be read as such."""
+    try:
+        with _closing(open_immutable(path)) as conn:
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(llm_cache)")}
+            if "key" not in columns:
+                return None
+            pick = ", ".join(_ident(c) if c in columns else "NULL" for c in _ROW)
+            rows = conn.execute(f"SELECT {pick} FROM llm_cache")
+            return {str(r[0]): _sha256(json.dumps(r[1:], default=repr)) for r in rows}
+    except sqlite3.DatabaseError:
+        return None
+
+
+_ROW = ("key", "request", "response")
+
+
+def keys_changed(facts: TreeFacts, stamp_path: str, cassette: Cassette) -> list[str]:
+    """The `llm_cache` keys added, removed or edited since the commit that last wrote the stamp,
+    each with what happened to it; none when that commit, or the cassette in it, is not there
+    (an uncommitted stamp, a shallow clone) or the cassette is above db-max-bytes."""
+    import tempfile
+
+    from cachelint.gitutil import run_git
+
+    repo = facts.repo
+    if stamp_path in facts.modified or stamp_path not in facts.index:
+        return []
+    if (cassette.size or 0) > facts.config.db_max_bytes:
+        return []
+    log = run_git(["log", "-1", "--format=%H", "--", stamp_path], cwd=repo, check=False)
+    commit = log.out.decode().strip()
+    blob = run_git(["cat-file", "blob", f"{commit}:{cassette.path}"], cwd=repo, check=False)
+    if log.rc != 0 or not commit or blob.rc != 0:
+        return []
+    with tempfile.TemporaryDirectory(prefix="cachelint-") as scratch:
+        then_path = Path(scratch) / "stamped.db"
+        then_path.write_bytes(blob.out)
+        then = _llm_rows(then_path)
+    now = _llm_rows(repo / cassette.path)
+    if then is None or now is None:
+        return []
+    changed = [f"{k} (added)" for k in now.keys() - then.keys()]
+    changed += [f"{k} (removed)" for k in then.keys() - now.keys()]
+    changed += [f"{k} (edited)" for k in now.keys() & then.keys() if now[k] != then[k]]
+    return sorted(changed)
+
+
 def stamp_seals(facts: TreeFacts) -> dict[str, dict[str, dict[str, object]]]:
     """root -> {cassette relative to it: its seal}, for `cachelint stamp`; CachelintError for a
     cassette that cannot be sealed as it is (a seal of a damaged db, or of one whose WAL holds

@@ -166,11 +166,15 @@ def test_a_row_edited_after_stamping_is_unstamped(git_repo: Path) -> None:
     conn.close()
     (finding,) = assert_findings(repo, "eval-cache-unstamped")
     assert DB in finding.message and "rows were edited" in finding.message
+    edited = hashlib.sha256(canonical("hello").encode()).hexdigest()
+    assert f"llm_cache keys since the stamp's commit: {edited} (edited)" in finding.message
     git(repo, "checkout", "--", DB)
     conn = record_rows(repo / DB, ["added"])
     conn.close()
     (finding,) = assert_findings(repo, "eval-cache-unstamped")
     assert "table llm_cache: 3 rows now, 2 when stamped" in finding.message
+    added = hashlib.sha256(canonical("added").encode()).hexdigest()
+    assert f"{added} (added)" in finding.message
 
 
 def test_keys_of_the_wrong_shape_repeated_or_not_their_request_name_table_and_key(
@@ -297,3 +301,16 @@ def test_the_immutable_open_survives_a_writer_holding_the_lock(
     finally:
         conn.rollback()
         conn.close()
+
+
+def test_with_no_config_an_evalcore_cassette_is_found(git_repo: Path) -> None:
+    repo = git_repo
+    record_rows(repo / DB, ["hello"]).close()
+    (repo / ".gitattributes").write_text(".evalcore/** -text\n")
+    commit_all(repo)
+    done = run_cachelint(repo, "check")
+    assert "1 entry" not in done.stdout and "under .evalcore" in done.stdout, done.stdout
+    assert "eval-cache-empty" not in done.stdout
+    (repo / ".evalcore/cache.db-wal").write_bytes(b"")
+    done = run_cachelint(repo, "check")
+    assert f"{DB}-wal: {CODE}" in done.stdout

@@ -26,9 +26,11 @@ from cachelint.findings import Finding, Severity
 from cachelint.rules import Rule
 from cachelint.sqlite_cache import (
     CHECKPOINT,
+    NAMED,
     Cassette,
     attribute_problems,
     facts_cassettes,
+    keys_changed,
     relative,
     seal_of,
     sidecars,
@@ -121,7 +123,10 @@ def sealed_findings(facts: TreeFacts, state: RootStamp, code: str) -> Iterator[F
         now = seal_of(cassette)
         if then == now:
             continue
-        yield Finding(state.path, code, _unsealed(cassette, then))
+        changed = keys_changed(facts, state.path, cassette)
+        more = len(changed) - NAMED
+        named = ", ".join(changed[:NAMED]) + (f" and {more} more" if more > 0 else "")
+        yield Finding(state.path, code, _unsealed(cassette, then, named))
     for name in sorted(sealed):
         yield Finding(
             state.path,
@@ -131,7 +136,7 @@ def sealed_findings(facts: TreeFacts, state: RootStamp, code: str) -> Iterator[F
         )
 
 
-def _unsealed(cassette: Cassette, then: object) -> str:
+def _unsealed(cassette: Cassette, then: object, named: str) -> str:
     fix = (
         "if that was a deliberate re-record, run `cachelint stamp` and commit the stamp with it, "
         f"else restore it (`git checkout -- {shlex.quote(cassette.path)}`)"
@@ -150,6 +155,8 @@ def _unsealed(cassette: Cassette, then: object) -> str:
         "every table holds as many rows as when stamped, so rows were edited or the file was "
         "rewritten (a read-write open, VACUUM)"
     )
+    if named:
+        what += f"; llm_cache keys since the stamp's commit: {named}"
     return f"SQLite cassette {cassette.path} changed since `cachelint stamp` ({what}); {fix}"
 
 
