@@ -34,6 +34,7 @@ COMMANDS = (
     "fake-provider",
     "schema",
     "import",
+    "diff",
 )
 
 

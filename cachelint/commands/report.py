@@ -120,10 +120,10 @@ def _merge(
     from cachelint import clock
     from cachelint.runner.results import claim_execution, release_execution
     from cachelint.runner.shards import merge
-    from cachelint.runner.suite import load_suite
+    from cachelint.runner.suite import suite_pairs
 
     root = config.repo / config.results
-    order = [s.identity for s in load_suite(config)]
+    order = [s.identity for s in suite_pairs(config)]
     wanted = name or "merged-" + clock.now().strftime("%Y%m%dT%H%M%SZ")
     claimed = claim_execution(root, wanted)
     try:
@@ -137,6 +137,20 @@ def _merge(
         release_execution(root, claimed)
         raise
     return claimed, summary, view
+
+
+def _review_comment(path: Path, a: ExecutionView, b: ExecutionView, page: Path) -> Path:
+    """The re-record review of `a` -> `b` as a pull-request comment, beside the compare page."""
+    from cachelint.fsutil import atomic_write
+    from cachelint.runner.review import compare_executions
+    from cachelint.runner.reviewviews import review_markdown
+
+    text = review_markdown(compare_executions(a, b), full_page=page.name)
+    try:
+        atomic_write(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise CachelintError(f"{path}: cannot write the review: {exc.strerror}") from None
+    return path
 
 
 def report(
@@ -181,5 +195,8 @@ def report(
     default = root / name / (f"compare-{compare[0]}.html" if compare else "report.html")
     target = output or default
     write_html_page(target, view, config, summary, compare=other, notes=notes)
+    if compare and other is not None:  # the page stays the last line
+        comment = _review_comment(root / name / f"compare-{compare[0]}.md", other, view, target)
+        out.write(f"{sanitize(str(comment))}\n")
     out.write(f"{sanitize(str(target))}\n")
     return int(ExitCode.OK if view.passed else ExitCode.FINDINGS)

@@ -19,12 +19,15 @@ from typing import Any, NamedTuple
 
 from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
 from cachelint.runner.matrixviews import matrix_html
+from cachelint.runner.review import compare_executions
+from cachelint.runner.reviewviews import REVIEW_CSS, review_html
 from cachelint.runner.settings import ReportSettings
 from cachelint.runner.views import ExecutionView, ScenarioView, group_spend
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
-_CSS = """
+_CSS = (
+    """
 body{font-family:system-ui,sans-serif;margin:1.5rem 2rem;color:#222;max-width:80rem}
 table{border-collapse:collapse;margin:.4rem 0 1rem}
 td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
@@ -40,6 +43,8 @@ details.scenario>summary{cursor:pointer}
 body.failed-only details.scenario.passed,body.failed-only .group.all-passed{display:none}
 .meta{color:#555;font-size:.9em}svg{vertical-align:middle}
 """.strip()
+    + REVIEW_CSS
+)
 
 _JS = """
 (function () {
@@ -513,6 +518,7 @@ def render_html(
         )
     if compare is not None:
         parts.append(_compare(compare, view))
+        parts.extend(review_html(compare_executions(compare, view)))
     matrix = view.matrix()
     if matrix is not None:
         parts.append(matrix_html(matrix, _e))

@@ -1,0 +1,134 @@
+"""Re-record review (issue 41 item 2): `cachelint diff --base REF` and `report --compare A B` show,
+per scenario whose recorded answer changed, the request change, old vs new answer and the verdict
+change, in Markdown sized for a pull-request comment and in HTML."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from cachelint.runner.review import AnswerChange, Review
+from cachelint.runner.reviewviews import COMMENT_LIMIT, review_markdown
+from tests.conftest import commit_all, run_cachelint
+from tests.helpers import BASIC, DEAD, record, write_repo
+
+CONCISE = (
+    "You are the Acme support agent.\nAnswer refund questions.\nBe concise, cite the policy.\n"
+)
+SCRIPT: dict[str, Any] = {
+    "rules": [
+        {
+            "match": {"contains": "refund", "system_contains": "cite the policy"},
+            "reply": {"content": "Per policy 4.2, Acme refunds within 14 days."},
+        },
+        {
+            "match": {"contains": "refund"},
+            "reply": {"content": "Acme refunds within 30 days."},
+        },
+    ],
+    "default": {"content": "I don't know."},
+}
+
+
+def _rerecorded_repo(repo: Path) -> Path:
+    """Recorded and committed; then the Acme prompt changes and is re-recorded (uncommitted)."""
+    write_repo(repo, DEAD, BASIC)
+    outcome, _ = record(repo, SCRIPT)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    commit_all(repo, "recorded")
+    (repo / "prompts/acme.md").write_text(CONCISE, encoding="utf-8")
+    outcome, calls = record(repo, SCRIPT, execution="rerecorded")
+    assert calls == 2, outcome.out  # both scenarios re-recorded; only Acme's answer changed
+    return repo
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_diff_base_head_shows_old_and_new_answer_and_the_prompt_change(git_repo: Path) -> None:
+    repo = _rerecorded_repo(git_repo)
+    shown = run_cachelint(repo, "diff", "--base", "HEAD", "--html", "review.html")
+    assert shown.returncode == 0, shown.stderr
+    comment = shown.stdout
+    assert "1 scenario's recorded answers changed \\(HEAD → working tree\\)" in comment
+    assert "<b>support/acme/refund</b>: ? → FAIL (" not in comment  # verdicts come from results
+    assert "support/globex/refund" not in comment  # same request, same answer: not listed
+    # the request change, as the miss explanation words it
+    assert "messages[0] (system): line 3: '- Be brief.' -> '+ Be concise, cite the policy.'" in (
+        comment
+    )
+    # old and new answer in one diff block
+    assert "- Acme refunds within 30 days." in comment
+    assert "+ Per policy 4.2, Acme refunds within 14 days." in comment
+    assert comment.count("<details>") == 1 and len(comment) < COMMENT_LIMIT
+    # the latest execution (the re-record, which asserts "refunds within") is the 'now' verdict
+    assert "<b>support/acme/refund</b>: ? → PASS" in comment
+
+    page = (repo / "review.html").read_text(encoding="utf-8")
+    parsed = _Text()
+    parsed.feed(page)
+    assert "script" not in parsed.tags
+    assert page.count('data-testid="answer-diff"') == 1
+    assert "<del>30 days</del>" in page or "<del>30</del>" in page
+    assert "Per policy 4.2" in "".join(parsed.text)
+
+
+def test_diff_with_nothing_changed_and_a_bad_ref(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, BASIC)
+    outcome, _ = record(git_repo, SCRIPT)
+    assert outcome.rc == 0
+    commit_all(git_repo, "recorded")
+    same = run_cachelint(git_repo, "diff", "--base", "HEAD")
+    assert same.returncode == 0, same.stderr
+    assert "0 scenarios' recorded answers changed" in same.stdout
+    bad = run_cachelint(git_repo, "diff", "--base", "no-such-branch")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "cachelint: error: diff --base no-such-branch: not a commit of this repository; pass a "
+        "branch, tag or commit (e.g. --base origin/main after `git fetch`)"
+    ]
+
+
+def test_report_compare_shows_answer_changes_in_html_and_markdown(git_repo: Path) -> None:
+    repo = _rerecorded_repo(git_repo)
+    shown = run_cachelint(repo, "report", "--compare", "test", "rerecorded")
+    assert shown.returncode == 0, shown.stderr
+    page = (repo / "eval-results/rerecorded/compare-test.html").read_text(encoding="utf-8")
+    assert page.count('data-testid="reviewed"') == 1
+    assert 'data-scenario="support/acme/refund"' in page
+    assert "be concise, cite the policy" in page.lower()
+    comment = (repo / "eval-results/rerecorded/compare-test.md").read_text(encoding="utf-8")
+    assert "<b>support/acme/refund</b>: PASS → PASS (still passing)" in comment
+    assert "+ Per policy 4.2, Acme refunds within 14 days." in comment
+
+
+def test_markdown_stays_under_the_comment_limit_with_truncation_counts() -> None:
+    long = "word " * 5_000
+    changes = [
+        AnswerChange(
+            f"agent/t/s{i:03}", "call 1", ("model: 'a' -> 'b'",), long, long + "x", True, False
+        )
+        for i in range(200)
+    ]
+    text = review_markdown(Review("A", "B", changes), full_page="review.html")
+    assert len(text) < COMMENT_LIMIT
+    assert "more characters)" in text
+    shown = text.count("<details>")
+    assert 0 < shown < 200
+    assert f"{200 - shown} more scenarios not shown (comment size limit)" in text
+    # an answer that holds a code fence cannot close the block it sits in
+    fenced = review_markdown(
+        Review("A", "B", [AnswerChange("a/t/s", "call 1", ("x",), "```\n<b>hi</b>", "ok")])
+    )
+    assert "````diff" in fenced
