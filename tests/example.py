@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -18,11 +19,20 @@ EXAMPLE_PARTS = (
 )
 
 
+def _identities(path: Path) -> list[str]:
+    """A dataset's scenario identities: its own, then one per further target of its matrix
+    (docs/matrix.md: the first target listed is the primary and keeps the plain identity)."""
+    scenario = path.relative_to(PROJECT / "eval-datasets").with_suffix("").as_posix()
+    targets = json.loads(path.read_bytes()).get("targets") or [None]
+    return [scenario, *(f"{scenario}@{target}" for target in targets[1:])]
+
+
 # Every scenario identity of the bundled example, in dataset order.
-EXAMPLE_SCENARIOS = sorted(
-    p.relative_to(PROJECT / "eval-datasets").with_suffix("").as_posix()
-    for p in (PROJECT / "eval-datasets").rglob("*.json")
-)
+EXAMPLE_SCENARIOS = [
+    identity
+    for path in sorted((PROJECT / "eval-datasets").rglob("*.json"))
+    for identity in _identities(path)
+]
 
 
 # How many entries the bundled example's cache holds.

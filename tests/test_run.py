@@ -294,7 +294,10 @@ def test_trials_rekey_and_report_a_pass_rate(git_repo: Path) -> None:
     write_repo(git_repo, DEAD, {"support/acme/refund": refund(prompt="prompts/acme.md")})
     outcome, requests = record(git_repo, script, trials=3)
     assert requests == 3 and outcome.rc == 1
-    assert "FAIL  support/acme/refund  2/3 trials (67%)  [3 live, 0 cache hits]" in outcome.out
+    assert (
+        "FAIL  support/acme/refund  2/3 trials (67%; pass all: FAIL pass pass)  "
+        "[3 live, 0 cache hits]" in outcome.out
+    )
     assert len(entry_files(git_repo)) == 6
     report = json.loads(do_run(git_repo, trials=3, fmt="json").out)
     assert report["scenarios"][0]["pass_rate"] == pytest.approx(2 / 3)
@@ -364,12 +367,13 @@ def answer(scenario, client):
 """
 
 
-@pytest.mark.parametrize("child", [False, True], ids=["snapshot-here", "snapshot-by-child"])
+@pytest.mark.parametrize("settled", [False, True], ids=["by-content", "by-stat"])
 def test_canary_names_each_written_deleted_and_added_file(
-    git_repo: Path, child: bool, monkeypatch: pytest.MonkeyPatch
+    git_repo: Path, settled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The first snapshot is taken here for a small suite, by a child for a large one: both.
-    monkeypatch.setattr("cachelint.canary.CHILD_MIN_SCENARIOS", 1 if child else 10**9)
+    # Files recorded just before the run are compared by content; older ones by stat (ctime).
+    if settled:
+        monkeypatch.setattr("cachelint.canary.RACY_NS", 0)
     write_repo(
         git_repo,
         DEAD,

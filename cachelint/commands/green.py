@@ -58,7 +58,7 @@ def green(
     from cachelint.green import record_green_run
     from cachelint.runner.evidence import verified
     from cachelint.runner.results import execution_name
-    from cachelint.runner.suite import load_suite
+    from cachelint.runner.suite import suite_pairs
     from cachelint.usage import recording_refusals
 
     config = load(repo_root(start), config_path)
@@ -71,8 +71,11 @@ def green(
     # without following a link, must agree; a verdict that is not true or false is refused.
     summary = verified(config.repo / config.results / execution_name(execution))
     entries = {s.identity: s.passed for s in summary.scenarios}
-    every = [s.identity for s in load_suite(config)]
-    missing = [s for s in every if s not in entries]
+    pairs = suite_pairs(config)
+    # The record pins the primary identities, as `cachelint run` writes it; every matrix pair
+    # must be in the execution all the same, since a run of the suite runs them all.
+    every = [s.identity for s in pairs if s.origin in ("", s.identity)]
+    missing = [s.identity for s in pairs if s.identity not in entries]
     failed = [s for s, ok in entries.items() if not ok]
     problems = []
     if missing:

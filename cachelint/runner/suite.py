@@ -31,3 +31,11 @@ def load_suite(config: Config, *, listed: Callable[[int], None] | None = None) -
     for s in scenarios:
         target_name(config, agent=s.agent, chosen=s.target, where=s.path)
     return scenarios
+
+
+def suite_pairs(config: Config) -> list[Scenario]:
+    """`load_suite` as `cachelint run` with no --target runs it: a matrix scenario once per
+    (scenario, target) pair, in the run's order (docs/matrix.md)."""
+    from cachelint.runner.matrix import expand
+
+    return expand(config, load_suite(config), [])
