@@ -173,6 +173,7 @@ def cachelint(request: pytest.FixtureRequest) -> Iterator[Any]:
         repo_prefix=settings.cache[0],
         params=dict(target.params),
         endpoint=state["endpoint"],
+        normalise=settings.normalise,
     )
     request.node.stash[_CLIENT] = client
     passing = _pass(request.config)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
 from itertools import chain, islice, repeat
 from operator import attrgetter, lt
@@ -43,7 +43,7 @@ from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")
-_OPTIONAL = ("ttlDaysLongest", "projects", "entries", "seal", "databases")
+_OPTIONAL = ("ttlDaysLongest", "projects", "entries", "seal", "databases", "normalisers")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -67,6 +67,8 @@ class Stamp:
     # SQLite cassettes under the root, relative to it -> {"blake3": hex, "rows": {table: count}}
     # (cachelint.sqlite_cache.seal_of).
     databases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The blake3 of the key normalisers the tree was recorded under (cachelint.rewrites.digest).
+    normalisers: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -86,6 +88,8 @@ class Stamp:
             data["seal"] = self.seal
         if self.databases:
             data["databases"] = {k: dict(self.databases[k]) for k in sorted(self.databases)}
+        if self.normalisers is not None:
+            data["normalisers"] = self.normalisers
         return data
 
 
@@ -171,9 +175,16 @@ def parse_stamp(data: Any) -> Stamp:
     per_project = {project: _str_map(projects, project) for project in projects}
     entries, sealed = _parse_seal(data)
     databases = _parse_databases(data.get("databases", {}))
-    return Stamp(
+    stamp = Stamp(
         pinned_at, ttl, packages, pin_files, fmt, longest, per_project, entries, sealed, databases
     )
+    return replace(stamp, normalisers=_parse_normalisers(data.get("normalisers")))
+
+
+def _parse_normalisers(value: Any) -> str | None:
+    if value is not None and not (isinstance(value, str) and _HEX64.fullmatch(value)):
+        raise InvalidStamp(f"field 'normalisers' is {value!r}, expected a blake3 hex digest")
+    return value
 
 
 def _parse_databases(value: Any) -> dict[str, Mapping[str, Any]]:

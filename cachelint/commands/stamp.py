@@ -87,7 +87,7 @@ def stamp(
 ) -> int:
     """Write the stamp at every cache root that has entries; return the exit code. On an `err`
     that is a terminal, a bar counts the entries read when there are many (after a re-record)."""
-    from cachelint import pins
+    from cachelint import pins, rewrites
     from cachelint.collect import collect, entry_bars
     from cachelint.config import load
     from cachelint.errors import CachelintError
@@ -125,6 +125,7 @@ def stamp(
             project: {r.name: r.version for r in found.values()}
             for project, found in resolution.by_project.items()
         },
+        normalisers=rewrites.digest(config.normalise),  # a normaliser change re-keys entries
     )
     versions = ", ".join(
         [f"{r.name} {r.version} ({r.source})" for r in chosen]

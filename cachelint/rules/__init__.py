@@ -45,6 +45,7 @@ _MODULES: tuple[str, ...] = (
     "no_stamp",
     "stamp_invalid",
     "unstamped",
+    "normalisers",
     "stale_pin",
     "unpinned",
     "short_ttl",

@@ -30,6 +30,7 @@ from cachelint.canonical import cache_key
 from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
 from cachelint.jsontext import lone_surrogate
+from cachelint.rewrites import apply as apply_rewrites
 from cachelint.runner import apis
 from cachelint.runner.request import (
     build_request,
@@ -146,6 +147,8 @@ class CachingClient:
     params: Mapping[str, Any] = field(default_factory=dict)
     # The cache endpoint serving this client over HTTP (`base_url`), when the target needs one.
     endpoint: Any = field(default=None, repr=False)
+    # Key normalisers (cachelint.rewrites): applied to each canonical request before it is keyed.
+    normalise: tuple[Any, ...] = ()
     # Judges: the client of [tool.cachelint.judge] target (None: this one) and custom rubrics.
     judge_client: CachingClient | None = field(default=None, repr=False)
     rubrics: Mapping[str, str] = field(default_factory=dict)
@@ -254,6 +257,8 @@ class CachingClient:
     ) -> dict[str, Any]:
         """The response to `request`: from the cache, or from `call_live()` (recorded when the
         mode records), as the mode decides. `sent` is the conversation, for the run's records."""
+        if self.normalise:  # the key and the entry's request are the normalised ones
+            request = apply_rewrites(self.normalise, request)
         key = cache_key(request)
         inside = self.store.entry_relpath(self.scenario, key)
         entry = f"{self.repo_prefix}/{inside}" if self.repo_prefix else inside

@@ -124,6 +124,7 @@ class Wiring:
             repo_prefix=self.config.cache[0],
             params=dict(target.params),
             endpoint=self.endpoint,
+            normalise=self.config.normalise,
         )
 
     def _transport(self, name: str, target: TargetConfig) -> Any:
