@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
+from cachelint.runner import htmlsummary
+from cachelint.runner.htmlassets import CSS, JS
 from cachelint.runner.matrixviews import matrix_html
 from cachelint.runner.review import compare_executions
 from cachelint.runner.reviewviews import REVIEW_CSS, review_html
@@ -26,34 +28,7 @@ from cachelint.runner.views import ExecutionView, ScenarioView, group_spend
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
-_CSS = (
-    """
-body{font-family:system-ui,sans-serif;margin:1.5rem 2rem;color:#222;max-width:80rem}
-table{border-collapse:collapse;margin:.4rem 0 1rem}
-td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
-.pass{color:#176b2c;font-weight:bold}.fail{color:#a4161a;font-weight:bold}
-.good{color:#176b2c}.average{color:#8a6d00}.poor,.not-scored{color:#a4161a}
-pre{white-space:pre-wrap;margin:0;font-size:.88em}
-details.scenario{border:1px solid #ddd;border-radius:4px;margin:.3rem 0;padding:.3rem .6rem}
-details.scenario>summary{cursor:pointer}
-.msg{border-left:3px solid #bbb;margin:.3rem 0;padding:.1rem .5rem}
-.msg .role{font-size:.8em;text-transform:uppercase;color:#555}
-.msg.system{border-color:#888}.msg.user{border-color:#2a6fdb}.msg.assistant{border-color:#176b2c}
-.msg.tool{border-color:#8a6d00}
-body.failed-only details.scenario.passed,body.failed-only .group.all-passed{display:none}
-.meta{color:#555;font-size:.9em}svg{vertical-align:middle}
-""".strip()
-    + REVIEW_CSS
-)
-
-_JS = """
-(function () {
-  var box = document.getElementById('failed-only');
-  function apply() { document.body.classList.toggle('failed-only', box.checked); }
-  box.addEventListener('change', apply);
-  if (location.hash === '#failed') { box.checked = true; apply(); }
-})();
-""".strip()
+_CSS = CSS + REVIEW_CSS
 
 
 # What `_e` changes: the characters html.escape replaces, and what sanitize_block makes visible.
@@ -384,13 +359,16 @@ def _metric_row(metric: Mapping[str, Any]) -> str:
     )
 
 
-def _scenario(s: ScenarioView, settings: ReportSettings, trend: Trend | None) -> str:
-    state = "passed" if s.passed else "failed"
+def _scenario(
+    s: ScenarioView, settings: ReportSettings, trend: Trend | None, marks: Mapping[str, str]
+) -> str:
+    state = ("passed" if s.passed else "failed") + marks.get(s.identity, "")
     n_in, n_out = s.tokens
     parts = [
         f'<details class="scenario {state}" data-testid="scenario" id="s-{_e(s.identity)}" '
         f'data-scenario="{_e(s.identity)}"'
-        f"{'' if s.passed else ' open'}><summary>{_verdict(s.passed)} {_e(s.identity)} "
+        f"{'' if s.passed else ' open'}><summary>{_verdict(s.passed)} {_e(s.identity)}"
+        f"{htmlsummary.tags(marks, s.identity)} "
         f'<span class="meta">{sum(1 for t in s.trials if t.get("passed"))}/{len(s.trials)} trials, '
         f'<span data-testid="cost">{_e(s.spend.text())}</span>, '
         f"{'cache hit' if s.cache_hit else 'live'}</span></summary>",
@@ -415,7 +393,12 @@ def _scenario(s: ScenarioView, settings: ReportSettings, trend: Trend | None) ->
     return "".join(parts)
 
 
-def _hierarchy(view: ExecutionView, settings: ReportSettings, trend: Trend | None) -> Iterator[str]:
+def _hierarchy(
+    view: ExecutionView,
+    settings: ReportSettings,
+    trend: Trend | None,
+    marks: Mapping[str, str],
+) -> Iterator[str]:
     yield '<div data-testid="hierarchy">'
     for agent, members in view.groups(by_tenant=False):
         ok = sum(1 for s in members if s.passed)
@@ -423,7 +406,7 @@ def _hierarchy(view: ExecutionView, settings: ReportSettings, trend: Trend | Non
         yield (
             f'<section class="{cls} agent" data-testid="agent" data-agent="{_e(agent)}">'
             f'<h2>{_e(agent)} <span class="meta">{ok}/{len(members)} passed, '
-            f"{_e(group_spend(members).text())}</span></h2>"
+            f"{_group_cost(members)}</span></h2>"
         )
         tenants: dict[str, list[ScenarioView]] = {}
         for s in members:
@@ -434,13 +417,24 @@ def _hierarchy(view: ExecutionView, settings: ReportSettings, trend: Trend | Non
             yield (
                 f'<section class="{cls_t} tenant" data-testid="tenant" data-tenant="{_e(tenant)}">'
                 f'<h3>{_e(tenant)} <span class="meta">{ok_t}/{len(scenarios)} passed, '
-                f"{_e(group_spend(scenarios).text())}</span></h3>"
+                f"{_group_cost(scenarios)}</span></h3>"
             )
             for s in scenarios:
-                yield _scenario(s, settings, trend)
+                yield _scenario(s, settings, trend, marks)
             yield "</section>"
         yield "</section>"
     yield "</div>"
+
+
+def _group_cost(members: Sequence[ScenarioView]) -> str:
+    spend = group_spend(members)
+    return f'<span title="{_e(spend.text())}">{_e(htmlsummary.short_cost(spend))}</span>'
+
+
+def _cost(s: ScenarioView | None) -> str:
+    if s is None:
+        return "-"
+    return f'<span title="{_e(s.spend.text())}">{_e(htmlsummary.short_cost(s.spend))}</span>'
 
 
 def _compare(a: ExecutionView, b: ExecutionView) -> str:
@@ -467,41 +461,40 @@ def _compare(a: ExecutionView, b: ExecutionView) -> str:
         rows.append(
             f"<tr><td>{_e(identity)}</td><td>{_verdict(x.passed) if x else '-'}</td>"
             f"<td>{_verdict(y.passed) if y else '-'}</td><td>{_e(change)}</td>"
-            f"<td>{_e(x.spend.text() if x else '-')} → {_e(y.spend.text() if y else '-')}</td></tr>"
+            f"<td>{_cost(x)} → {_cost(y)}</td></tr>"
         )
     rows.append("</table>")
     return "".join(rows)
 
 
-def render_html(
-    view: ExecutionView,
-    settings: ReportSettings,
-    *,
-    trend: Trend | None = None,
-    compare: ExecutionView | None = None,
-    notes: Sequence[str] = (),
-) -> Iterator[str]:
-    """The page in pieces, to be written as they come: a large suite's page is tens of MB, and
-    joined it would be held two or three times over (its parts, the text, the bytes)."""
+def _top(view: ExecutionView, found: Sequence[htmlsummary.Regression]) -> list[str]:
+    """The verdict, what fails the run, the summary cards and line, the regressions table."""
     passed = sum(1 for s in view.scenarios if s.passed)
     title = f"cachelint run {view.name}"
-    parts = [
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>",
         f'<h1 data-testid="verdict">{_e(title)} ({_e(view.mode)}): {_verdict(view.passed)}</h1>',
         *(
             f'<p class="fail" data-testid="run-failure">FAIL {_e(failure)}</p>'
             for failure in view.failures
         ),
-        f'<p data-testid="summary">{passed}/{len(view.scenarios)} scenarios passed; cost '
-        f'<span data-testid="run-cost">{_e(view.spend.text())}</span>'
+        htmlsummary.cards(view, _e),
+        f'<p class="meta" data-testid="summary">{passed}/{len(view.scenarios)} scenarios '
+        f'passed; cost <span data-testid="run-cost">{_e(view.spend.text())}</span>'
         + (f" ({_e(view.started)})" if view.started else "")
         + "</p>",
-        '<p><label><input type="checkbox" id="failed-only"> failed scenarios only</label></p>',
+        htmlsummary.regressions_table(found, _e),
     ]
-    parts.extend(f'<p class="note">{_e(n)}</p>' for n in notes)
+
+
+def _middle(
+    view: ExecutionView, trend: Trend | None, compare: ExecutionView | None, notes: Sequence[str]
+) -> list[str]:
+    """The notes, mutations, trend, comparison and re-record review, target matrix."""
+    parts = [f'<p class="note">{_e(n)}</p>' for n in htmlsummary.shown_notes(notes)]
     if view.mutations:
         parts.append("<h2>eval-cache-mutated</h2><table>")
         for m in view.mutations:
@@ -522,7 +515,23 @@ def render_html(
     matrix = view.matrix()
     if matrix is not None:
         parts.append(matrix_html(matrix, _e))
+    return parts
+
+
+def render_html(
+    view: ExecutionView,
+    settings: ReportSettings,
+    *,
+    trend: Trend | None = None,
+    compare: ExecutionView | None = None,
+    notes: Sequence[str] = (),
+) -> Iterator[str]:
+    """The page in pieces, to be written as they come: a large suite's page is tens of MB, and
+    joined it would be held two or three times over (its parts, the text, the bytes)."""
+    found = htmlsummary.regressions(view, notes, compare)
+    parts = [*_top(view, found), *_middle(view, trend, compare, notes)]
+    parts.append("<h2>scenarios</h2>" + htmlsummary.toolbar(len(view.scenarios)))
     for part in parts:
         yield part + "\n"
-    yield from _hierarchy(view, settings, trend)
-    yield f"\n<script>{_JS}</script></body></html>\n"
+    yield from _hierarchy(view, settings, trend, htmlsummary.marks(view, found))
+    yield f"\n</main><script>{JS}</script></body></html>\n"

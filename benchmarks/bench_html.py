@@ -1,0 +1,185 @@
+"""Benchmark the HTML report of a large run: page size, first paint, search and filter latency.
+
+    python benchmarks/bench_html.py                  # 20,000 scenarios
+    python benchmarks/bench_html.py --scenarios 2000 --rounds 5
+
+Builds an execution of N scenarios in memory as `cachelint run` writes its results documents
+(10 agents x 10 tenants x N/100 names; one trial with one recorded call: a system prompt, a user
+question and an answer of a few hundred characters; a tenth of the scenarios failing, two
+assertions each), renders the page with `render_html` (what `run --html` and `cachelint report`
+write) and loads it from file:// in headless Chromium (/usr/bin/chromium) driven through the
+DevTools protocol (tests/cdp.py). It prints the page's size, the first contentful paint and load
+time Chromium reports, and the latency of real key presses in the search box and real clicks on
+the status filter, each measured from the input event sent to two animation frames later (laid
+out and painted). The issue's goals: under 20 MB, first paint under 2 s, search under 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
+
+from cachelint.runner.htmlreport import render_html  # noqa: E402
+from cachelint.runner.settings import ReportSettings  # noqa: E402
+from cachelint.runner.views import ExecutionView, scenario_view  # noqa: E402
+from tests.cdp import Browser  # noqa: E402
+
+SYSTEM = "You are the {tenant} support agent for {agent}.\nAnswer briefly.\nCite the policy.\n"
+ANSWER = (
+    "Thanks for asking about case {i}. Per policy 4.{n}, {tenant} refunds within 30 days of "
+    "delivery; keep the receipt, and the refund reaches the card within five working days. "
+    "Anything bought in a sale is refunded as store credit. Reply here if the parcel is lost."
+)
+
+
+def _record(i: int, agent: str, tenant: str) -> dict[str, Any]:
+    identity = f"{agent}/{tenant}/case-{i:05d}"
+    passed = i % 10 != 0
+    messages = [
+        {"role": "system", "content": SYSTEM.format(agent=agent, tenant=tenant)},
+        {"role": "user", "content": f"Question {i}: how do refunds work for order {i * 7}?"},
+    ]
+    answer = ANSWER.format(i=i, n=i % 9, tenant=tenant)
+    response = {
+        "choices": [{"message": {"role": "assistant", "content": answer}}],
+        "usage": {"prompt_tokens": 60, "completion_tokens": 70},
+    }
+    call = {
+        "purpose": "target",
+        "key": f"{i:064x}",
+        "cache_hit": True,
+        "latency_s": 0.0,
+        "usage": response["usage"],
+        "model": "scripted-v1",
+        "messages": messages,
+    }
+    checks = [
+        {"type": "contains", "passed": True, "reason": "found 'refund'"},
+        {
+            "type": "contains",
+            "passed": passed,
+            "reason": "found '30 days'" if passed else "'60 days' not in the answer",
+        },
+    ]
+    trial = {
+        "trial": 1,
+        "passed": passed,
+        "error": None,
+        "messages": messages,
+        "output": {"text": answer, "tool_calls": []},
+        "response": response,
+        "assertions": checks,
+        "judges": [],
+        "metrics": [],
+        "usage": response["usage"],
+        "calls": [call],
+    }
+    return {
+        "scenario": identity,
+        "agent": agent,
+        "tenant": tenant,
+        "path": f"eval-datasets/{identity}.json",
+        "passed": passed,
+        "pass_rate": 1.0 if passed else 0.0,
+        "trials": [trial],
+    }
+
+
+def build(n: int, out: Path) -> float:
+    """Render the page of `n` scenarios to `out`; seconds taken."""
+    prices: dict[str, Any] = {}
+    views = [
+        scenario_view(_record(i, f"agent{i % 10}", f"tenant{(i // 10) % 10}"), "m", prices)
+        for i in range(n)
+    ]
+    view = ExecutionView(name="bench", mode="replay", started=None, scenarios=views)
+    started = time.perf_counter()
+    with out.open("w", encoding="utf-8") as page:
+        page.writelines(render_html(view, ReportSettings()))
+    return time.perf_counter() - started
+
+
+def _timed(browser: Browser, act: Any) -> float:
+    started = time.perf_counter()
+    act()
+    browser.settled()
+    return (time.perf_counter() - started) * 1000
+
+
+def measure(page: Path, rounds: int, profile: Path) -> dict[str, Any]:
+    with Browser("/usr/bin/chromium", profile) as browser:
+        started = time.perf_counter()
+        browser.open(page.as_uri())
+        browser.settled()
+        wall = (time.perf_counter() - started) * 1000
+        paint = browser.js(
+            "(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime"
+        )
+        load = browser.js("performance.getEntriesByType('navigation')[0].loadEventEnd")
+        browser.click("#search")
+        first = _timed(browser, lambda: browser.type("c"))  # builds the search text once
+        keys = []
+        for _ in range(rounds):
+            for char in "ase-0001":
+                keys.append(_timed(browser, lambda c=char: browser.type(c)))
+            for _ in "ase-0001":
+                keys.append(_timed(browser, lambda: browser.key("Backspace", 8)))
+        shown = browser.js("document.getElementById('shown-count').textContent")
+        clicks = [
+            _timed(browser, lambda s=status: browser.click(f"#status-{s}"))
+            for _ in range(rounds)
+            for status in ("failed", "regressed", "missed", "all")
+        ]
+        errors = list(browser.errors)
+    return {
+        "paint": paint,
+        "load": load,
+        "wall": wall,
+        "first_key": first,
+        "keys": keys,
+        "clicks": clicks,
+        "shown": shown,
+        "errors": errors,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-html-") as tmp:
+        page = Path(tmp) / "report.html"
+        render = build(args.scenarios, page)
+        size = page.stat().st_size
+        got = measure(page, args.rounds, Path(tmp) / "profile")
+    keys, clicks = got["keys"], got["clicks"]
+    print(f"scenarios:            {args.scenarios:,}")
+    print(f"page size:            {size / 1e6:.1f} MB (goal < 20 MB)   rendered in {render:.1f} s")
+    print(
+        f"first contentful paint {got['paint']:.0f} ms (goal < 2000 ms); load event "
+        f"{got['load']:.0f} ms; navigate to painted {got['wall']:.0f} ms"
+    )
+    print(f"search, first key:    {got['first_key']:.0f} ms (lowers every scenario's text once)")
+    print(
+        f"search, each key:     median {statistics.median(keys):.0f} ms, max {max(keys):.0f} ms "
+        f"over {len(keys)} key presses (goal < 300 ms)"
+    )
+    print(
+        f"status filter click:  median {statistics.median(clicks):.0f} ms, max "
+        f"{max(clicks):.0f} ms over {len(clicks)} clicks"
+    )
+    print(f"console errors:       {len(got['errors'])}")
+    return 0 if not got["errors"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
