@@ -46,6 +46,7 @@ padding:.35rem .7rem}
 details.scenario.failed{border-left:4px solid var(--bad)}
 details.scenario.passed{border-left:4px solid var(--ok)}
 details.scenario>summary{cursor:pointer}
+details.scenario{content-visibility:auto;contain-intrinsic-size:auto 2.4rem}
 .tag{display:inline-block;font-size:.75em;border-radius:10px;padding:0 .45rem;margin-left:.3rem;
 background:#fff1e5;color:#953800;border:1px solid #ffd8b5}
 .msg{border-left:3px solid #bbb;margin:.3rem 0;padding:.1rem .5rem}
