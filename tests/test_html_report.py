@@ -91,9 +91,9 @@ def assert_trend_and_cost(dom: Dom, page: str, scenarios: int) -> None:
     trends = [a for tag, a in dom.elements if tag == "svg" and a.get("class") == "trend"]
     assert trends and all(a.get("data-points") == "2" for a in trends)
     assert page.count(f">{scenarios - 1}/{scenarios}</text>") == 2
-    # The scenarios recorded on the priced model (scripted-v1); the orders agent's models have no
-    # price, so its cost is a lower bound that names them rather than too low a figure.
-    assert "at least $0.0030 (4 calls unpriced: model scripted-large (2), model scripted" in page
+    # The orders and returns agents' larger model has no price, so the cost is a lower bound that
+    # names it rather than too low a figure.
+    assert "at least $0.0031 (2 calls unpriced: model scripted-large)" in page
     assert "n/a" not in page
     # every call's messages: the orders agent's two calls, and the judge's
     assert dom.count("call") >= scenarios + 2
@@ -104,7 +104,10 @@ def test_report_in_headless_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
     repo = make_example_repo(
         tmp_path / "example",
-        extra_config="[prices]\nscripted-v1 = { input = 2.5, output = 10 }\n\n",
+        extra_config=(
+            "[prices]\nscripted-v1 = { input = 2.5, output = 10 }\n"
+            "scripted-mini = { input = 0.5, output = 2 }\n\n"
+        ),
     )
     # A scenario whose every string is hostile markup: replay misses (no recorded answer), so it
     # fails, and the page must show its text as text.

@@ -179,6 +179,8 @@ def test_no_second_sanitizer_in_the_package() -> None:
     copies = [
         path.relative_to(PROJECT).as_posix()
         for path in sorted((PROJECT / "cachelint").rglob("*.py"))
-        if "\\u202a" in path.read_text(encoding="utf-8").lower()
+        # the class's signature is the bidi range; a list of single code points kept for another
+        # reason (confine's HFS+-ignorable names) is not a sanitizer
+        if "\\u202a-\\u202e" in path.read_text(encoding="utf-8").lower()
     ]
     assert copies == ["cachelint/display.py"]
