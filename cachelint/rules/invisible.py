@@ -2,15 +2,18 @@
 
 Git skips any directory named `.git` without a word (`git add` exits 0) and treats a nested
 repository as one gitlink (mode 160000), never tracking the files inside. Such files are on disk
-but in none of the index, the untracked list and the ignored list. One finding per nested
-repository and per `.git` directory (not per file inside), so a stray clone does not print
-thousands of lines.
+but in none of the index, the untracked list and the ignored list. A directory spelled `.GIT`,
+`.Git.` or `git~1` is listed as untracked, but `git add` refuses every path through it ("invalid
+path": Windows and macOS read it as `.git`), so it is reported here with a rename, never with
+`git add` advice. One finding per nested repository and per such directory (not per file
+inside), so a stray clone does not print thousands of lines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.confine import is_dotgit
 from cachelint.display import shell_command
 from cachelint.findings import Finding
 from cachelint.paths import is_inside
@@ -33,7 +36,38 @@ def _owner(path: str, containers: set[str]) -> str | None:
     return None
 
 
+def dotgit_variant(path: str) -> str | None:
+    """The leading part of `path` up to its first component that reads as `.git` on Windows or
+    macOS but is not `.git` itself (`.GIT`, `.git.`, `git~1`), or None."""
+    if "g" not in path and "G" not in path:
+        return None  # every spelling holds a g
+    parts = path.split("/")
+    for i, part in enumerate(parts):
+        if part != ".git" and is_dotgit(part):
+            return "/".join(parts[: i + 1])
+    return None
+
+
+def _variants(facts: TreeFacts) -> Iterator[Finding]:
+    grouped: dict[str, int] = {}
+    for path in facts.untracked | facts.ignored:
+        if (owner := dotgit_variant(path)) is not None:
+            grouped[owner] = grouped.get(owner, 0) + 1
+    for owner, count in sorted(grouped.items()):
+        name = owner.rpartition("/")[2]
+        renamed = f"{owner.rpartition('/')[0]}/{''.join(filter(str.isalnum, name)).lower()}-data"
+        yield Finding(
+            owner,
+            CODE,
+            f'git refuses every path through {name!r} (`git add` fails with "invalid path": '
+            f"Windows and macOS read it as `.git`), so its {_files(count)} can never be "
+            f"committed; rename it, e.g. `{shell_command('mv', '--', owner, renamed)}`, then "
+            f"`{shell_command('git', 'add', '--', renamed)}`",
+        )
+
+
 def check(facts: TreeFacts) -> Iterator[Finding]:
+    yield from _variants(facts)
     unseen = facts.unindexed - facts.untracked - facts.ignored
     nested = facts.nested_repos
     git_dirs = set(facts.git_dirs)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from cachelint.display import shell_command
 from cachelint.findings import Finding
 from cachelint.rules import Rule
+from cachelint.rules.invisible import dotgit_variant
 from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-untracked"
@@ -17,6 +18,8 @@ CODE = "eval-cache-untracked"
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
     for path in sorted(facts.untracked):
+        if dotgit_variant(path) is not None:
+            continue  # git refuses to add it: eval-cache-invisible says how to rename it
         add = shell_command("git", "add", "--", path)
         yield Finding(path, CODE, f"on disk but not committed; run `{add}` (or delete it)")
 

@@ -1,7 +1,9 @@
-"""eval-cache-windows-name: a path part Windows cannot check out.
+"""eval-cache-windows-name: a path part Windows (or macOS) cannot check out.
 
-What Windows rejects is in cachelint.winpath. Every part of every path is checked, directories
-too; a bad directory is reported once, not once per file below it.
+What Windows rejects is in cachelint.winpath. A name that is not valid UTF-8 (Latin-1 bytes
+written on Linux, reaching cachelint as surrogate escapes) is refused by both: Windows and APFS
+store names as Unicode, and git for Windows and macOS cannot create it. Every part of every path
+is checked, directories too; a bad directory is reported once, not once per file below it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ CODE = "eval-cache-windows-name"
 # Filters over "/"-delimited text (every part is followed by "/"): they may over-match but never
 # miss, so text they do not hit is clean. Each starts with a literal "/" or is a character class,
 # which re scans at C speed.
-_CHARS = re.compile(r'[<>:"|?*\\\x00-\x1f]')
+_CHARS = re.compile(r'[<>:"|?*\\\x00-\x1f\udc80-\udcff]')
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
 _DEVICE_PART = re.compile(rf"/(?:{DEVICES}) *[./]", re.IGNORECASE)
 
 
@@ -28,26 +31,40 @@ def _suspect(text: str) -> bool:
     return bool(_CHARS.search(text) or "./" in text or " /" in text or _DEVICE_PART.search(text))
 
 
+def _problem(part: str) -> str | None:
+    if _UNDECODABLE.search(part):
+        raw = part.encode("utf-8", "surrogateescape")
+        return (
+            f"{raw!r} is not valid UTF-8, which Windows and macOS need in file names; "
+            "git there cannot check it out, rename it to a UTF-8 name"
+        )
+    why = problem(part)
+    return (
+        None if why is None else f"{part!r} {why}; git for Windows cannot check it out, rename it"
+    )
+
+
 def check(facts: TreeFacts) -> Iterator[Finding]:
     # Names repeat across the tree, so each distinct one is judged once; one regex scan of them
     # all joined by "/" clears a clean tree without a Python loop per name.
     if not _suspect(facts.names_text):
         return
     names = facts.names
-    bad = {part: why for part in names if (why := problem(part)) is not None}
+    bad = {part: why for part in names if (why := _problem(part)) is not None}
     if not bad:
         return
     reported: dict[str, str] = {}
     for node in facts.nodes:
         part = node.rpartition("/")[2]
         if part in bad:
-            reported[node] = f"{part!r} {bad[part]}; git for Windows cannot check it out, rename it"
+            reported[node] = bad[part]
     for node, message in sorted(reported.items()):
         yield Finding(node, CODE, message)
 
 
 RULE = Rule(
     CODE,
-    'a path part Windows cannot check out (device names, <>:"|?*\\, trailing . or space)',
+    'a path part Windows or macOS cannot check out (device names, <>:"|?*\\, trailing . or '
+    "space, a name that is not valid UTF-8)",
     check,
 )
