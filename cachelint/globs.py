@@ -12,7 +12,7 @@ RE2 takes UTF-8 only. A file name that is not valid UTF-8 reaches cachelint as a
 lone surrogates (Python's `surrogateescape`), which RE2 cannot encode: such a path is matched
 as its UTF-8 rendering with each undecodable byte replaced by U+FFFD, so `*` and `**` still
 match it (an excluded directory stays excluded) while a literal glob never names the bytes.
-The name itself is a finding of its own (`eval-cache-invalid-name`).
+The name itself is a finding of its own (`eval-cache-windows-name`).
 """
 
 from __future__ import annotations
