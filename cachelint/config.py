@@ -96,6 +96,7 @@ class Config:
     max_entry_bytes: int = 64 * 1024 * 1024
     secret_allow: tuple[str, ...] = ()
     normalise: tuple[Any, ...] = ()  # key normalisers (cachelint.rewrites), applied before hashing
+    redact: tuple[Any, ...] = ()  # redaction rules (cachelint.redact), applied before writing
     sqlite: tuple[str, ...] = ()  # single-file SQLite caches under a root (cachelint.sqlite_cache)
     db_warn_bytes: int = 50 * 1024 * 1024  # GitHub warns above 50 MiB
     db_max_bytes: int = 100 * 1024 * 1024  # and refuses a file above 100 MiB
@@ -228,6 +229,12 @@ def _rewrites(value: Any) -> tuple[Any, ...]:
     return parse_rules(value)
 
 
+def _redactions(value: Any) -> tuple[Any, ...]:
+    from cachelint.redact import parse
+
+    return parse(value)
+
+
 def _table(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("a table")
@@ -258,6 +265,7 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "max-entry-bytes": ("max_entry_bytes", _int(1024, 1 << 40)),
     "secret-allow": ("secret_allow", _str_list(_allow_item)),
     "normalise": ("normalise", _rewrites),
+    "redact": ("redact", _redactions),
     "sqlite": ("sqlite", _str_list(_relpath)),
     "db-warn-bytes": ("db_warn_bytes", _int(1, 1 << 40)),
     "db-max-bytes": ("db_max_bytes", _int(1, 1 << 40)),

@@ -174,6 +174,7 @@ def cachelint(request: pytest.FixtureRequest) -> Iterator[Any]:
         params=dict(target.params),
         endpoint=state["endpoint"],
         normalise=settings.normalise,
+        redact=settings.redact,
     )
     request.node.stash[_CLIENT] = client
     passing = _pass(request.config)

@@ -43,7 +43,15 @@ from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")
-_OPTIONAL = ("ttlDaysLongest", "projects", "entries", "seal", "databases", "normalisers")
+_OPTIONAL = (
+    "ttlDaysLongest",
+    "projects",
+    "entries",
+    "seal",
+    "databases",
+    "normalisers",
+    "redactions",
+)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -69,6 +77,8 @@ class Stamp:
     databases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # The blake3 of the key normalisers the tree was recorded under (cachelint.rewrites.digest).
     normalisers: str | None = None
+    # The blake3 of the redaction rules, which re-key requests too (cachelint.redact.digest).
+    redactions: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -90,6 +100,8 @@ class Stamp:
             data["databases"] = {k: dict(self.databases[k]) for k in sorted(self.databases)}
         if self.normalisers is not None:
             data["normalisers"] = self.normalisers
+        if self.redactions is not None:
+            data["redactions"] = self.redactions
         return data
 
 
@@ -178,12 +190,16 @@ def parse_stamp(data: Any) -> Stamp:
     stamp = Stamp(
         pinned_at, ttl, packages, pin_files, fmt, longest, per_project, entries, sealed, databases
     )
-    return replace(stamp, normalisers=_parse_normalisers(data.get("normalisers")))
+    return replace(
+        stamp,
+        normalisers=_parse_normalisers(data.get("normalisers")),
+        redactions=_parse_normalisers(data.get("redactions"), "redactions"),
+    )
 
 
-def _parse_normalisers(value: Any) -> str | None:
+def _parse_normalisers(value: Any, name: str = "normalisers") -> str | None:
     if value is not None and not (isinstance(value, str) and _HEX64.fullmatch(value)):
-        raise InvalidStamp(f"field 'normalisers' is {value!r}, expected a blake3 hex digest")
+        raise InvalidStamp(f"field {name!r} is {value!r}, expected a blake3 hex digest")
     return value
 
 

@@ -87,7 +87,7 @@ def stamp(
 ) -> int:
     """Write the stamp at every cache root that has entries; return the exit code. On an `err`
     that is a terminal, a bar counts the entries read when there are many (after a re-record)."""
-    from cachelint import pins, rewrites
+    from cachelint import pins, redact, rewrites
     from cachelint.collect import collect, entry_bars
     from cachelint.config import load
     from cachelint.errors import CachelintError
@@ -126,6 +126,7 @@ def stamp(
             for project, found in resolution.by_project.items()
         },
         normalisers=rewrites.digest(config.normalise),  # a normaliser change re-keys entries
+        redactions=redact.digest(config.redact),  # and so does a redaction rule change
     )
     versions = ", ".join(
         [f"{r.name} {r.version} ({r.source})" for r in chosen]

@@ -41,6 +41,7 @@ _MODULES: tuple[str, ...] = (
     "results_in_root",
     "meai_shape",
     "sqlite_cassette",
+    "unredacted",
     # stamp and TTL
     "no_stamp",
     "stamp_invalid",

@@ -25,25 +25,39 @@ def _shown(value: str | None) -> str:
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
+    from cachelint import redact  # redaction rules re-key requests too (docs/redact.md)
+
     now = digest(facts.config.normalise)
+    redactions = redact.digest(facts.config.redact)
     for state in facts_stamps(facts):
         stamp = state.stamp
-        if stamp is None or stamp.normalisers == now:
+        if stamp is None:
             continue  # no stamp, or an invalid one: the other stamp rules say so
-        yield Finding(
-            state.path,
-            CODE,
-            f"the key normalisers changed since `cachelint stamp` (stamped: "
-            f"{_shown(stamp.normalisers)}, {facts.config.source} `normalise`: {_shown(now)}): "
-            "requests they touch are keyed differently, so entries recorded before miss in "
-            "replay; re-record (`cachelint run --refresh-cache`), then run `cachelint stamp` and "
-            "commit both, or restore the previous rules",
-        )
+        for what, key, stamped, configured in (
+            ("key normalisers", "normalise", stamp.normalisers, now),
+            ("redaction rules", "redact", stamp.redactions, redactions),
+        ):
+            if stamped != configured:
+                yield _finding(state.path, facts.config.source, what, key, stamped, configured)
+
+
+def _finding(
+    path: str, source: str, what: str, key: str, stamped: str | None, now: str | None
+) -> Finding:
+    return Finding(
+        path,
+        CODE,
+        f"the {what} changed since `cachelint stamp` (stamped: "
+        f"{_shown(stamped)}, {source} `{key}`: {_shown(now)}): "
+        "requests they touch are keyed differently, so entries recorded before miss in "
+        "replay; re-record (`cachelint run --refresh-cache`), then run `cachelint stamp` and "
+        "commit both, or restore the previous rules",
+    )
 
 
 RULE = Rule(
     CODE,
-    "the key normalisers differ from the ones the tree was stamped under",
+    "the key normalisers or redaction rules differ from the ones the tree was stamped under",
     check,
     group="stamp",
 )

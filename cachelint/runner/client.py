@@ -30,6 +30,9 @@ from cachelint.canonical import cache_key
 from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
 from cachelint.jsontext import lone_surrogate
+from cachelint.redact import answer as redact_answer
+from cachelint.redact import messages as redact_messages
+from cachelint.redact import request as redact_request
 from cachelint.rewrites import apply as apply_rewrites
 from cachelint.runner import apis
 from cachelint.runner.request import (
@@ -149,6 +152,9 @@ class CachingClient:
     endpoint: Any = field(default=None, repr=False)
     # Key normalisers (cachelint.rewrites): applied to each canonical request before it is keyed.
     normalise: tuple[Any, ...] = ()
+    # Redaction rules (cachelint.redact): applied after the normalisers, before the key, and to
+    # the answer before it is stored or returned, so no entry holds what they remove.
+    redact: tuple[Any, ...] = ()
     # Judges: the client of [tool.cachelint.judge] target (None: this one) and custom rubrics.
     judge_client: CachingClient | None = field(default=None, repr=False)
     rubrics: Mapping[str, str] = field(default_factory=dict)
@@ -257,8 +263,7 @@ class CachingClient:
     ) -> dict[str, Any]:
         """The response to `request`: from the cache, or from `call_live()` (recorded when the
         mode records), as the mode decides. `sent` is the conversation, for the run's records."""
-        if self.normalise:  # the key and the entry's request are the normalised ones
-            request = apply_rewrites(self.normalise, request)
+        request, sent = self._rewritten(request, sent)
         key = cache_key(request)
         inside = self.store.entry_relpath(self.scenario, key)
         entry = f"{self.repo_prefix}/{inside}" if self.repo_prefix else inside
@@ -276,6 +281,8 @@ class CachingClient:
                 if hit.may_hold_surrogate:
                     where = f"{entry}/contents.data"
                     _refuse_lone_surrogate(response, where, self.recorder.command)
+                if self.redact:  # an entry recorded before a rule: `check` reports it
+                    response = redact_answer(self.redact, response)
                 latency = time.perf_counter() - started
                 self._record(key, entry, True, latency, sent, response, model, request)
                 return response
@@ -289,6 +296,8 @@ class CachingClient:
         if not isinstance(response, dict):
             raise CachelintError(f"{self.recorder.url}: response is not a JSON object")
         _refuse_lone_surrogate(response, f"{self.recorder.url} response", "")
+        if self.redact:  # stored and returned redacted: the target sees what a replay gives
+            response = redact_answer(self.redact, response)
         if self.mode.records:
             refuse_key_in_recording(
                 getattr(self.transport, "api_key", None),
@@ -302,6 +311,18 @@ class CachingClient:
             )
         self._record(key, entry, False, completion.latency_s, sent, response, model, request)
         return response
+
+    def _rewritten(
+        self, request: Mapping[str, Any], sent: list[dict[str, Any]]
+    ) -> tuple[Mapping[str, Any], list[dict[str, Any]]]:
+        """The request as keyed and stored, and the conversation as reported: normalised
+        (`normalise`), then redacted (`redact`), the same at record and at replay."""
+        if self.normalise:
+            request = apply_rewrites(self.normalise, request)
+        if self.redact:
+            request = redact_request(self.redact, request)
+            sent = redact_messages(self.redact, sent)
+        return request, sent
 
     # ---- for code written against a provider SDK (the cache endpoint) ----------------------
 

@@ -125,6 +125,7 @@ class Wiring:
             params=dict(target.params),
             endpoint=self.endpoint,
             normalise=self.config.normalise,
+            redact=self.config.redact,
         )
 
     def _transport(self, name: str, target: TargetConfig) -> Any:
