@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
 import blake3
 import orjson
 
-from cachelint import entrycache
 from cachelint.canonical import cache_key
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
@@ -204,108 +202,3 @@ def _verify_meai(entry: Entry, contents: bytes, inside: str) -> None:
         ) from None
     if not isinstance(value, dict):
         raise CorruptEntry(f"{CONTENTS_FILE} is not a JSON object, the response MEAI replays")
-
-
-class EntrySource(Protocol):
-    """Where the linter may take an entry from instead of reading and verifying it again."""
-
-    def known(self, directory: str) -> Entry | None:
-        """An entry verified earlier whose two files are, by content, those on disk now."""
-
-    def known_all(self, directories: list[str]) -> list[Entry] | None:
-        """The entries of all of `directories`, in their order, when every one is known as
-        `known` would give it; None otherwise (then each is asked for with `known`)."""
-
-    def finish(self, entries: Iterable[Entry]) -> None:
-        """Called once with every valid entry of this check (to refresh a cache, say)."""
-
-
-class DiskSource:
-    """Every entry is read from disk: `cachelint check --no-cache` and a repository without a
-    git directory cachelint may write to."""
-
-    def known(self, directory: str) -> Entry | None:
-        return None
-
-    def known_all(self, directories: list[str]) -> list[Entry] | None:
-        return None
-
-    def finish(self, entries: Iterable[Entry]) -> None:
-        return None
-
-
-class CachedSource:
-    """Entries verified by an earlier check (`cached`), taken only while git's index holds
-    their two files as it did then and git reports neither changed in the working tree (see
-    `cachelint.entrycache`).
-
-    `changed` holds the paths whose working tree may differ from the index; `restaged`, when
-    the cache was verified against another index listing than this check's (whose digest is
-    `index`), those the two listings record differently. An entry with a file in either is read.
-    `indexed` tells whether both files of an entry directory are in the index (None: every file
-    the walk found is); only such entries, and none with a file in `changed`, are cached."""
-
-    def __init__(
-        self,
-        git_dir: Path,
-        layout: Layout,
-        cached: entrycache.Cached,
-        changed: set[str],
-        restaged: set[str],
-        index: str,
-        indexed: Callable[[str], bool] | None,
-    ) -> None:
-        self._git_dir = git_dir
-        self._layout = layout
-        self._cached = cached
-        self._changed = changed
-        self._unknown = changed | restaged if restaged else changed
-        self._index = index
-        self._indexed = indexed
-        self._used = 0
-
-    def _cacheable(self, directory: str) -> bool:
-        indexed = self._indexed
-        return (indexed is None or indexed(directory)) and not _holds(self._changed, directory)
-
-    def known(self, directory: str) -> Entry | None:
-        unknown = _holds(self._unknown, directory)
-        entry = None if unknown else self._cached.entries.get(directory)
-        if entry is not None:
-            self._used += 1
-        return entry
-
-    def known_all(self, directories: list[str]) -> list[Entry] | None:
-        # Nothing changed since the cache was written, and it holds exactly these directories:
-        # every entry is known, and none needs looking at on its own.
-        cached = self._cached.entries
-        if self._unknown or len(cached) != len(directories) or list(cached) != directories:
-            return None
-        self._used = len(directories)
-        return list(cached.values())
-
-    def finish(self, entries: Iterable[Entry]) -> None:
-        """Rewrite the cache file when this check verified entries it lacked, left some unused
-        or was verified against another index, in the check's own process (why not in a forked
-        child: benchmarks/README.md)."""
-        entries = list(entries)
-        current = same_index(self._cached, self._index)
-        if current and self._used == len(entries) == len(self._cached.entries):
-            return  # every entry came from the cache and none went unused: nothing to rewrite
-        if self._indexed is not None or self._changed:
-            entries = [entry for entry in entries if self._cacheable(entry.directory)]
-        if current and self._used == len(entries) == len(self._cached.entries):
-            return  # the others were changed on disk: not cached either way
-        entrycache.save(self._git_dir, self._layout, entries, self._index)
-
-
-def _holds(paths: set[str], directory: str) -> bool:
-    """Whether `paths` holds either file of the entry in `directory`."""
-    return bool(paths) and (
-        f"{directory}/{ENTRY_FILE}" in paths or f"{directory}/{CONTENTS_FILE}" in paths
-    )
-
-
-def same_index(cached: entrycache.Cached, index: str) -> bool:
-    """Whether `cached` was written from the index listing whose digest is `index`."""
-    return bool(index) and index == cached.index_digest

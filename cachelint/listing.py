@@ -4,11 +4,15 @@ decoded with surrogateescape so an undecodable name survives the round trip back
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from cachelint.gitutil import GitResult, run_git, split_z, stage_record
-from cachelint.tree import IgnoreSource, IndexEntry
+from cachelint.gitutil import GitQueue, GitResult, run_git, split_z, stage_record
+from cachelint.tree import GITLINK, SYMLINK, IgnoreSource, IndexEntry
+from cachelint.walk import Walk
 
 _REGULAR_TAG = "\0H 100644 "  # a record of a regular file, neither marked nor unmerged
 _REGULAR = IndexEntry("100644", 0)
@@ -193,3 +197,154 @@ def git_dir(result: GitResult) -> Path | None:
 
 def nul_joined(paths: list[str]) -> bytes:
     return ("\0".join(paths) + "\0").encode("utf-8", "surrogateescape")
+
+
+# Without preloadIndex: its threads would lstat the same files as the walk, on the same two
+# cores, for a diff-files that finishes long before the walk anyway. With all of git's stat data
+# whatever the config says: with core.trustctime=false or core.checkStat=minimal, a same-size edit
+# with its mtime put back looks unchanged to diff-files, and so to the entry cache and the dirty
+# rule (a file whose stat data then differs only costs a read: its content decides).
+DIFF_FILES = [
+    *(
+        "-c",
+        "core.preloadIndex=false",
+        "-c",
+        "core.trustctime=true",
+        "-c",
+        "core.checkStat=default",
+    ),
+    *("diff-files", "-z", "--name-only"),
+]
+
+
+@dataclass
+class Listings:
+    """What git said about the paths under the roots."""
+
+    index: dict[str, IndexEntry]
+    flagged: dict[str, str]  # ls-files -v tag of marked or unmerged paths
+    candidates: set[str]  # paths whose working tree may differ from the index
+    recorded: dict[str, str]  # the candidates' object ids in the index
+    strays: bool  # the walk found a path the index lacks
+    nested: set[str] = field(default_factory=set)
+    untracked: set[str] = field(default_factory=set)
+    ignored: set[str] = field(default_factory=set)
+    excluded: int = 0
+
+
+def gather(
+    git: GitQueue,
+    spec: list[str],
+    walk: Walk,
+    stage_job: Future[GitResult],
+    changed_job: Future[GitResult],
+) -> Listings:
+    stage = stage_job.result().out
+    index, flagged = parse_stage(stage, same_as=walk.walked)
+    # Everything the --others listings can name is on disk and not in the index, so when every
+    # walked path is in the index (checked before `exclude` dropped any) neither needs to run.
+    strays = not all(map(index.__contains__, walk.walked))
+    if strays:
+        others = git.submit(["ls-files", "-z", "--others", "--exclude-standard", *spec])
+        ignored = git.submit(
+            ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *spec]
+        )
+    # diff-files skips files marked assume-unchanged or skip-worktree: those are compared like
+    # its own candidates, so such a mark hides a change from neither the dirty rule nor the
+    # entry cache.
+    candidates = set(split_z(changed_job.result().out)) | flagged.keys()
+    recorded = index_objects(stage, candidates) if candidates else {}
+    found = Listings(index, flagged, candidates, recorded, strays)
+    if _has_mode(index, GITLINK):
+        found.nested = {p for p, e in index.items() if e.mode == GITLINK}
+    drop = walk.drop
+    if drop is not None:
+        found.index = {p: e for p, e in index.items() if not drop(p)}
+        found.excluded = len(index) - len(found.index)
+        found.candidates = {p for p in candidates if not drop(p)}
+    if strays:
+        found.untracked = set(split_z(others.result().out))
+        found.ignored = set(split_z(ignored.result().out))
+    for listed in (found.untracked, found.ignored):
+        dirs = {p for p in listed if p.endswith("/")}
+        listed -= dirs
+        found.nested.update(d.rstrip("/") for d in dirs)
+    if drop is not None:
+        found.untracked = {p for p in found.untracked if not drop(p)}
+        found.ignored = {p for p in found.ignored if not drop(p)}
+    if walk.unreadable:
+        walk.files += _hidden_by(walk.unreadable, found.index)
+    return found
+
+
+def modified(repo: Path, walk: Walk, found: Listings, limit: int) -> set[str]:
+    """Tracked files whose content differs from the index: git's candidates, hashed; one above
+    `limit` (max-entry-bytes) is not hashed (hash-object would read it whole) and counts as
+    modified, as a FIFO does."""
+    on_disk = set(walk.files)
+    index = found.index
+    hashable = {
+        p
+        for p in found.candidates
+        if p in on_disk
+        and p not in walk.symlinks
+        and p not in walk.special
+        and p in index
+        and index[p].mode not in (GITLINK, SYMLINK)
+    }
+    oversized = {p for p in hashable if _size(repo / p) > limit} if hashable else set()
+    hashable -= oversized
+    modified = really_modified(repo, hashable, found.recorded) if hashable else set()
+    # A FIFO or device in place of a tracked file is not what was committed; never hashed.
+    return modified | oversized | {p for p in found.candidates if p in walk.special and p in index}
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:  # gone since the walk: hash-object reports it as it would
+        return 0
+
+
+def _hidden_by(unreadable: dict[str, str], index: dict[str, IndexEntry]) -> list[str]:
+    """The index's paths under the directories that could not be listed: on disk as far as
+    anyone can tell, and reported through their directory, not as deleted."""
+    prefixes = tuple(f"{d}/" for d in unreadable)
+    return [p for p in index if p.startswith(prefixes)]
+
+
+def _has_mode(index: dict[str, IndexEntry], mode: str) -> bool:
+    # The index shares one IndexEntry per (mode, stage): a few values to look at, not every path.
+    return any(e.mode == mode for e in set(index.values()))
+
+
+def env_file_state(repo: Path, env_file: str | None) -> str | None:
+    """How git sees the credential file `env_file`: "tracked", "unignored" (one `git add -A`
+    from a commit) or "ignored"; None when none is configured or it is not on disk."""
+    if not env_file or not (repo / env_file).exists():
+        return None
+    tracked = split_z(run_git(["ls-files", "-z", "--", f":(literal){env_file}"], cwd=repo).out)
+    if tracked:
+        return "tracked"
+    ignored = run_git(["check-ignore", "-q", "--", env_file], cwd=repo, ok_codes=(0, 1))
+    return "unignored" if ignored.rc == 1 else "ignored"
+
+
+def history(repo: Path) -> Callable[[str, str], set[str] | None]:
+    """Asks git which paths under the directory `under` differ between the working tree and the
+    commit that last wrote `path`: None when the history does not have it (a shallow clone).
+    Asked only when a rule needs it, since `git log` walks the history."""
+
+    def changed_since(path: str, under: str) -> set[str] | None:
+        log = run_git(["log", "-1", "--format=%H", "--", path], cwd=repo, check=False)
+        commit = log.out.decode().strip()
+        if log.rc != 0 or not commit:
+            return None
+        diff = run_git(
+            ["diff", "--name-only", "-z", "--no-renames", commit, "--", f":(literal){under}"],
+            cwd=repo,
+            check=False,
+        )
+        return None if diff.rc != 0 else set(split_z(diff.out))
+
+    return changed_since

@@ -1,8 +1,9 @@
 """The facts model: what one check found out about the cache tree, shared by every rule.
 
-Rules never call git or walk the disk themselves; `cachelint.collect` gathers these facts once
-per check (git listings in `cachelint.listing`, entries through `cachelint.entries`) and hands
-them over frozen. The derived views below are computed on first use, because most checks need
+Rules never call git or walk the cache tree themselves; `cachelint.collect` gathers these facts
+once per check (git listings in `cachelint.listing`, entries through `cachelint.reading`) and
+hands them over frozen; the one git question asked later, and only when a rule needs it, is
+`history`. The derived views below are computed on first use, because most checks need
 only a few of them and a large tree makes each cost real time.
 """
 
@@ -88,6 +89,17 @@ class TreeFacts:
     # The .NET project files in git's index (`listing.PROJECTS`), which the pins are read from;
     # None: not listed (the pins then list them themselves).
     projects: tuple[str, ...] | None = None
+    # The repository's git directory (`rev-parse --absolute-git-dir`), where the secret rule keeps
+    # its memory of entries scanned clean; None when git names none.
+    git_dir: Path | None = None
+    # The configured env-file as git sees it (`listing.env_file_state`): "tracked", "unignored"
+    # or "ignored"; None when none is configured or it is not on disk.
+    env_file: str | None = None
+    # Which paths under a directory changed since the commit that last wrote a file
+    # (`listing.history`): asked only when a stamp's seal differs. None: no history to ask.
+    history: Callable[[str, str], set[str] | None] | None = field(
+        default=None, repr=False, compare=False
+    )
     _derived: dict[Callable[[TreeFacts], object], object] = field(
         default_factory=dict, repr=False, compare=False
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cachelint.config import Config
 from cachelint.fsutil import TEMP_PREFIX
@@ -29,6 +30,17 @@ class Walk:
     unreadable: dict[str, str] = field(default_factory=dict)  # directory -> why not listed
     drop: _Matcher | None = None  # what `exclude` leaves out
     excluded: int = 0
+
+
+def opening_base(repo: Path) -> str:
+    """`repo` as the path to open the files under it by: relative to the working directory when
+    that has fewer parts (usually "."), since the kernel resolves a path part by part."""
+    absolute = str(repo)
+    try:
+        relative = os.path.relpath(absolute)
+    except (OSError, ValueError):  # no working directory any more; another drive on Windows
+        return absolute
+    return relative if relative.count(os.sep) < absolute.count(os.sep) else absolute
 
 
 def walk_roots(config: Config, base: str, roots: list[str]) -> Walk:

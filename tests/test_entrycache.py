@@ -451,8 +451,8 @@ def test_an_unchanged_tree_is_taken_whole_and_anything_else_entry_by_entry(
     """The warm fast path: same index, nothing changed, every directory a whole entry: the
     cached entries are taken as one list. A leftover temp file in one entry directory sends the
     check back to asking for each entry, and its finding is there."""
-    from cachelint.entries import CachedSource
     from cachelint.fsutil import TEMP_PREFIX
+    from cachelint.sources import CachedSource
 
     cold = facts_of(repo, entry_cache=False)
     facts_of(repo)

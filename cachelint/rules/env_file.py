@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.findings import Finding, Severity
-from cachelint.gitutil import run_git, split_z
 from cachelint.rules import Rule
 from cachelint.tree import TreeFacts
 
@@ -18,11 +17,9 @@ CODE = "eval-cache-env-file"
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
     env_file = facts.config.target.env_file
-    if not env_file or not (facts.repo / env_file).exists():
+    if env_file is None:
         return
-    literal = f":(literal){env_file}"
-    tracked = split_z(run_git(["ls-files", "-z", "--", literal], cwd=facts.repo).out)
-    if tracked:
+    if facts.env_file == "tracked":
         yield Finding(
             env_file,
             CODE,
@@ -30,9 +27,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             f"committed; run `git rm --cached -- {env_file}`, add it to .gitignore and rotate "
             "the key",
         )
-        return
-    ignored = run_git(["check-ignore", "-q", "--", env_file], cwd=facts.repo, ok_codes=(0, 1))
-    if ignored.rc == 1:
+    elif facts.env_file == "unignored":
         yield Finding(
             env_file,
             CODE,

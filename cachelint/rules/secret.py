@@ -24,7 +24,6 @@ import blake3
 
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write_chunks, read_regular
-from cachelint.gitutil import run_git
 from cachelint.rules import Rule
 from cachelint.secretscan import Allowlist, describe, fingerprint, secrets_in
 from cachelint.store import CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, entry_digest
@@ -108,11 +107,8 @@ def _scan_header(ctx: ScanContext) -> str:
     return "secrets-clean 1 " + blake3.blake3("\n".join(parts).encode()).hexdigest()
 
 
-def _clean_path(repo: Path) -> Path | None:
-    result = run_git(["rev-parse", "--absolute-git-dir"], cwd=repo, check=False)
-    if result.rc != 0:
-        return None
-    return Path(os.fsdecode(result.out.strip())) / _CLEAN_FILE
+def _clean_path(git_dir: Path | None) -> Path | None:
+    return None if git_dir is None else git_dir / _CLEAN_FILE
 
 
 def _load_clean(path: Path | None, header: str) -> set[str]:
@@ -154,7 +150,7 @@ def _cache_findings(facts: TreeFacts, ctx: ScanContext) -> Iterator[Finding]:
     if not suspects:
         return
     known = {e.directory: e.digest for e in facts.entries if e.digest}
-    path = _clean_path(facts.repo)
+    path = _clean_path(facts.git_dir)
     header = _scan_header(ctx)
     clean = _load_clean(path, header)
     now_clean: set[str] = set()

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.findings import Finding, Severity
-from cachelint.gitutil import run_git, split_z
 from cachelint.rules import Rule
 from cachelint.rules.sqlite_cassette import sealed_findings
 from cachelint.stamp import RootStamp, facts_stamps, seal
@@ -62,22 +61,13 @@ def _changed_since_stamp(facts: TreeFacts, state: RootStamp) -> list[str]:
     """Entry directories under the root that differ between the working tree and the commit that
     last wrote the stamp, by git; none when the stamp itself is uncommitted or changed (then it
     was written for the working tree) or the history is not there."""
-    repo, stamp_path = facts.repo, state.path
-    if stamp_path in facts.modified or stamp_path not in facts.index:
-        return []
-    log = run_git(["log", "-1", "--format=%H", "--", stamp_path], cwd=repo, check=False)
-    commit = log.out.decode().strip()
-    if log.rc != 0 or not commit:
+    stamp_path = state.path
+    if stamp_path in facts.modified or stamp_path not in facts.index or facts.history is None:
         return []
     cache = f"{state.root.rstrip('/')}/{CACHE_DIR}"
-    diff = run_git(
-        ["diff", "--name-only", "-z", "--no-renames", commit, "--", f":(literal){cache}"],
-        cwd=repo,
-        check=False,
-    )
-    if diff.rc != 0:
+    paths = facts.history(stamp_path, cache)
+    if paths is None:
         return []
-    paths = set(split_z(diff.out))
     paths.update(p for p in facts.untracked if p.startswith(cache + "/"))
     return sorted({p.rpartition("/")[0] for p in paths if p.rpartition("/")[2] in ENTRY_FILES})
 
