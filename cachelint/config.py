@@ -97,6 +97,8 @@ class Config:
     secret_allow: tuple[str, ...] = ()
     normalise: tuple[Any, ...] = ()  # key normalisers (cachelint.rewrites), applied before hashing
     redact: tuple[Any, ...] = ()  # redaction rules (cachelint.redact), applied before writing
+    # (host, port) a replay lets through for the agent's own services (cachelint.netguard).
+    allow_hosts: tuple[tuple[str, int], ...] = ()
     sqlite: tuple[str, ...] = ()  # single-file SQLite caches under a root (cachelint.sqlite_cache)
     db_warn_bytes: int = 50 * 1024 * 1024  # GitHub warns above 50 MiB
     db_max_bytes: int = 100 * 1024 * 1024  # and refuses a file above 100 MiB
@@ -235,6 +237,12 @@ def _redactions(value: Any) -> tuple[Any, ...]:
     return parse(value)
 
 
+def _allow_host(value: Any) -> tuple[str, int]:
+    from cachelint.netguard import parse_allow_host
+
+    return parse_allow_host(_str(value))
+
+
 def _table(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("a table")
@@ -266,6 +274,7 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "secret-allow": ("secret_allow", _str_list(_allow_item)),
     "normalise": ("normalise", _rewrites),
     "redact": ("redact", _redactions),
+    "allow-hosts": ("allow_hosts", _str_list(_allow_host)),
     "sqlite": ("sqlite", _str_list(_relpath)),
     "db-warn-bytes": ("db_warn_bytes", _int(1, 1 << 40)),
     "db-max-bytes": ("db_max_bytes", _int(1, 1 << 40)),

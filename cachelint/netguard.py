@@ -46,6 +46,15 @@ _LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 
 _lock = threading.Lock()
 _allowed_ports: set[int] = set()
+# `allow-hosts`: (host, port) a replay lets through, for the agent's own services; host is
+# "localhost" (any loopback address or name) or an IP literal in its compressed form.
+_allowed_hosts: tuple[tuple[str, int], ...] = ()
+# The only networks `allow-hosts` may name: loopback and private (RFC 1918, IPv6 unique local).
+_PRIVATE = tuple(
+    ipaddress.ip_network(n)
+    for n in ("127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7")
+)
+ALLOW_HOSTS_ENV = "CACHELINT_ALLOW_HOSTS"  # the children's guards read the same list
 _armed = 0  # nesting depth of `replay_only`
 _running: dict[int, str] = {}  # thread id -> scenario identity running a target there
 _refused: dict[str, list[str]] = {}  # scenario -> hosts it tried to reach
@@ -80,6 +89,83 @@ def allow_loopback_port(port: int) -> None:
 def disallow_loopback_port(port: int) -> None:
     with _lock:
         _allowed_ports.discard(int(port))
+
+
+def parse_allow_host(text: str) -> tuple[str, int]:
+    """`127.0.0.1:6379`, `[::1]:6379`, `localhost:6333` as (host, port); ValueError saying what
+    is allowed: loopback and private IP literals or `localhost`, each with a port."""
+    host, sep, port = text.rpartition(":")
+    why = (
+        f"{text!r}: a loopback or private IP address, or localhost, with a port (127.0.0.1:6379, "
+        "[::1]:6379); a public host or a name other than localhost stays refused in replay"
+    )
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(why)
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if host.lower() == "localhost":
+        return "localhost", int(port)
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(why) from None
+    if not any(address in network for network in _PRIVATE if network.version == address.version):
+        raise ValueError(why)
+    return address.compressed, int(port)
+
+
+@contextmanager
+def allowing(hosts: Iterable[tuple[str, int]]) -> Iterator[None]:
+    """While inside, replays (and the children's guards, through `ALLOW_HOSTS_ENV`) let
+    connections to `hosts` through: `allow-hosts`, the agent's own services. The variable is
+    set even when there are none, so a value inherited from the shell never widens a replay."""
+    global _allowed_hosts
+    given = tuple(hosts)
+    with _lock:
+        saved, _allowed_hosts = _allowed_hosts, _allowed_hosts + given
+    put_back = put_in_environ({ALLOW_HOSTS_ENV: allow_hosts_text(_allowed_hosts)})
+    try:
+        yield
+    finally:
+        put_back()
+        with _lock:
+            _allowed_hosts = saved
+
+
+def allowed_hosts() -> tuple[tuple[str, int], ...]:
+    """The (host, port) `allowing` lets through now."""
+    return _allowed_hosts
+
+
+def allow_hosts_text(hosts: Iterable[tuple[str, int]]) -> str:
+    """The list as the children's guards read it: `host:port` items separated by commas."""
+    return ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in hosts)
+
+
+def _host_allowed(host: Any, port: Any) -> bool:
+    """Whether `allow-hosts` lets (host, port) through; a lookup (port None) of a host it
+    names is let through too, since the connection that follows is checked."""
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    if not isinstance(host, str) or not _allowed_hosts:
+        return False
+    try:
+        wanted = None if port is None else int(port)
+    except (TypeError, ValueError):
+        return False
+    try:
+        shown = ipaddress.ip_address(host.split("%", 1)[0]).compressed
+    except ValueError:
+        shown = host.lower()
+    loopback = _is_loopback(host)
+    name = shown in _LOOPBACK_NAMES  # a loopback name stands for every loopback address
+    for allowed, allowed_port in _allowed_hosts:
+        if wanted is not None and wanted != allowed_port:
+            continue
+        if shown == allowed or (loopback and allowed == "localhost"):
+            return True
+        if name and _is_loopback(allowed):
+            return True
+    return False
 
 
 def _is_loopback(host: Any) -> bool:
@@ -121,6 +207,8 @@ def _target(event: str, args: tuple[Any, ...]) -> tuple[str, Any, Any] | None:
 
 
 def _allowed(host: Any, port: Any) -> bool:
+    if _host_allowed(host, port):
+        return True
     if not _is_loopback(host):
         return False
     if port is None:

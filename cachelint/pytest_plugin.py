@@ -199,7 +199,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     client = item.stash.get(_CLIENT, None)
     hosts: list[str] = []
     try:
-        with _offline(client) as hosts:
+        allow = _session(item.config)["settings"].allow_hosts if client is not None else ()
+        with _offline(client, allow) as hosts:
             return (yield)
     finally:
         if client is not None and client.misses:
@@ -210,7 +211,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 
 @contextmanager
-def _offline(client: Any) -> Iterator[list[str]]:
+def _offline(client: Any, allow: Any = ()) -> Iterator[list[str]]:
     """In replay, the network refused but for the cache endpoint (`cachelint.netguard`), in the
     test's process and in the Python and Node.js processes it starts (`childguard`); the hosts
     refused, on the way out."""
@@ -221,6 +222,7 @@ def _offline(client: Any) -> Iterator[list[str]]:
         yield []
         return
     with (
+        netguard.allowing(allow),  # the agent's own services (`allow-hosts`)
         netguard.armed(replay=True, advice=netguard.Advice(_CALLS, _RECORD)),
         netguard.played(client.scenario) as hosts,
         offline_target_children(client.endpoint.port) as drain,

@@ -31,6 +31,30 @@ const log = process.env.CACHELINT_REFUSED_LOG || "";
 const MAX_LOGGED = 20; // per process: enough to name the hosts, bounded for a program that loops
 let logged = 0;
 
+// `allow-hosts` (CACHELINT_ALLOW_HOSTS: `host:port` items, commas between, validated by cachelint):
+// the agent's own services, let through at their port; `localhost` stands for every loopback
+// address, as an address is written in the list (IPv6 compressed, as Python writes it).
+const allowHosts = (process.env.CACHELINT_ALLOW_HOSTS || "")
+  .split(",")
+  .map((item) => item.trim())
+  .filter((item) => item.lastIndexOf(":") > 0)
+  .map((item) => {
+    const at = item.lastIndexOf(":");
+    const host = item.slice(0, at).replace(/^\[(.*)\]$/, "$1").toLowerCase();
+    return { host, port: item.slice(at + 1) };
+  });
+
+function listed(host, port) {
+  const name = String(host).toLowerCase().replace(/^\[(.*)\]$/, "$1");
+  return allowHosts.some(
+    (allowed) =>
+      String(port) === allowed.port &&
+      (name === allowed.host ||
+        (allowed.host === "localhost" && isLoopback(name)) ||
+        (!net.isIP(name) && isLoopback(name) && isLoopback(allowed.host))),
+  );
+}
+
 function isLoopback(host) {
   const name = String(host).toLowerCase().replace(/^\[(.*)\]$/, "$1");
   if (name === "localhost" || name === "localhost." || name === "ip6-localhost") {
@@ -78,7 +102,11 @@ if (allowedPort) {
   const connect = net.Socket.prototype.connect;
   net.Socket.prototype.connect = function (...args) {
     const asked = target(args);
-    if (asked === null || (isLoopback(asked.host) && String(asked.port) === allowedPort)) {
+    if (
+      asked === null ||
+      (isLoopback(asked.host) && String(asked.port) === allowedPort) ||
+      listed(asked.host, asked.port)
+    ) {
       return connect.apply(this, args);
     }
     const shown = `${asked.host}:${asked.port}`;

@@ -4,9 +4,11 @@ In replay, a `command` target's program runs with this directory first on PYTHON
 Python interpreter it starts (and their children, which inherit the environment) imports this
 module at startup (`site`). It installs an audit hook (PEP 578, which the program cannot remove)
 refusing every connect and DNS lookup except loopback to cachelint's cache endpoint
-(`CACHELINT_ALLOW_PORT`): the error names the scenario (`CACHELINT_SCENARIO`) and the host, and
-the host is appended to `CACHELINT_REFUSED_LOG`, so the scenario fails even when the program
-swallows the error. Then the `sitecustomize` this one shadows, if any, is imported as usual.
+(`CACHELINT_ALLOW_PORT`) and the agent's own services `allow-hosts` lists
+(`CACHELINT_ALLOW_HOSTS`: `host:port` items, commas between): the error names the scenario
+(`CACHELINT_SCENARIO`) and the host, and the host is appended to `CACHELINT_REFUSED_LOG`, so
+the scenario fails even when the program swallows the error. Then the `sitecustomize` this one
+shadows, if any, is imported as usual.
 
 Stdlib only and Python 3.8+: the child may be another interpreter without cachelint installed.
 An interpreter started with -S, -E or -I skips this file; the refusing proxy still applies.
@@ -76,17 +78,53 @@ def _target(event: str, args: tuple[Any, ...]) -> tuple[str, Any, Any] | None:
     return repr(address), address, None
 
 
+def _canonical(host: Any) -> str:
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
+    text = str(host).lower()
+    try:
+        return ipaddress.ip_address(text.split("%", 1)[0]).compressed
+    except ValueError:
+        return text
+
+
+def _allow_hosts(text: str) -> list[tuple[str, str]]:
+    """`CACHELINT_ALLOW_HOSTS` as (host, port) pairs; cachelint validated it at config load."""
+    pairs = []
+    for item in text.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if host and port:
+            pairs.append((_canonical(host.strip("[]")), port))
+    return pairs
+
+
 class _Guard:
     def __init__(self) -> None:
+        self.hosts = _allow_hosts(os.environ.get("CACHELINT_ALLOW_HOSTS", ""))
         self.port = os.environ.get("CACHELINT_ALLOW_PORT", "")
         self.scenario = os.environ.get("CACHELINT_SCENARIO", "?")
         self.log = os.environ.get("CACHELINT_REFUSED_LOG", "")
         self.logged = 0
 
     def allowed(self, host: Any, port: Any) -> bool:
+        if self.listed(host, port):
+            return True
         if not _is_loopback(host):
             return False
         return port is None or str(port) == self.port
+
+    def listed(self, host: Any, port: Any) -> bool:
+        """In `allow-hosts`: the address at its port (a lookup, port None, at any), `localhost`
+        standing for every loopback address, a loopback name for a loopback address."""
+        shown, loopback = _canonical(host), _is_loopback(host)
+        for allowed, allowed_port in self.hosts:
+            if port is not None and str(port) != allowed_port:
+                continue
+            if shown == allowed or (loopback and allowed == "localhost"):
+                return True
+            if shown in _LOOPBACK_NAMES and _is_loopback(allowed):
+                return True
+        return False
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         if event not in _EVENTS:

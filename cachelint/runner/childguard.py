@@ -58,7 +58,10 @@ def child_env(
     secret = quote(token or str(trial), safe="")
     proxy = f"http://{quote(scenario, safe='')}:{secret}@{LOOPBACK}:{port}"
     env = guard_env(port, log, inherited)
-    env.update(NO_PROXY=LOOPBACK, no_proxy=LOOPBACK)
+    # `allow-hosts` are reached directly, not through the refusing proxy: NO_PROXY names hosts
+    # (the guards still check the port; docs/security.md says what a program with neither does).
+    direct = dict.fromkeys([LOOPBACK, *(h for h, _ in netguard.allowed_hosts())])
+    env.update(NO_PROXY=",".join(direct), no_proxy=",".join(direct))
     for name in PROXY_VARIABLES:
         env[name] = env[name.lower()] = proxy
     return env

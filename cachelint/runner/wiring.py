@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cachelint.config import Config, TargetConfig
-from cachelint.netguard import armed, guard_target
+from cachelint.netguard import allowing, armed, guard_target
 from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.output import Output
@@ -178,7 +178,8 @@ def wire(
         from cachelint.runner.endpoint import Endpoint
 
         wiring.endpoint = Endpoint()
-    try:
+    try:  # the agent's own services (`allow-hosts`), for this process and its children
+        wiring._guard.enter_context(allowing(config.allow_hosts))
         wiring.keep_children_offline()
         _load_targets(wiring, repo, config, mode)
     except BaseException:
