@@ -1,109 +1,217 @@
-"""The offline canary's first snapshot of the cache tree, taken on another core.
+"""The offline canary: proof that a replay changed no byte of the cache tree, reading it once.
 
-`cachelint run` proves a replay changed nothing in the cache by hashing the tree before and after
-the scenarios run (`hashing.snapshot`, by content). The first snapshot only has to be complete
-before the first scenario starts, so for a large suite on a machine with a second core a child
-process takes it while this one loads the datasets and builds the clients. For a small suite the
-child's interpreter start-up would cost more than the overlap saves, and with one core there is
-nothing to overlap: the snapshot is then taken in this process, as before. Either way it is the
-same snapshot (the child runs the same function on the same tree, with the same files left out).
+`cachelint run` in a mode that does not record must leave the cache tree as it found it. Hashing
+every file before and after the scenarios read each entry three times; instead (soundness argument:
+docs/internals.md, "The offline canary"):
 
-Run as `python -m cachelint.canary REQUEST`: the request (repo, roots and what to leave out) as
-one JSON argument, the snapshot as JSON on stdout; a tree it cannot read is one line on stderr
-and exit 2.
+- before the first scenario, one `lstat` per file (`begin`): size, mtime and ctime in
+  nanoseconds, inode, device and mode. A file changed so recently that a further change could keep
+  its ctime (within `RACY_NS` of the clock, or in its future) is hashed now as well;
+- while the scenarios run, the store hands over each file it reads with the `fstat` of the open
+  file and the blake3 of the bytes it read (`saw`): the bytes a replay digested anyway;
+- after them, one `lstat` per file again (`mutations`). A file whose stat is unchanged and was not
+  racy is unchanged: writing a file's data or metadata sets its ctime to the current time, which no
+  process can set back, and a file replaced by another has another inode. A racy file is hashed
+  again and compared by content; a file whose stat changed is reported changed.
+
+The green record pins a content digest of each root (`contents`): the digests of the bytes the run
+read when the file's stat stayed what it was when read, a hash of the rest (files no scenario read).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from collections.abc import Sequence
+import stat
+import struct
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from cachelint.childproc import module_command, usable_cores
+import blake3
+
 from cachelint.config import Config
 from cachelint.errors import CachelintError
-from cachelint.hashing import Snapshot, snapshot
+from cachelint.hashing import Snapshot, SnapshotDiff, hash_file
 from cachelint.meai import make_skip, results_in_roots
 
-# Below this many scenarios the child's start-up (an interpreter and its imports, ~0.1 s) is not
-# hidden behind loading the datasets.
-CHILD_MIN_SCENARIOS = 500
+# A file whose ctime is this close to the clock when the first listing starts (or past it) may be
+# changed again within the same timestamp granule (the kernel's coarse clock ticks every 1-10 ms;
+# some filesystems keep whole or even two seconds): its content is hashed instead of trusted.
+RACY_NS = 2_000_000_000
+
+# ctime_ns, mtime_ns, size, inode, device, mode of a regular file, packed (a bytes object is a
+# third of a tuple of six ints, and a listing holds one per file of the tree); the content itself
+# for a link ("symlink:<target>") or anything else ("special"), as `hashing.snapshot` has them.
+_STAT = struct.Struct("<qqQQQI")
+_READ = struct.Struct("<I")  # the length of a read file's name
+Stat = bytes
+Listing = dict[str, Stat | str]
 
 
-class FirstSnapshot:
-    """The snapshot of `roots` under `repo`, taken by a child (`start`) or here (`result`)."""
+def stat_key(info: os.stat_result) -> Stat:
+    return _STAT.pack(
+        info.st_ctime_ns, info.st_mtime_ns, info.st_size, info.st_ino, info.st_dev, info.st_mode
+    )
+
+
+def _ctime_ns(key: Stat) -> int:
+    return int.from_bytes(key[:8], "little", signed=True)
+
+
+def listing(repo: Path, roots: Sequence[str], skip: Callable[[str], bool] | None) -> Listing:
+    """One `lstat` per file under each root (repo-relative paths, as `hashing.snapshot` names
+    them); missing roots contribute nothing."""
+    out: Listing = {}
+    for root in roots:
+        rel = root.replace(os.sep, "/").strip("/")
+        _walk(os.path.join(repo, root), rel, out, skip)
+    return out
+
+
+def _walk(directory: str, rel: str, out: Listing, skip: Callable[[str], bool] | None) -> None:
+    try:
+        with os.scandir(directory) as it:
+            entries = list(it)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise _unreadable(rel, exc) from None
+    for entry in entries:
+        path = f"{rel}/{entry.name}"
+        if skip is not None and skip(path):
+            continue
+        try:
+            if entry.is_symlink():
+                out[path] = "symlink:" + os.readlink(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                _walk(entry.path, path, out, skip)
+            elif entry.is_file(follow_symlinks=False):
+                out[path] = stat_key(entry.stat(follow_symlinks=False))
+            else:  # a FIFO or socket: never opened, and git cannot commit it
+                out[path] = "special"
+        except FileNotFoundError:
+            continue  # removed while we looked: absent from this listing
+        except OSError as exc:
+            raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: str, exc: OSError) -> CachelintError:
+    return CachelintError(f"{path}: cannot read ({exc.strerror or exc}); check its permissions")
+
+
+class Canary:
+    """The cache tree under `roots` before a replay, the files it read, and what changed."""
 
     def __init__(
         self, repo: Path, roots: Sequence[str], tops: Sequence[str], exclude: Sequence[str]
     ) -> None:
         self.repo = repo
         self.roots = list(roots)
-        self.tops = list(tops)
-        self.exclude = list(exclude)
-        self._child: subprocess.Popen[bytes] | None = None
+        self.skip = make_skip(tops, exclude)
+        self.before: Listing = {}
+        self.racy: dict[str, str] = {}  # racy files: repo-relative path -> blake3 at `begin`
+        # Each file the store read: path, fstat when read, blake3, packed one after another in one
+        # buffer. Objects made per read would sit between the run's results on the heap, and the
+        # forked child that writes the HTML page would then copy twice as many pages of it.
+        self._reads = bytearray()
+        self._prefix = os.path.join(os.fspath(repo), "")
+        self._after: Listing | None = None
 
     @classmethod
-    def of(cls, repo: Path, config: Config) -> FirstSnapshot:
-        """The snapshot `cachelint run`'s canary compares with: every cache root that exists,
-        without `exclude` and MEAI's results."""
+    def of(cls, repo: Path, config: Config) -> Canary:
+        """The canary of `cachelint run`: every cache root that exists, without `exclude` and
+        MEAI's results."""
         roots = [c for c in config.cache if (repo / c).is_dir()]
         return cls(repo, roots, results_in_roots(config, present_only=False), config.exclude)
 
-    def start(self, scenarios: int) -> None:
-        """Start the child when the suite is large enough and a second core is free. Its answer
-        waits in the pipe: it writes only once it has hashed everything, so a full pipe holds
-        back nothing but its exit."""
-        if scenarios < CHILD_MIN_SCENARIOS or usable_cores() < 2 or not self.roots:
-            return
-        request = {"repo": os.fspath(self.repo), "roots": self.roots}
-        request |= {"tops": self.tops, "exclude": self.exclude}
-        command = [*module_command("cachelint.canary"), json.dumps(request)]
-        pipe = subprocess.PIPE
-        try:
-            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe)
-        except OSError:
-            return  # no interpreter to start: the snapshot is taken here instead
-        self._child = child
+    def begin(self) -> None:
+        """List the tree before the first scenario; hash the files changed too recently."""
+        since = time.time_ns() - RACY_NS
+        self.before = listing(self.repo, self.roots, self.skip)
+        for path, seen in self.before.items():
+            if isinstance(seen, bytes) and _ctime_ns(seen) >= since:
+                self.racy[path] = self._hash(path)
 
-    def result(self) -> Snapshot:
-        """The snapshot: the child's when it gave one, else taken now in this process."""
-        if self._child is not None:
-            child, self._child = self._child, None
-            answer, problem = child.communicate()
-            if child.returncode == 2 and problem:
-                raise CachelintError(problem.decode("utf-8", "replace").strip())
-            if child.returncode == 0:
-                try:
-                    taken = json.loads(answer)
-                except ValueError:
-                    taken = None
-                if isinstance(taken, dict):
-                    return taken
-        return snapshot(self.repo, self.roots, make_skip(self.tops, self.exclude))
+    def saw(self, path: str, info: os.stat_result, data: bytes, digest: str | None) -> None:
+        """The store read `data` from `path` (absolute), whose open file's stat was `info`;
+        `digest` is its blake3 when the store computed one."""
+        if "/." in path or "//" in path or os.sep != "/":
+            path = os.path.normpath(path)
+        if path.startswith(self._prefix):
+            name = path[len(self._prefix) :].replace(os.sep, "/").encode("utf-8", "surrogateescape")
+            raw = bytes.fromhex(digest) if digest else blake3.blake3(data).digest()
+            self._reads += _READ.pack(len(name)) + name + stat_key(info) + raw
 
-    def discard(self) -> None:
-        """The run stopped before it needed the snapshot: end the child."""
-        if self._child is not None:
-            child, self._child = self._child, None
-            child.kill()
-            child.communicate()
+    def read(self) -> dict[str, tuple[Stat, str]]:
+        """The files the store read: repo-relative path -> (fstat when read, blake3 hex)."""
+        out: dict[str, tuple[Stat, str]] = {}
+        view, at, size = memoryview(self._reads), 0, _STAT.size
+        while at < len(view):
+            (length,) = _READ.unpack_from(view, at)
+            at += _READ.size
+            name = bytes(view[at : at + length]).decode("utf-8", "surrogateescape")
+            at += length
+            out[name] = (bytes(view[at : at + size]), view[at + size : at + size + 32].hex())
+            at += size + 32
+        return out
 
-
-def main() -> int:
-    request = json.loads(sys.argv[1])
-    try:
-        taken = snapshot(
-            Path(request["repo"]), request["roots"], make_skip(request["tops"], request["exclude"])
+    def mutations(self) -> SnapshotDiff:
+        """What changed between `begin` and now: by stat, racy files by content."""
+        after = self._after = listing(self.repo, self.roots, self.skip)
+        before = self.before
+        changed = []
+        for path in before.keys() & after.keys():
+            was, now = before[path], after[path]
+            if path in self.racy:
+                same = isinstance(now, bytes) and self._hash(path) == self.racy[path]
+            else:
+                same = was == now
+            if not same:
+                changed.append(path)
+        self.before = {}  # a listing per file of the tree: not held while the reports are built
+        return SnapshotDiff(
+            changed=tuple(sorted(changed)),
+            added=tuple(sorted(after.keys() - before.keys())),
+            removed=tuple(sorted(before.keys() - after.keys())),
         )
-    except CachelintError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return 2
-    sys.stdout.write(json.dumps(taken))
-    return 0
 
+    def contents(self) -> dict[str, Snapshot]:
+        """Each root's content snapshot after the run (as `hashing.snapshot` takes it), for the
+        green record; called after `mutations` found nothing. A file is hashed only when the run
+        did not read it with the stat it has now."""
+        after = (
+            self._after if self._after is not None else listing(self.repo, self.roots, self.skip)
+        )
+        read = self.read()
+        by_root: dict[str, Snapshot] = {root: {} for root in self.roots}
+        tops = {root.replace(os.sep, "/").strip("/"): root for root in self.roots}
+        for path, now in after.items():
+            if isinstance(now, bytes):
+                seen = read.get(path)
+                if seen is not None and seen[0] == now and path not in self.racy:
+                    digest = seen[1]
+                else:
+                    digest = self._hash(path)
+            else:
+                digest = now
+            by_root[self._root_of(path, tops)][path] = digest
+        self._after, self._reads = None, bytearray()
+        return by_root
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+    @staticmethod
+    def _root_of(path: str, tops: dict[str, str]) -> str:
+        for top, root in tops.items():
+            if path.startswith(top + "/"):
+                return root
+        raise AssertionError(f"{path} is under no cache root")  # listing names only those
+
+    def _hash(self, path: str) -> str:
+        full = os.path.join(self.repo, path)
+        try:
+            if not stat.S_ISREG(os.lstat(full).st_mode):
+                return "special"
+            return hash_file(full)
+        except FileNotFoundError:
+            return "removed"
+        except OSError as exc:
+            raise _unreadable(path, exc) from None

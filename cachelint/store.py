@@ -39,11 +39,13 @@ import blake3
 from cachelint.canonical import dump_pretty
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
-from cachelint.fsutil import DEFAULT_MAX_BYTES, atomic_write, read_regular
+from cachelint.fsutil import DEFAULT_MAX_BYTES, atomic_write, read_regular, read_regular_at
 from cachelint.jsontext import may_hold_surrogate
 from cachelint.meai import parse_time as parse_stj  # MEAI's dates: System.Text.Json's profile
 
 FORMAT = 1
+# (path, stat of the open file, the bytes read, their blake3 hex when computed)
+Witness = Callable[[str, os.stat_result, bytes, "str | None"], None]
 ENTRY_FILE = "entry.json"
 CONTENTS_FILE = "contents.data"
 ENTRY_FILES = (ENTRY_FILE, CONTENTS_FILE)
@@ -452,6 +454,9 @@ class Store:
         self.key_prefix = key_prefix
         self.ttl_days = ttl_days
         self.clock = clock
+        # Told of each file `get` reads, with the open file's stat and the bytes' blake3 when
+        # computed: the offline canary proves the tree unchanged from them (`cachelint.canary`).
+        self.witness: Witness | None = None
 
     def scenario_dir(self, scenario: str) -> Path:
         return self.root / CACHE_DIR / scenario
@@ -472,21 +477,28 @@ class Store:
         and pathlib was a third of a hit's cost there."""
         inside = self.entry_relpath(scenario, key)
         directory = f"{os.fspath(self.root)}/{inside}"
-        data = load_json_file(
-            f"{directory}/{ENTRY_FILE}", ENTRY_FILE, missing_ok=True, max_bytes=self.max_bytes
-        )
+        if self.witness is None:
+            data = load_json_file(
+                f"{directory}/{ENTRY_FILE}", ENTRY_FILE, missing_ok=True, max_bytes=self.max_bytes
+            )
+        else:
+            data = self._witnessed_json(f"{directory}/{ENTRY_FILE}")
         if data is None:
             return None
         entry = parse_entry(data, inside, Layout.CACHELINT)
+        path = f"{directory}/{CONTENTS_FILE}"
         try:
-            raw = read_regular(f"{directory}/{CONTENTS_FILE}", self.max_bytes)
+            raw, info = read_regular_at(None, path, self.max_bytes, path, "max-entry-bytes")
         except (FileNotFoundError, NotADirectoryError):
             raise CorruptEntry(f"{CONTENTS_FILE} is missing") from None
         except OSError as exc:
             raise CorruptEntry(f"{CONTENTS_FILE} cannot be read ({exc.strerror})") from None
         if entry.key != key:
             return None
-        if blake3.blake3(raw).hexdigest() != data["contents"]:
+        digest = blake3.blake3(raw).hexdigest()
+        if self.witness is not None:
+            self.witness(path, info, raw, digest)
+        if digest != data["contents"]:
             raise CorruptEntry(
                 f"{CONTENTS_FILE} does not match the blake3 recorded in {ENTRY_FILE} (edited by "
                 "hand, or a re-record was interrupted); re-record the entry"
@@ -495,6 +507,21 @@ class Store:
             return Hit(entry, decode_json(raw), may_hold_surrogate(raw))
         except ValueError as exc:
             raise CorruptEntry(f"{CONTENTS_FILE} is not valid JSON ({exc})") from None
+
+    def _witnessed_json(self, path: str) -> Any:
+        """`load_json_file(path, ENTRY_FILE, missing_ok=True)`, telling the witness the bytes."""
+        try:
+            raw, info = read_regular_at(None, path, self.max_bytes, path, "max-entry-bytes")
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise CorruptEntry(f"{ENTRY_FILE} cannot be read ({exc.strerror})") from None
+        assert self.witness is not None
+        self.witness(path, info, raw, None)
+        try:
+            return decode_json(raw)
+        except ValueError as exc:
+            raise CorruptEntry(f"{ENTRY_FILE} is not valid JSON ({exc})") from None
 
     def put(
         self,

@@ -1,24 +1,31 @@
-"""`run`'s first canary snapshot taken by a child process: the same snapshot as one taken here."""
+"""`run`'s offline canary: changes seen by stat (ctime cannot be set back), racy files by content,
+and the contents it hands the green record equal to hashing every file."""
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from cachelint.canary import CHILD_MIN_SCENARIOS, FirstSnapshot
-from cachelint.childproc import usable_cores
-from cachelint.hashing import snapshot
+from cachelint.canary import Canary
+from cachelint.config import load
+from cachelint.green import cache_digests
+from cachelint.hashing import hash_file, snapshot
 from cachelint.meai import make_skip
+from tests.conftest import commit_all
+from tests.helpers import DEAD, do_run, record, refund, write_repo
 
 ROOTS = ["eval-cache", "meai-storage"]
 TOPS = ["meai-storage/results"]
 EXCLUDE = ["eval-cache/scratch/**"]
+ENTRY = "eval-cache/cache/agent/tenant/s1/0123456789abcdef"
 
 
 def _tree(repo: Path) -> None:
-    entry = repo / "eval-cache/cache/agent/tenant/s1/0123456789abcdef"
+    entry = repo / ENTRY
     entry.mkdir(parents=True)
     (entry / "entry.json").write_bytes(b'{"key": "x"}\r\n')
     (entry / "contents.data").write_bytes(os.urandom(70_000))  # more than one read
@@ -33,42 +40,106 @@ def _tree(repo: Path) -> None:
     (repo / "meai-storage/results/Default/1.json").write_text("left out as MEAI results")
 
 
-@pytest.mark.skipif(usable_cores() < 2, reason="the child only runs with a second core")
-def test_the_child_takes_the_snapshot_this_process_would_take(tmp_path: Path) -> None:
-    _tree(tmp_path)
-    here = snapshot(tmp_path, ROOTS, make_skip(TOPS, EXCLUDE))
-    first = FirstSnapshot(tmp_path, ROOTS, TOPS, EXCLUDE)
-    first.start(CHILD_MIN_SCENARIOS)
-    assert first._child is not None  # the child path was taken
-    assert first.result() == here
-    assert "eval-cache/scratch/log.txt" not in here
-    assert "meai-storage/results/Default/1.json" not in here
-    assert here["eval-cache/cache/agent/tenant/fifo"] == "special"
+def _settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files written before now count as settled (not racy): the stat path is what is tested.
+    The pause puts the test's own writes a clock tick or more after the tree's."""
+    monkeypatch.setattr("cachelint.canary.RACY_NS", 0)
+    time.sleep(0.05)
 
 
-def test_a_small_suite_takes_its_snapshot_here(tmp_path: Path) -> None:
-    _tree(tmp_path)
-    first = FirstSnapshot(tmp_path, ROOTS, TOPS, EXCLUDE)
-    first.start(CHILD_MIN_SCENARIOS - 1)
-    assert first._child is None
-    assert first.result() == snapshot(tmp_path, ROOTS, make_skip(TOPS, EXCLUDE))
+def _read(canary: Canary, repo: Path, rel: str, digest: str | None = None) -> None:
+    """What the store does for each file it reads."""
+    path = os.path.join(repo, rel)
+    with open(path, "rb") as f:
+        data = f.read()
+        canary.saw(path, os.fstat(f.fileno()), data, digest)
 
 
-def test_a_child_that_cannot_answer_leaves_the_snapshot_to_this_process(
+def test_an_untouched_tree_is_unchanged_and_its_contents_are_every_files_hash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _tree(tmp_path)
-    monkeypatch.setattr("cachelint.canary.sys.executable", str(tmp_path / "no-such-python"))
-    first = FirstSnapshot(tmp_path, ROOTS, TOPS, EXCLUDE)
-    first.start(CHILD_MIN_SCENARIOS)
-    assert first.result() == snapshot(tmp_path, ROOTS, make_skip(TOPS, EXCLUDE))
+    _settled(monkeypatch)
+    canary = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    canary.begin()
+    assert canary.racy == {}
+    _read(canary, tmp_path, f"{ENTRY}/entry.json")
+    _read(canary, tmp_path, f"{ENTRY}/contents.data")
+    assert not canary.mutations()
+    skip = make_skip(TOPS, EXCLUDE)
+    assert canary.contents() == {root: snapshot(tmp_path, [root], skip) for root in ROOTS}
 
 
-def test_a_discarded_child_is_ended(tmp_path: Path) -> None:
+def test_a_file_read_during_the_run_is_not_read_again_for_its_contents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _tree(tmp_path)
-    first = FirstSnapshot(tmp_path, ROOTS, TOPS, EXCLUDE)
-    first.start(CHILD_MIN_SCENARIOS)
-    child = first._child
-    first.discard()
-    assert first._child is None
-    assert child is None or child.returncode is not None  # ended and reaped
+    _settled(monkeypatch)
+    canary = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    canary.begin()
+    told = "ab" * 32  # not the file's digest: only taken from what the store handed over
+    _read(canary, tmp_path, f"{ENTRY}/contents.data", digest=told)
+    assert not canary.mutations()
+    assert canary.contents()["eval-cache"][f"{ENTRY}/contents.data"] == told
+
+
+def test_writes_removals_additions_and_metadata_changes_are_seen_by_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tree(tmp_path)
+    _settled(monkeypatch)
+    canary = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    canary.begin()
+    entry = tmp_path / ENTRY
+    (entry / "entry.json").write_bytes(b'{"key": "y"}\r\n')  # same size, other bytes
+    (entry / "contents.data").unlink()
+    (entry / "stray.json").write_text("{}")
+    os.chmod(tmp_path / "meai-storage/cache/S/1/KEY/contents.data", 0o600)
+    (tmp_path / "eval-cache/scratch/log.txt").write_text("excluded: never looked at")
+    change = canary.mutations()
+    assert change.changed == (
+        f"{ENTRY}/entry.json",
+        "meai-storage/cache/S/1/KEY/contents.data",
+    )
+    assert change.removed == (f"{ENTRY}/contents.data",)
+    assert change.added == (f"{ENTRY}/stray.json",)
+
+
+def test_a_file_changed_just_before_the_run_is_compared_by_content(tmp_path: Path) -> None:
+    # Written within RACY_NS of the first listing: a further change could keep its ctime.
+    _tree(tmp_path)
+    canary = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    canary.begin()
+    assert f"{ENTRY}/entry.json" in canary.racy
+    entry = tmp_path / ENTRY
+    (entry / "entry.json").write_bytes(b'{"key": "x"}\r\n')  # the same bytes again: unchanged
+    (entry / "contents.data").write_bytes(b"x" * 70_000)
+    assert canary.mutations().changed == (f"{ENTRY}/contents.data",)
+    assert canary.contents()["eval-cache"][f"{ENTRY}/entry.json"] == hash_file(entry / "entry.json")
+
+
+def test_a_replay_reads_each_entry_once_and_pins_the_same_cache_digest(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite of a few hundred scenarios: the green record's cache digest, built from the bytes
+    the run read, is the one hashing every file gives; each entry file is opened once."""
+    scenarios = {f"support/acme/q{n:03d}": refund(prompt="prompts/acme.md") for n in range(300)}
+    write_repo(git_repo, DEAD, scenarios)
+    assert record(git_repo)[0].rc == 0
+    commit_all(git_repo)
+    _settled(monkeypatch)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: object, *args: object, **kw: object) -> int:
+        opened.append(os.fsdecode(path))  # type: ignore[arg-type]
+        return real_open(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", counting_open)
+    outcome = do_run(git_repo, fmt="json")
+    monkeypatch.setattr(os, "open", real_open)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    entries = [p for p in opened if "/eval-cache/cache/" in p]
+    assert len(entries) == 2 * 300 and len(set(entries)) == 2 * 300
+    green = json.loads((git_repo / ".eval-green.json").read_text(encoding="utf-8"))
+    assert green["cache"] == cache_digests(load(git_repo, None))

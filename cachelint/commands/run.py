@@ -26,7 +26,9 @@ from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
 from cachelint.runner.publishing import Extras, add_report_options, check_extras
-from cachelint.runner.results import claim_execution, execution_name, release_execution
+from cachelint.runner.rerun import NO_RERUN, Kept, Rerun, settle
+from cachelint.runner.rerun import add_options as add_rerun_options
+from cachelint.runner.results import execution_name, release_execution
 
 TransportFactory = Callable[[Any], Any]  # TargetConfig -> transport (tests, benchmarks)
 
@@ -94,6 +96,7 @@ def add_parser(
     )
     parser.add_argument("--html", metavar="PATH", default=None, help="also write an HTML report")
     add_report_options(parser)
+    add_rerun_options(parser)  # --failed, --resume
     parser.set_defaults(handler=_handle)
 
 
@@ -115,6 +118,7 @@ def _handle(ns: argparse.Namespace) -> int:
         html=Path(ns.html) if ns.html else None,
         shard=ns.shard,
         extras=Extras(save_baseline=ns.save_baseline, baseline=ns.baseline),
+        again=Rerun(failed=ns.failed, resume=ns.resume),
         out=sys.stdout,
         err=sys.stderr,
     )
@@ -205,9 +209,10 @@ class RunPlan:
     jobs: int
     filtered: bool
     shard: tuple[int, int] | None = None
-    # The offline canary's first snapshot (None when the mode records): maybe being taken by a
-    # child process while the plan was made (cachelint.canary).
+    # The offline canary (None when the mode records): lists the cache tree before the scenarios
+    # and is told of each file the store reads (cachelint.canary).
     canary: Any = None
+    kept: Kept = Kept()  # --resume: the scenarios the execution already holds
 
 
 @dataclass(frozen=True)
@@ -245,6 +250,7 @@ def run(
     transport_factory: TransportFactory | None = None,
     shard: str | None = None,
     extras: Extras | None = None,
+    again: Rerun = NO_RERUN,  # --failed, --resume (runner.rerun)
 ) -> int:
     from cachelint.gcpolicy import fewer_collections
     from cachelint.usage import mark_run_recording
@@ -267,6 +273,7 @@ def run(
             html=html,
             now=now,
             shard=shard,
+            again=again,
         )
         try:
             check_extras(plan.repo, extras)
@@ -275,8 +282,6 @@ def run(
             wiring = wire(plan, transport_factory=transport_factory)
             outcome = execute(plan, wiring, out=out, err=err)
         except BaseException:
-            if plan.canary is not None:
-                plan.canary.discard()
             release_execution(plan.repo / plan.config.results, plan.execution)
             raise
         return publish(plan, outcome, out=out, err=err, junit=junit, html=html, extras=extras)
@@ -300,10 +305,11 @@ def plan_run(
     html: Path | None,
     now: datetime | None,
     shard: str | None = None,
+    again: Rerun = NO_RERUN,
 ) -> RunPlan:
     """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
-    from cachelint.canary import FirstSnapshot
+    from cachelint.canary import Canary
     from cachelint.confine import private_files
     from cachelint.confine import run_outputs as confine_run_outputs
     from cachelint.formats import parse_report_format
@@ -321,30 +327,25 @@ def plan_run(
     repo = repo_root(start)
     config = load(repo, config_path)
     moment = now if now is not None else clock.now()
-    execution_name = _execution_name(execution, moment)
+    execution_name = _execution_name(again.resume or execution, moment)
     junit, html = confine_run_outputs(config, execution_name, junit, html)
-    canary = None if chosen_mode.records else FirstSnapshot.of(repo, config)
-    try:
-        every = load_scenarios(
-            repo,
-            config.datasets,
-            metrics=METRICS | set(config.judge.metrics),
-            listed=canary.start if canary is not None else None,
-            private=private_files(config),
-        )
-        selected = _select(
-            every, agents=agents, tenants=tenants, globs=scenarios, datasets=config.datasets
-        )
-        chosen_shard = parse_shard(shard) if shard is not None else None
-        if chosen_shard is not None:
-            # An empty shard is a valid slice of a small suite: it runs nothing and passes.
-            selected = in_shard(selected, chosen_shard)
-        selected = expand(config, selected, targets)  # a target matrix: one per pair
-        execution_name = claim_execution(repo / config.results, execution_name)
-    except BaseException:
-        if canary is not None:  # the plan failed: the child's snapshot will not be wanted
-            canary.discard()
-        raise
+    canary = None if chosen_mode.records else Canary.of(repo, config)
+    every = load_scenarios(
+        repo,
+        config.datasets,
+        metrics=METRICS | set(config.judge.metrics),
+        private=private_files(config),
+    )
+    selected = _select(
+        every, agents=agents, tenants=tenants, globs=scenarios, datasets=config.datasets
+    )
+    chosen_shard = parse_shard(shard) if shard is not None else None
+    if chosen_shard is not None:
+        # An empty shard is a valid slice of a small suite: it runs nothing and passes.
+        selected = in_shard(selected, chosen_shard)
+    selected = expand(config, selected, targets)  # a target matrix: one per pair
+    where = (repo / config.results, execution, chosen_mode.value)  # --failed, --resume
+    selected, kept, execution_name = settle(again, selected, where, claim=execution_name)
     return RunPlan(
         repo=repo,
         config=config,
@@ -358,9 +359,10 @@ def plan_run(
         trials=trials,
         jobs=jobs,
         # --target chooses other targets than the config's: not a run the green record vouches for
-        filtered=bool(agents or tenants or scenarios or chosen_shard or targets),
+        filtered=bool(agents or tenants or scenarios or chosen_shard or targets or again),
         shard=chosen_shard,
         canary=canary,
+        kept=kept,
     )
 
 
@@ -378,6 +380,8 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
         clock=lambda: moment,
         max_bytes=config.max_entry_bytes,
     )
+    if plan.canary is not None:
+        store.witness = plan.canary.saw
     return wiring.wire(
         config,
         scenarios=plan.selected,
@@ -390,9 +394,8 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
 
 def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
-    from cachelint import meai
     from cachelint.formats import ReportFormat
-    from cachelint.hashing import Snapshot, diff, mutation_findings, snapshot
+    from cachelint.hashing import Snapshot, mutation_findings
     from cachelint.netguard import armed
     from cachelint.progressbar import bars_on
     from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
@@ -402,8 +405,8 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
 
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution
-    skip = meai.skip_matcher(config, present_only=False)  # `exclude`, MEAI's results
-    before = plan.canary.result() if plan.canary is not None else None
+    if plan.canary is not None:
+        plan.canary.begin()
 
     bars = bars_on(err, "cachelint run", at_least=_PROGRESS_MIN)
     progress = bars(len(selected)) if bars is not None else None
@@ -441,19 +444,16 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
         wiring.close()
         if progress is not None:
             progress.close()
+    results = plan.kept.merge(results, writer.records)  # --resume: with the ones kept
 
     mutations: list[Finding] = []
     after_by_root: dict[str, Snapshot] | None = None
-    if before is not None:
-        after_by_root = {
-            root: snapshot(repo, [root], skip) for root in config.cache if (repo / root).is_dir()
-        }
-        after: Snapshot = {}
-        for part in after_by_root.values():
-            after.update(part)
+    if plan.canary is not None:
         mutations = mutation_findings(
-            diff(before, after), during=f"`cachelint run` (mode {plan.mode.value})"
+            plan.canary.mutations(), during=f"`cachelint run` (mode {plan.mode.value})"
         )
+        if not mutations and not plan.filtered:  # only a green record reads the contents
+            after_by_root = plan.canary.contents()
     return Outcome(
         results=results,
         mutations=mutations,
