@@ -49,6 +49,7 @@ import orjson
 from cachelint import __version__
 from cachelint.config import Layout
 from cachelint.fsutil import TEMP_PREFIX, atomic_write_chunks, open_regular, read_regular
+from cachelint.secretscan import PATTERNS_VERSION
 from cachelint.store import COLUMNS, UNREAD_REQUEST, Entry, unchanged
 
 # Bump when the meaning of a column changes, or what the linter verifies before it caches an
@@ -87,6 +88,7 @@ def header(layout: Layout, count: int, index: str = "") -> bytes:
     """The first line: what the columns depend on besides the bytes of the entries, how many
     entries follow, and the digest of the index listing their object ids come from."""
     fields = {"format": FORMAT, "cachelint": __version__, "layout": layout.value}
+    fields["secrets"] = PATTERNS_VERSION  # what `maybe_secret` was judged by
     fields.update(entries=count, index=index)
     return orjson.dumps(fields, option=orjson.OPT_APPEND_NEWLINE)
 

@@ -20,29 +20,41 @@ import blake3
 
 from cachelint.errors import CachelintError
 
-# Each pattern is linear (no nested quantifiers): a 64 MB payload scans in one pass.
+# Each pattern is linear (no nested quantifiers): a 64 MB payload scans in one pass. Each is the
+# provider's real shape: its prefix at a word boundary (so `risk-management-...`, `task-force-...`
+# never start a key), its charset, its length. A bare `sk-` (OpenAI's legacy keys: 48 letters and
+# digits) must be one run of letters and digits; a hyphenated slug after `sk-` is a word, not a key.
+_START = r"(?<![A-Za-z0-9])"  # the prefix begins a word
+_END = r"(?![A-Za-z0-9])"  # a fixed-length body ends one
 _PATTERNS: tuple[tuple[str, str], ...] = (
-    ("Anthropic API key", r"sk-ant-[A-Za-z0-9]{3,8}-[A-Za-z0-9_-]{20,}"),
-    ("OpenAI API key", r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    ("Anthropic API key", _START + r"sk-ant-[a-z]{3,8}[0-9]{0,2}-[A-Za-z0-9_-]{20,}"),
+    ("OpenAI API key", _START + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"),
+    ("OpenAI API key", _START + r"sk-[A-Za-z0-9]{32,}(?![A-Za-z0-9_-])"),
     ("AWS access key id", r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
-    ("GitHub token", r"gh[pousr]_[A-Za-z0-9]{30,}"),
-    ("GitHub token", r"github_pat_[A-Za-z0-9_]{22,}"),
-    ("GitLab token", r"glpat-[A-Za-z0-9_-]{20,}"),
-    ("Slack token", r"xox[abprs]-[A-Za-z0-9-]{10,}"),
-    ("Google API key", r"AIza[0-9A-Za-z_-]{35}"),
+    ("GitHub token", _START + r"gh[pousr]_[A-Za-z0-9]{36,251}" + _END),
+    ("GitHub token", _START + r"github_pat_[A-Za-z0-9_]{22,}"),
+    ("GitLab token", _START + r"glpat-[A-Za-z0-9_-]{20,}"),
+    ("Slack token", _START + r"xox[abprs]-[A-Za-z0-9-]{10,}"),
+    ("Google API key", _START + r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
     ("private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
-    ("JWT", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ("JWT", _START + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     (
         "Authorization bearer token",
         r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer)\s+[A-Za-z0-9._~+/=-]{8,}",
     ),
 )
 _COMBINED = re.compile("|".join(f"(?P<p{i}>{p})" for i, (_, p) in enumerate(_PATTERNS)))
+# A JSON (or YAML) escape of a character an anchor is made of (`\\u0073k-`, `sk\\u002d`, an
+# escaped `i` of `authorization`) hides the anchor from the raw bytes: such text is scanned
+# decoded (`secrets_in`). Escapes of other characters (System.Text.Json writes `+`, `'`, `<`, `>`,
+# `&` and all non-ASCII as `\\uXXXX`) leave every anchor visible and do not count.
+_HIDING_ESCAPE = r"\\u0(?:0(?:2[0dD]|3[0-9]|4[1-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-F]|7[0-9aA])|13[01])"
 # What every match of a pattern above contains, looked for first: the combined expression tries
 # every alternative at every position, which made scanning most of a large check's time, while
 # nearly every file holds none of these. Each is an expression with a literal first character,
 # which the engine skips to at memory speed: faster than `in` for a needle this short, and a
-# family sharing that character costs one pass over the text, not one per member.
+# family sharing that character costs one pass over the text, not one per member. The escape
+# is one too: a file holding one may decode to a key.
 _ANCHORS = (
     r"sk-",
     r"A(?:KIA|SIA|Iza)",
@@ -51,6 +63,7 @@ _ANCHORS = (
     r"eyJ",
     r"gh[pousr]_|github_pat_",
     r"xox[abprs]-",
+    _HIDING_ESCAPE,
 )
 _ANCHOR_TEXT = tuple(re.compile(a).search for a in _ANCHORS)
 _ANCHOR_BYTES = tuple(re.compile(a.encode()).search for a in _ANCHORS)
@@ -64,7 +77,18 @@ _FOLDED_BYTES = re.compile(f"author{_I}zat{_I}on".encode()).search
 _GROUP_OF = {f"p{i}": i for i in range(len(_PATTERNS))}
 # Changes whenever a pattern or the prefilter does, so verdicts cached under older ones are not
 # reused.
-PATTERNS_VERSION = blake3.blake3(repr((_PATTERNS, _ANCHORS, _I)).encode()).hexdigest()[:16]
+PATTERNS_VERSION = blake3.blake3(repr((_PATTERNS, _ANCHORS, _I, 2)).encode()).hexdigest()[:16]
+_JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
 MIN_KEY_LENGTH = 8  # a configured key shorter than this would match ordinary words
 
 _CREDENTIAL_PARAM = re.compile(
@@ -109,6 +133,17 @@ def _anchored(data: AnyStr, anchors: tuple[Callable[[AnyStr], object], ...]) -> 
         if search(data) is not None:
             return True
     return False
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    code = match.group(1)
+    return chr(int(code, 16)) if code else _SIMPLE_ESCAPES[match.group(2)]
+
+
+def decode_escapes(text: str) -> str:
+    """`text` with JSON's string escapes decoded wherever they stand (`\\u0073k-` is `sk-`,
+    `\\/` is `/`); an escaped backslash stays one backslash, so nothing is decoded twice."""
+    return _JSON_ESCAPE.sub(_unescaped, text)
 
 
 def scan(text: str, extra: Sequence[str] = ()) -> list[Secret]:
@@ -159,6 +194,13 @@ class Allowlist:
         return self._spec is not None and bool(self._spec.match_file(path))
 
 
+def mask_secrets(text: str, extra: Sequence[str] = ()) -> str:
+    """`text` (a path, a line) with every secret in it masked, for output that must show it."""
+    for secret in secrets_in("", text, extra=extra):
+        text = text.replace(secret.value, secret.masked)
+    return text
+
+
 def describe(secret: Secret) -> str:
     return f"{secret.kind} {secret.masked}, fingerprint {secret.fingerprint}"
 
@@ -166,10 +208,13 @@ def describe(secret: Secret) -> str:
 def secrets_in(
     path: str, text: str, *, allow: Allowlist | None = None, extra: Sequence[str] = ()
 ) -> list[Secret]:
-    """The secrets in one file's text that the allowlist does not allow, one per distinct value."""
+    """The secrets in one file's text that the allowlist does not allow, one per distinct value.
+    Text holding a backslash is scanned with its JSON string escapes decoded: a key written
+    `\\u0073k-...` is a key, and one after an escaped newline (`:\\nsk-...`) begins a word."""
     seen: set[str] = set()
     out: list[Secret] = []
-    for secret in scan(text, extra):
+    found = scan(decode_escapes(text) if "\\" in text else text, extra)
+    for secret in found:
         if secret.value in seen or (allow is not None and allow.allows(path, secret)):
             continue
         seen.add(secret.value)

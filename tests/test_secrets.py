@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cachelint.secretscan import fingerprint, mask, may_hold_secret, redact_url, scan
+from cachelint.secretscan import (
+    fingerprint,
+    mask,
+    may_hold_secret,
+    redact_url,
+    scan,
+    secrets_in,
+)
 from tests.conftest import commit_all, git, run_cachelint
 from tests.helpers import DEAD, do_run, record, refund, write_repo
 from tests.helpers import RUN_NOW as NOW
@@ -281,3 +288,102 @@ def test_the_prefilter_folds_authorization_as_the_pattern_does(word: str) -> Non
     assert [s.kind for s in scan(text)] == ["Authorization bearer token"]
     assert may_hold_secret(text.encode()) and may_hold_secret(text)
     assert not may_hold_secret(text.replace(word, "authentication").encode())
+
+
+# ---- real shapes, escapes (issue 37) ------------------------------------------------------------
+
+WORDS = [
+    "risk-management-best-practices-2024",
+    "task-force-recommendations-for-q3-2025",
+    "desk-booking-system-requirements-v2",
+    "Ask-the-expert-sessions-are-booked-weekly",
+    "sk-learn-compatible-estimators-for-2024",
+    "whisk-together-the-butter-and-sugar-first",
+]
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_english_words_are_no_key(word: str) -> None:
+    assert scan(f"See {word} and {word.upper()} ({word}).") == []
+
+
+@pytest.mark.parametrize(
+    "escaped",
+    [
+        "\\u0073k-proj-" + OPENAI[8:],
+        OPENAI.replace("-", "\\u002d"),
+        OPENAI.replace("-", "\\u002D", 1),
+        "Here it is:\\n" + OPENAI,  # after an escaped newline the key begins a word
+        "\\u0041KIA" + AWS[4:],
+        "\\u0061uthorization: Bearer abc\\/def\\/0123456789",
+    ],
+)
+def test_keys_written_with_json_escapes_are_found(escaped: str) -> None:
+    text = json.dumps({"answer": "x"}).replace('"x"', f'"{escaped}"')
+    assert may_hold_secret(text) and may_hold_secret(text.encode())
+    found = secrets_in("p", text)
+    assert len(found) == 1, found
+    assert found[0].value in (OPENAI, AWS, "abc/def/0123456789")
+
+
+def test_an_escaped_backslash_is_not_decoded_twice() -> None:
+    assert secrets_in("p", '{"a": "\\\\u0073k-proj-' + OPENAI[8:] + '"}') == []
+
+
+@given(
+    st.lists(
+        st.sampled_from(["a", " ", "\\n", "\\\\", "\\u0073", "\\u002d", "risk-", "\\/"]).map(str)
+        | st.sampled_from([OPENAI, AWS, GITHUB]).map(
+            lambda k: "".join(f"\\u{ord(c):04x}" if c in "skAg-" else c for c in k)
+        ),
+        max_size=6,
+    ).map("".join)
+)
+def test_the_prefilter_never_skips_an_escaped_key(text: str) -> None:
+    if secrets_in("p", text):
+        assert may_hold_secret(text)
+        assert may_hold_secret(text.encode())
+
+
+def escaped_key_repo(repo: Path) -> Path:
+    """A recorded answer, a dataset and the stamp whose keys are written with JSON escapes, as
+    another JSON writer (or a hand edit) may write them: every one decodes to the key."""
+    write_repo(repo, DEAD, ACME)
+    assert record(repo, ECHO)[0].rc == 0
+    [contents] = repo.glob("eval-cache/**/contents.data")
+    raw = contents.read_bytes()
+    assert OPENAI.encode() in raw and AWS.encode() in raw
+    raw = raw.replace(b"sk-proj-", b"\\u0073k\\u002dproj-").replace(b"AKIA", b"\\u0041KIA")
+    contents.write_bytes(raw)
+    leaky = refund({"description": GITHUB.replace("_", "\\u005f")}, prompt="prompts/acme.md")
+    dataset = repo / "eval-datasets/support/acme/leaky.json"
+    dataset.write_text(json.dumps(leaky).replace("\\\\u005f", "\\u005f"))
+    stamp = repo / "eval-cache/.eval-cache-stamp.json"
+    stamp.write_text('{"format": 1, "note": "Authorization: Bearer tok\\/en\\/0123456789"}')
+    commit_all(repo)
+    return repo
+
+
+def test_check_finds_keys_written_with_json_escapes(git_repo: Path) -> None:
+    escaped_key_repo(git_repo)
+    rc, output = check_secrets(git_repo)
+    assert rc == 1, output
+    lines = [line for line in output.splitlines() if "eval-cache-secret" in line]
+    assert sum("/contents.data: " in line for line in lines) == 2, lines
+    assert any("OpenAI API key sk-p... (" in line for line in lines)
+    assert any("AWS access key id AKIA... (20 characters)" in line for line in lines)
+    assert any(line.startswith("eval-datasets/support/acme/leaky.json: ") for line in lines)
+    assert any(line.startswith("eval-cache/.eval-cache-stamp.json: ") for line in lines)
+    for secret in (OPENAI, AWS, GITHUB, "tok/en/0123456789"):
+        assert secret not in output
+
+
+def test_check_calls_no_english_word_a_key(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, ACME)
+    words = "Acme refunds within 30 days. " + " ".join(WORDS)
+    assert record(git_repo, {"rules": [], "default": {"content": words}})[0].rc == 0
+    leaky = refund({"description": words}, prompt="prompts/acme.md")
+    (git_repo / "eval-datasets/support/acme/words.json").write_text(json.dumps(leaky))
+    commit_all(git_repo)
+    rc, output = check_secrets(git_repo)
+    assert rc == 0, output
