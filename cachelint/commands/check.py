@@ -18,7 +18,9 @@ from cachelint.errors import CachelintError, ExitCode
 from cachelint.formats import FindingsFormat, choices, parse_findings_format
 
 if TYPE_CHECKING:
+    from cachelint.findings import CheckSummary
     from cachelint.rules import Rule
+    from cachelint.tree import TreeFacts
 
 
 def add_parser(
@@ -164,7 +166,7 @@ def check(
     from cachelint import clock
     from cachelint.collect import collect, entry_bars
     from cachelint.config import load
-    from cachelint.findings import CheckSummary, fails, sort_findings
+    from cachelint.findings import fails, sort_findings
     from cachelint.gitutil import repo_root
     from cachelint.reporters import render
     from cachelint.rules import all_rules
@@ -184,13 +186,23 @@ def check(
             progress=entry_bars(err),
         )
         findings = sort_findings([f for rule in rules for f in rule.check(facts)])
+    out.write(render(chosen_format, findings, _summary(facts), rules))
+    out.flush()
+    return int(ExitCode.FINDINGS if fails(findings, strict=strict) else ExitCode.OK)
+
+
+def _summary(facts: TreeFacts) -> CheckSummary:
+    """The summary line's figures: what was checked, and the longest path."""
+    from cachelint.findings import CheckSummary
+
+    config = facts.config
     worst, worst_length = facts.worst_path
     notes = []
     if facts.excluded:
         from cachelint.meai import skipped_note
 
         notes.append(skipped_note(config, facts.excluded))
-    summary = CheckSummary(
+    return CheckSummary(
         roots=config.cache,
         files=facts.file_count,
         entries=len(facts.entries),
@@ -199,6 +211,3 @@ def check(
         max_path=config.max_path,
         notes=tuple(notes),
     )
-    out.write(render(chosen_format, findings, summary, rules))
-    out.flush()
-    return int(ExitCode.FINDINGS if fails(findings, strict=strict) else ExitCode.OK)

@@ -22,6 +22,7 @@ from cachelint.formats import FindingsFormat, choices
 
 if TYPE_CHECKING:
     from cachelint.config import Config
+    from cachelint.stamp import Stamp
     from cachelint.store import Entry
 
 STAMP_GROUP = frozenset({"stamp"})
@@ -87,12 +88,11 @@ def stamp(
 ) -> int:
     """Write the stamp at every cache root that has entries; return the exit code. On an `err`
     that is a terminal, a bar counts the entries read when there are many (after a re-record)."""
-    from cachelint import pins, redact, rewrites
     from cachelint.collect import collect, entry_bars
     from cachelint.config import load
     from cachelint.errors import CachelintError
     from cachelint.gitutil import repo_root
-    from cachelint.stamp import Stamp, entries_by_root, entry_count, pinned_at, seal, write_stamp
+    from cachelint.stamp import entries_by_root, entry_count, seal, write_stamp
     from cachelint.treettl import ttl_days
 
     repo = repo_root(start)
@@ -105,13 +105,54 @@ def stamp(
     filled = [root for root, entries in by_root.items() if entries or databases.get(root)]
     if not filled:
         raise CachelintError(_nothing_to_stamp(config))
-    if facts.corrupt:
-        path, reason = sorted(facts.corrupt)[0]
+    _refuse_corrupt(facts.corrupt)
+    base, versions = _shared(config, now)
+    for root in filled:
+        rel = config.stamp_path(root)
+        found = by_root[root]
+        shortest, longest = ttl_days(found, config.ttl_days)
+        new = replace(
+            base,
+            ttl_days=shortest,
+            ttl_days_longest=longest,
+            entries=len(found),
+            seal=seal(root, found),
+            databases=databases.get(root, {}),
+        )
+        changed = write_stamp(repo / rel, new)
+        verb = "wrote" if changed else "unchanged"
+        line = (
+            f"{verb} {rel}: {entry_count(len(found))}, pinnedAt "
+            f"{new.pinned_at.isoformat()}, ttlDays {new.ttl_days}, {versions}"
+        )
+        out.write(sanitize(line) + "\n")
+    skipped = facts.missing_roots + tuple(r for r in by_root if r not in filled)
+    out.write("".join(sanitize(f"skipped {r}: no entries") + "\n" for r in skipped))
+    out.write(sanitize(next_step(config, facts.entries)) + "\n")
+    return 0
+
+
+def _refuse_corrupt(corrupt: list[tuple[str, str]]) -> None:
+    """A tree with corrupt entry files is not sealed: the seal would bless them."""
+    from cachelint.errors import CachelintError
+
+    if corrupt:
+        path, reason = sorted(corrupt)[0]
         raise CachelintError(
-            f"{path}: {reason}; cannot seal a tree with {len(facts.corrupt)} corrupt entry "
-            f"{'file' if len(facts.corrupt) == 1 else 'files'}: run `cachelint check`, fix or "
+            f"{path}: {reason}; cannot seal a tree with {len(corrupt)} corrupt entry "
+            f"{'file' if len(corrupt) == 1 else 'files'}: run `cachelint check`, fix or "
             "re-record them, then run `cachelint stamp`"
         )
+
+
+def _shared(config: Config, now: datetime) -> tuple[Stamp, str]:
+    """What every root's stamp holds alike (the pins, the TTL, the normalisers' and redactions'
+    digests), and the pinned versions as the report names them."""
+    from cachelint import pins, redact, rewrites
+    from cachelint.errors import CachelintError
+    from cachelint.stamp import Stamp, pinned_at
+
+    repo = config.repo
     resolution = pins.current(config)
     if resolution.problems:
         raise CachelintError("cannot stamp: " + "; ".join(p.message for p in resolution.problems))
@@ -136,29 +177,7 @@ def stamp(
             for r in found.values()
         ]
     )
-    for root in filled:
-        rel = config.stamp_path(root)
-        found = by_root[root]
-        shortest, longest = ttl_days(found, config.ttl_days)
-        new = replace(
-            base,
-            ttl_days=shortest,
-            ttl_days_longest=longest,
-            entries=len(found),
-            seal=seal(root, found),
-            databases=databases.get(root, {}),
-        )
-        changed = write_stamp(repo / rel, new)
-        verb = "wrote" if changed else "unchanged"
-        line = (
-            f"{verb} {rel}: {entry_count(len(found))}, pinnedAt "
-            f"{new.pinned_at.isoformat()}, ttlDays {new.ttl_days}, {versions}"
-        )
-        out.write(sanitize(line) + "\n")
-    skipped = facts.missing_roots + tuple(r for r in by_root if r not in filled)
-    out.write("".join(sanitize(f"skipped {r}: no entries") + "\n" for r in skipped))
-    out.write(sanitize(next_step(config, facts.entries)) + "\n")
-    return 0
+    return base, versions
 
 
 def next_step(config: Config, entries: Sequence[Entry]) -> str:

@@ -137,6 +137,40 @@ def _error_body(status: int, message: str, kind: str, code: str | None = None) -
 _Response = tuple[int, dict[str, str], bytes]
 
 
+def _unknown_route(method: str, route: str) -> _Response:
+    return _json_response(
+        404,
+        _error_body(
+            404,
+            f"the fake provider serves POST {', '.join(_APIS)}, "
+            "/v1beta/models/MODEL:generateContent (or /v1/...), /model/MODEL/converse, "
+            "/model/MODEL/invoke, .../publishers/anthropic/models/MODEL:rawPredict "
+            "and GET /v1/models, "
+            f"not {method} {route}",
+            "invalid_request_error",
+            "unknown_url",
+        ),
+    )
+
+
+def _computed(api: Any, body: Any, model: str) -> _Response | None:
+    """The answer of an API the script has no rules for (embeddings, token counts), computed
+    from the request; None for the others."""
+    if api is embeddings_api:  # no rules: vectors derived from the texts
+        return _json_response(200, fake_shapes.embeddings(body, model))
+    if api is gemini_embed_api:
+        return _json_response(200, fake_shapes.gemini_embeddings(body))
+    if api in (count_tokens_api, gemini_count_api):  # the conversation's tokens, counted
+        said = "".join(str(m.get("content") or "") for m in api.as_messages(body))
+        return _json_response(200, {api.ANSWER_FIELD: fake_shapes.tokens(said)})
+    if api is bedrock_invoke_api and "messages" not in body:  # another family than Claude's
+        if not isinstance(body.get("inputText"), str):
+            problem = "the fake provider answers InvokeModel for Claude and Titan embeddings"
+            return _json_response(400, _error_body(400, problem, "invalid_request_error"))
+        return _json_response(200, fake_shapes.titan_embedding(body))
+    return None
+
+
 def _json_response(status: int, value: Any, headers: Mapping[str, str] | None = None) -> _Response:
     data = json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")
     return status, {"Content-Type": "application/json", **(headers or {})}, data
@@ -182,46 +216,30 @@ class FakeProvider:
     ) -> _Response:
         route = path.split("?", 1)[0]
         if route == "/v1/models" and method == "GET":
-            model = {
-                "id": self.script.model,
-                "object": "model",
-                "created": self.script.created,
-                "owned_by": "cachelint-fake-provider",
-            }
-            return _json_response(200, {"object": "list", "data": [model]})
+            return self._models()
         found = _api_of(route)
         if found is None or method != "POST":
-            return _json_response(
-                404,
-                _error_body(
-                    404,
-                    f"the fake provider serves POST {', '.join(_APIS)}, "
-                    "/v1beta/models/MODEL:generateContent (or /v1/...), /model/MODEL/converse, "
-                    "/model/MODEL/invoke, .../publishers/anthropic/models/MODEL:rawPredict "
-                    "and GET /v1/models, "
-                    f"not {method} {route}",
-                    "invalid_request_error",
-                    "unknown_url",
-                ),
-            )
+            return _unknown_route(method, route)
         api, from_path = found
         if from_path is not None and isinstance(body, dict):
             body = {**body, "model": from_path[0], "stream": from_path[1]}
         refused = self._refusal(api, headers, body, bad_json)
         if refused is not None:
             return refused
-        if api is embeddings_api:  # no rules: vectors derived from the texts
-            return _json_response(200, fake_shapes.embeddings(body, self.script.model))
-        if api is gemini_embed_api:
-            return _json_response(200, fake_shapes.gemini_embeddings(body))
-        if api in (count_tokens_api, gemini_count_api):  # the conversation's tokens, counted
-            said = "".join(str(m.get("content") or "") for m in api.as_messages(body))
-            return _json_response(200, {api.ANSWER_FIELD: fake_shapes.tokens(said)})
-        if api is bedrock_invoke_api and "messages" not in body:  # another family than Claude's
-            if not isinstance(body.get("inputText"), str):
-                problem = "the fake provider answers InvokeModel for Claude and Titan embeddings"
-                return _json_response(400, _error_body(400, problem, "invalid_request_error"))
-            return _json_response(200, fake_shapes.titan_embedding(body))
+        computed = _computed(api, body, self.script.model)
+        return computed if computed is not None else self._scripted(api, body)
+
+    def _models(self) -> _Response:
+        model = {
+            "id": self.script.model,
+            "object": "model",
+            "created": self.script.created,
+            "owned_by": "cachelint-fake-provider",
+        }
+        return _json_response(200, {"object": "list", "data": [model]})
+
+    def _scripted(self, api: Any, body: Any) -> _Response:
+        """The answer of the script's first rule that matches the request, in `api`'s shape."""
         asked = body if api is None else _as_chat(body, api)
         rule = self._pick(asked)
         if rule is None:

@@ -268,19 +268,7 @@ def _parse_reply(raw: Any, where: str, fail: _Fail) -> Reply:
     if finish is not None and (not isinstance(finish, str) or kind == "status"):
         raise fail(f"{where}.finish_reason", "must be a string, and only on a successful reply")
     if kind == "status":
-        status = raw["status"]
-        if not _is_int(status) or not 400 <= status <= 599:
-            raise fail(f"{where}.status", "must be an HTTP error status between 400 and 599")
-        retry_after = raw.get("retry_after")
-        if retry_after is not None:
-            if isinstance(retry_after, bool) or not isinstance(retry_after, (int, float, str)):
-                raise fail(f"{where}.retry_after", "must be seconds or an HTTP-date string")
-            if not isinstance(retry_after, str):
-                retry_after = f"{retry_after:g}"
-        body = raw.get("body")
-        if body is not None and not isinstance(body, (str, Mapping)):
-            raise fail(f"{where}.body", "must be a string or a JSON object")
-        return Reply(status=status, retry_after=retry_after, body=body)
+        return _parse_error_reply(raw, where, fail)
     for key in ("retry_after", "body"):
         if key in raw:
             raise fail(f"{where}.{key}", "is only allowed with status")
@@ -295,12 +283,33 @@ def _parse_reply(raw: Any, where: str, fail: _Fail) -> Reply:
         return Reply(echo=True, finish_reason=finish)
     if kind == "content":
         return Reply(content=content, finish_reason=finish)
-    calls = raw["tool_calls"]
+    specs = _parse_tool_calls(raw["tool_calls"], f"{where}.tool_calls", fail)
+    return Reply(content=content, tool_calls=tuple(specs), finish_reason=finish)
+
+
+def _parse_error_reply(raw: Mapping[str, Any], where: str, fail: _Fail) -> Reply:
+    """A reply with an HTTP error status, its Retry-After and its body."""
+    status = raw["status"]
+    if not _is_int(status) or not 400 <= status <= 599:
+        raise fail(f"{where}.status", "must be an HTTP error status between 400 and 599")
+    retry_after = raw.get("retry_after")
+    if retry_after is not None:
+        if isinstance(retry_after, bool) or not isinstance(retry_after, (int, float, str)):
+            raise fail(f"{where}.retry_after", "must be seconds or an HTTP-date string")
+        if not isinstance(retry_after, str):
+            retry_after = f"{retry_after:g}"
+    body = raw.get("body")
+    if body is not None and not isinstance(body, (str, Mapping)):
+        raise fail(f"{where}.body", "must be a string or a JSON object")
+    return Reply(status=status, retry_after=retry_after, body=body)
+
+
+def _parse_tool_calls(calls: Any, where: str, fail: _Fail) -> list[ToolCallSpec]:
     if not isinstance(calls, list) or not calls:
-        raise fail(f"{where}.tool_calls", "must be a non-empty list of {name, arguments}")
+        raise fail(where, "must be a non-empty list of {name, arguments}")
     specs = []
     for i, call in enumerate(calls):
-        at = f"{where}.tool_calls[{i}]"
+        at = f"{where}[{i}]"
         if not isinstance(call, Mapping):
             raise fail(at, "must be an object with name and arguments")
         _unknown(call, {"name", "arguments", "id"}, at, fail)
@@ -317,4 +326,4 @@ def _parse_reply(raw: Any, where: str, fail: _Fail) -> Reply:
         if call_id is not None and (not isinstance(call_id, str) or not call_id):
             raise fail(f"{at}.id", "must be a non-empty string")
         specs.append(ToolCallSpec(name=name, arguments=arguments, id=call_id))
-    return Reply(content=content, tool_calls=tuple(specs), finish_reason=finish)
+    return specs

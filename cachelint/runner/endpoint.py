@@ -164,16 +164,7 @@ def _answer(
         return _json(200, {"object": "list", "data": [model]})
     found = _api_of(route)
     if method != "POST" or found is None:
-        return _error(
-            404,
-            "the cachelint cache endpoint serves POST .../chat/completions, .../responses, "
-            ".../embeddings, .../messages, .../models/MODEL:generateContent, "
-            ".../model/MODEL/converse, .../model/MODEL/invoke and "
-            ".../publishers/anthropic/models/MODEL:rawPredict, "
-            f"not {method} {route}",
-            "invalid_request_error",
-            "unknown_url",
-        )
+        return _unknown_route(method, route)
     api, from_path = found
     try:
         body = json.loads(raw.decode("utf-8")) if raw else None
@@ -200,6 +191,24 @@ def _answer(
         message = f"the request cannot be part of a cache key: {exc}"
         return _error(400, message, "invalid_request_error", api=api)
     streamed = from_path[1] if from_path is not None else body.get("stream") is True
+    return _reply(answered, api, body, streamed)
+
+
+def _unknown_route(method: str, route: str) -> Response:
+    return _error(
+        404,
+        "the cachelint cache endpoint serves POST .../chat/completions, .../responses, "
+        ".../embeddings, .../messages, .../models/MODEL:generateContent, "
+        ".../model/MODEL/converse, .../model/MODEL/invoke and "
+        ".../publishers/anthropic/models/MODEL:rawPredict, "
+        f"not {method} {route}",
+        "invalid_request_error",
+        "unknown_url",
+    )
+
+
+def _reply(answered: Any, api: Any, body: dict[str, Any], streamed: bool) -> Response:
+    """The answer as the request asked for it: one JSON body, or the API's event stream."""
     if not streamed or (api is not None and api.event_stream is None):
         return _json(200, answered)
     stream_headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}

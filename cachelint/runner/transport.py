@@ -121,6 +121,50 @@ def _is_azure(host: str) -> bool:
     return host == "azure.com" or host.endswith(".azure.com")
 
 
+def _base_url(url: str) -> httpx.URL:
+    """The target's URL, or a TransportError saying why it is not one."""
+    import httpx
+
+    try:
+        base = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise TransportError(f"target url {redact_url(url)!r} is not a URL: {exc}") from None
+    if base.scheme not in ("http", "https") or not base.host:
+        raise TransportError(
+            f"target url {redact_url(url)!r} must start with http:// or https:// and name a "
+            "host, e.g. https://api.openai.com/v1"
+        )
+    return base
+
+
+def _headers(
+    base: httpx.URL, api_key: str | None
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The headers sent with every chat call, and those sent to each API that takes its key in
+    a header of its own, by route."""
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": f"cachelint/{__version__}",
+    }
+    # Anthropic's and Google's APIs take the key in a header of their own (`KEY_HEADER`),
+    # but Google's for a Cloud project on Vertex AI, which takes an OAuth access token as the
+    # bearer token (only express mode, with no project in the path, takes an API key).
+    project_scoped = "/projects/" in base.path
+    api_headers = {
+        api.ROUTE: {**headers, **api.UPSTREAM_HEADERS}
+        for api in apis.SDK_APIS
+        if api.KEY_HEADER and not (api.KEY_HEADER == gemini_api.KEY_HEADER and project_scoped)
+    }
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+        if _is_azure(base.host):
+            headers["api-key"] = api_key
+        for route, sent in api_headers.items():
+            sent[apis.BY_NAME[route].KEY_HEADER] = api_key
+    return headers, api_headers
+
+
 class OpenAICompatibleTransport:
     """POSTs request bodies to `<url>/chat/completions`, `<url>/responses` (OpenAI's Responses
     API), `<url>/messages` (Anthropic's Messages API, its key sent as `x-api-key`),
@@ -146,15 +190,7 @@ class OpenAICompatibleTransport:
     ) -> None:
         import httpx
 
-        try:
-            base = httpx.URL(url)
-        except (httpx.InvalidURL, TypeError) as exc:
-            raise TransportError(f"target url {redact_url(url)!r} is not a URL: {exc}") from None
-        if base.scheme not in ("http", "https") or not base.host:
-            raise TransportError(
-                f"target url {redact_url(url)!r} must start with http:// or https:// and name a "
-                "host, e.g. https://api.openai.com/v1"
-            )
+        base = _base_url(url)
         if api_key is not None and (
             not api_key.isascii() or any(c.isspace() or not c.isprintable() for c in api_key)
         ):
@@ -173,26 +209,7 @@ class OpenAICompatibleTransport:
         self._api_key_env = api_key_env
         self._env_file = env_file
         self._sleep = sleep
-        self._headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": f"cachelint/{__version__}",
-        }
-        # Anthropic's and Google's APIs take the key in a header of their own (`KEY_HEADER`),
-        # but Google's for a Cloud project on Vertex AI, which takes an OAuth access token as the
-        # bearer token (only express mode, with no project in the path, takes an API key).
-        project_scoped = "/projects/" in base.path
-        self._api_headers = {
-            api.ROUTE: {**self._headers, **api.UPSTREAM_HEADERS}
-            for api in apis.SDK_APIS
-            if api.KEY_HEADER and not (api.KEY_HEADER == gemini_api.KEY_HEADER and project_scoped)
-        }
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-            if _is_azure(base.host):
-                self._headers["api-key"] = api_key
-            for route, sent in self._api_headers.items():
-                sent[apis.BY_NAME[route].KEY_HEADER] = api_key
+        self._headers, self._api_headers = _headers(base, api_key)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(timeout=timeout)
         self._timeout = timeout
