@@ -10,13 +10,15 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, TYPE_CHECKING, TypeVar
 
 from cachelint.display import shell_command
 from cachelint.errors import CachelintError, GitError
+
+if TYPE_CHECKING:  # concurrent.futures costs a replay's start-up and only a check needs it
+    from concurrent.futures import Future
 
 # Git must answer the same way for every user: no pager, no localized messages, no prompts, and
 # quoted paths never (we always read with -z, this only keeps error messages readable).
@@ -174,6 +176,8 @@ class GitQueue:
 
     def __init__(self, repo: Path) -> None:
         self._repo = repo
+        from concurrent.futures import ThreadPoolExecutor
+
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cachelint-git")
 
     def submit(self, args: list[str], stdin: bytes | None = None) -> Future[GitResult]:
