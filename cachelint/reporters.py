@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -18,6 +19,7 @@ from cachelint import __version__
 from cachelint.display import json_dumps, sanitize
 from cachelint.findings import CheckSummary, Finding, Severity, sort_findings
 from cachelint.formats import FindingsFormat
+from cachelint.secretscan import mask_secrets, may_hold_secret
 
 if TYPE_CHECKING:
     from cachelint.rules import Rule
@@ -67,9 +69,18 @@ def _notes(summary: CheckSummary) -> list[str]:
 # ---- text ---------------------------------------------------------------------------------------
 
 
+def masked(finding: Finding) -> Finding:
+    """`finding` with any secret in its path or message masked: a key pasted into a file name
+    is reported by eval-cache-secret, and no other finding's line may print it."""
+    if not (may_hold_secret(finding.path) or may_hold_secret(finding.message)):
+        return finding
+    return replace(finding, path=mask_secrets(finding.path), message=mask_secrets(finding.message))
+
+
 def finding_line(finding: Finding) -> str:
     """The one text form of a finding, `path[:line]: code: [warning: ]message`, shared by check,
     watch, guard and run's canary so every command prints a finding the same way."""
+    finding = masked(finding)
     where = sanitize(finding.path)
     if finding.line is not None:
         where += f":{finding.line}"
@@ -248,7 +259,11 @@ def render_sarif(findings: list[Finding], summary: CheckSummary, rules: Sequence
 def render(
     fmt: FindingsFormat, findings: list[Finding], summary: CheckSummary, rules: Sequence[Rule]
 ) -> str:
-    """Render `findings` in `fmt`; identical input gives byte-identical output."""
+    """Render `findings` in `fmt`; identical input gives byte-identical output. No format prints
+    a secret found in a path (`masked`), the worst path's included."""
+    findings = [masked(f) for f in findings]
+    if summary.worst_path is not None and may_hold_secret(summary.worst_path):
+        summary = replace(summary, worst_path=mask_secrets(summary.worst_path))
     if fmt is FindingsFormat.TEXT:
         return render_text(findings, summary)
     if fmt is FindingsFormat.JSON:

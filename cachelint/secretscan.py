@@ -194,6 +194,33 @@ class Allowlist:
         return self._spec is not None and bool(self._spec.match_file(path))
 
 
+_ANCHOR_FIND = tuple(re.compile(a).finditer for a in _ANCHORS) + (
+    re.compile(r"(?i:authorization)").finditer,
+)
+
+
+def secret_names(joined: str, extra: Sequence[str] = ()) -> dict[str, list[Secret]]:
+    """The names in `joined` ("/"-separated, as `TreeFacts.names_text`) that hold a secret, with
+    their secrets. Only the names around an anchor (or the configured key) are scanned, so a
+    large tree's names cost a few searches at C speed."""
+    starts: set[int] = set()
+    if may_hold_secret(joined):
+        for finditer in _ANCHOR_FIND:
+            starts.update(joined.rfind("/", 0, m.start()) + 1 for m in finditer(joined))
+    for value in extra:
+        at = joined.find(value) if len(value) >= MIN_KEY_LENGTH else -1
+        while at != -1:
+            starts.add(joined.rfind("/", 0, at) + 1)
+            at = joined.find(value, at + 1)
+    out: dict[str, list[Secret]] = {}
+    for start in starts:
+        end = joined.find("/", start)
+        name = joined[start : None if end == -1 else end]
+        if found := secrets_in("", name, extra=extra):
+            out[name] = found
+    return out
+
+
 def mask_secrets(text: str, extra: Sequence[str] = ()) -> str:
     """`text` (a path, a line) with every secret in it masked, for output that must show it."""
     for secret in secrets_in("", text, extra=extra):

@@ -387,3 +387,27 @@ def test_check_calls_no_english_word_a_key(git_repo: Path) -> None:
     commit_all(git_repo)
     rc, output = check_secrets(git_repo)
     assert rc == 0, output
+
+
+def test_a_key_in_a_file_name_is_found_and_never_printed(git_repo: Path) -> None:
+    """A scenario named by a pasted key: its dataset file and cache directory hold the key in
+    their names; check finds it there and prints it nowhere, not even as the worst path."""
+    write_repo(git_repo, DEAD, {f"support/acme/{OPENAI}": refund(prompt="prompts/acme.md")})
+    assert record(git_repo)[0].rc == 0
+    commit_all(git_repo)
+    pyproject = git_repo / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace("[tool.cachelint]\n", "[tool.cachelint]\nmax-path = 60\n")
+    )
+    commit_all(git_repo)
+    for args in (["check"], ["check", "--format", "json"]):
+        proc = run_cachelint(git_repo, *args)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 1, output
+        assert OPENAI not in output
+    proc = run_cachelint(git_repo, "check")
+    names = [ln for ln in proc.stdout.splitlines() if "eval-cache-secret: its name holds" in ln]
+    assert any(ln.startswith("eval-datasets/support/acme/sk-p... (") for ln in names), names
+    assert any(ln.startswith("eval-cache/") for ln in names), names
+    assert "eval-cache-path-too-long" in proc.stdout
+    assert "worst path" in proc.stdout and "sk-p... (44 characters)" in proc.stdout

@@ -25,7 +25,14 @@ import blake3
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write_chunks, read_regular
 from cachelint.rules import Rule
-from cachelint.secretscan import Allowlist, describe, fingerprint, secrets_in
+from cachelint.secretscan import (
+    Allowlist,
+    describe,
+    fingerprint,
+    mask_secrets,
+    secret_names,
+    secrets_in,
+)
 from cachelint.store import CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, entry_digest
 from cachelint.tree import TreeFacts
 
@@ -174,10 +181,31 @@ def _cache_findings(facts: TreeFacts, ctx: ScanContext) -> Iterator[Finding]:
         _save_clean(path, header, now_clean)
 
 
+def _name_findings(facts: TreeFacts, ctx: ScanContext, datasets: list[str]) -> Iterator[Finding]:
+    """A secret in a file or directory name (a key pasted as a scenario name): the finding's path
+    shows it masked, as every line must."""
+    names = facts.names_text + "/".join(p.rpartition("/")[2] for p in datasets) + "/"
+    bad = secret_names(names, ctx.extra)
+    if not bad:
+        return
+    for node in sorted({*facts.nodes, *datasets}):
+        for secret in bad.get(node.rpartition("/")[2], ()):
+            if not ctx.allow.allows(node, secret):
+                yield Finding(
+                    mask_secrets(node, ctx.extra),
+                    CODE,
+                    f"its name holds a secret: {describe(secret)}; rename it (`git mv`), rotate "
+                    "the key, or allow a test fixture with secret-allow = "
+                    f'["{secret.fingerprint}"]',
+                )
+
+
 def check(facts: TreeFacts) -> Iterator[Finding]:
     ctx = context(facts)
+    datasets = list(_dataset_files(facts))
+    yield from _name_findings(facts, ctx, datasets)
     paths: list[str] = [f"{root}/{facts.config.stamp}" for root in facts.roots]
-    paths += _dataset_files(facts)
+    paths += datasets
     paths += _watched_files(facts)
     for rel in dict.fromkeys(paths):
         raw = _read(facts, rel, ctx.max_bytes)
