@@ -28,8 +28,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from cachelint.runner.htmlreport import render_html  # noqa: E402
-from cachelint.runner.settings import ReportSettings  # noqa: E402
 from cachelint.runner.views import ExecutionView, scenario_view  # noqa: E402
+from cachelint.settings import ReportSettings  # noqa: E402
 from tests.cdp import Browser  # noqa: E402
 
 SYSTEM = "You are the {tenant} support agent for {agent}.\nAnswer briefly.\nCite the policy.\n"

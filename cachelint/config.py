@@ -18,7 +18,12 @@ from typing import Any
 
 from cachelint.errors import ConfigError
 from cachelint.paths import is_inside
-from cachelint.runner.settings import ReportSettings, parse_settings
+from cachelint.settings import (
+    ReportSettings,
+    parse_interpretations,
+    parse_prices,
+    parse_settings,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -213,18 +218,6 @@ def _allow_item(value: Any) -> str:
     return _glob(text)
 
 
-def _interpretations(value: Any) -> Mapping[str, Any]:
-    from cachelint.runner.metrics import parse_interpretations
-
-    return parse_interpretations(value)
-
-
-def _prices(value: Any) -> Mapping[str, Any]:
-    from cachelint.runner.cost import parse_prices
-
-    return parse_prices(value)
-
-
 def _rewrites(value: Any) -> tuple[Any, ...]:
     from cachelint.rewrites import parse_rules
 
@@ -283,8 +276,8 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "agents": ("agents", _table),
     "compare": ("compare", _str_list(_str)),
     "judge": ("judge", _table),
-    "interpretations": ("interpretations", _interpretations),
-    "prices": ("prices", _prices),
+    "interpretations": ("interpretations", parse_interpretations),
+    "prices": ("prices", parse_prices),
     "reports": ("reports", parse_settings),
 }
 

@@ -68,7 +68,7 @@ def parse_named(
 
 
 def _judge(table: Mapping[str, Any], where: str, check_name: Callable[[Any, str], str]) -> Any:
-    from cachelint.runner.judges import METRICS
+    from cachelint.settings import METRICS
 
     unknown = set(table) - {"target", "metrics"}
     if unknown:

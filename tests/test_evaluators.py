@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import cachelint
-from cachelint.runner.metrics import Metric, Rating, interpret, metric_from, parse_interpretations
+from cachelint.runner.metrics import Metric, Rating, interpret, metric_from
+from cachelint.settings import parse_interpretations
 from tests.conftest import PROJECT, commit_all, run_cachelint
 from tests.helpers import DEAD, do_run, record, refund, result, write_repo
 from tests.helpers import RUN_NOW as NOW

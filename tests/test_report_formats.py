@@ -7,9 +7,9 @@ import pytest
 from cachelint.errors import CachelintError
 from cachelint.runner.cost import Price, Spend, call_spend, cost, tokens
 from cachelint.runner.prformats import md, render_github
-from cachelint.runner.settings import ReportSettings
 from cachelint.runner.shards import parse_shard, shard_of
 from cachelint.runner.views import ExecutionView, scenario_view
+from cachelint.settings import ReportSettings
 
 
 def record(identity: str, *, passed: bool, reason: str, path: str) -> dict[str, object]:

@@ -17,8 +17,8 @@ from typing import Any, cast
 from cachelint.canonical import dump_pretty
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.settings import ReportSettings
 from cachelint.runner.views import ExecutionView
+from cachelint.settings import ReportSettings
 
 FILE = "eval-baselines.json"
 FORMAT = 1

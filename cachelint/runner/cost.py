@@ -17,44 +17,16 @@ could not be priced, and says "at least $X (N calls unpriced: model M)" wherever
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from cachelint.settings import Price
 
 # OpenAI chat completions say prompt/completion; the Responses API and Anthropic say input/output;
 # Gemini counts the prompt and the candidates; Bedrock's Converse says input/output in camelCase.
 _INPUT_KEYS = ("prompt_tokens", "input_tokens", "promptTokenCount", "inputTokens")
 _OUTPUT_KEYS = ("completion_tokens", "output_tokens", "candidatesTokenCount", "outputTokens")
-
-
-@dataclass(frozen=True)
-class Price:
-    input: float  # dollars per million input tokens
-    output: float  # dollars per million output tokens
-
-
-def parse_prices(table: Any) -> Mapping[str, Price]:
-    """`[tool.cachelint.prices]`; ValueError says what is expected (config.py names the file)."""
-    if not isinstance(table, dict):
-        raise ValueError("a table of model -> {input = $/Mtok, output = $/Mtok}")
-    out: dict[str, Price] = {}
-    for model, spec in table.items():
-        if not isinstance(spec, dict) or set(spec) != {"input", "output"}:
-            raise ValueError(f"{model}: {{input = <$/Mtok>, output = <$/Mtok>}}, both keys")
-        values = []
-        for side in ("input", "output"):
-            value = spec[side]
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-                or value < 0
-            ):
-                raise ValueError(f"{model}.{side}: a number of dollars per million tokens, >= 0")
-            values.append(float(value))
-        out[str(model)] = Price(*values)
-    return out
 
 
 def _tokens(usage: Mapping[str, Any], keys: Iterable[str]) -> int | None:

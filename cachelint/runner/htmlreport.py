@@ -23,8 +23,8 @@ from cachelint.runner.htmlassets import CSS, JS
 from cachelint.runner.matrixviews import matrix_html
 from cachelint.runner.review import compare_executions
 from cachelint.runner.reviewviews import REVIEW_CSS, review_html
-from cachelint.runner.settings import ReportSettings
 from cachelint.runner.views import ExecutionView, ScenarioView, group_spend
+from cachelint.settings import ReportSettings
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 

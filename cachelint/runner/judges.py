@@ -14,11 +14,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from cachelint.runner.output import Output
+from cachelint.settings import METRICS
 
 if TYPE_CHECKING:  # dataset imports METRICS from here; keep the runtime import one-way
     from cachelint.runner.dataset import Scenario
 
-METRICS: frozenset[str] = frozenset({"relevance", "completeness", "coherence"})
 
 # Temperature 0 keeps a re-record as close to the recorded score as the provider allows.
 JUDGE_OPTIONS: Mapping[str, Any] = MappingProxyType({"temperature": 0})

@@ -15,25 +15,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
+from cachelint.settings import RATINGS, Interpretation, Rating
+
 MetricValue = int | float | bool | str | None
-
-
-class Rating(str, Enum):
-    """MEAI's EvaluationRating scale, worst to best after `unknown`."""
-
-    UNKNOWN = "unknown"
-    UNACCEPTABLE = "unacceptable"
-    POOR = "poor"
-    AVERAGE = "average"
-    GOOD = "good"
-    EXCEPTIONAL = "exceptional"
-
-
-RATINGS = tuple(r.value for r in Rating)
-_RANK = {r: i for i, r in enumerate(Rating)}  # unknown 0 ... exceptional 5
 
 
 @dataclass(frozen=True)
@@ -118,63 +104,6 @@ def metric_from(value: Any) -> Metric:
     if missing:
         raise ValueError(f"returned a dict without {' and '.join(map(repr, missing))}")
     return Metric(**{str(k): v for k, v in value.items()})
-
-
-# ---- interpretations from the config ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Interpretation:
-    """Ranges per rating for one metric name, and the rating at or below which it fails."""
-
-    ranges: tuple[tuple[Rating, float, float], ...]  # best rating first
-    fail_at: Rating = Rating.UNACCEPTABLE
-
-    def rate(self, value: float) -> tuple[Rating, bool]:
-        rating = next((r for r, lo, hi in self.ranges if lo <= value <= hi), Rating.UNACCEPTABLE)
-        return rating, _RANK[rating] <= _RANK[self.fail_at]
-
-
-def _bound(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ValueError("a number (inf and -inf are allowed)")
-    return float(value)
-
-
-def parse_interpretations(table: Any) -> Mapping[str, Interpretation]:
-    """`[tool.cachelint.interpretations]`: ValueError says what is expected (config.py words the
-    file and key around it)."""
-    if not isinstance(table, dict):
-        raise ValueError("a table of metric name -> {rating = [min, max], fail-at = rating}")
-    out: dict[str, Interpretation] = {}
-    for name, spec in table.items():
-        if not isinstance(spec, dict):
-            raise ValueError(f"a table for metric {name!r}, like {{good = [1, 100]}}")
-        fail_at = spec.get("fail-at", Rating.UNACCEPTABLE.value)
-        if fail_at not in RATINGS[1:]:
-            raise ValueError(f"{name}.fail-at: one of {', '.join(RATINGS[1:])}")
-        ranges: list[tuple[Rating, float, float]] = []
-        for key, bounds in spec.items():
-            if key == "fail-at":
-                continue
-            if key not in RATINGS[1:]:
-                raise ValueError(
-                    f"{name}: a rating ({', '.join(RATINGS[1:])}) or fail-at, not {key!r}"
-                )
-            if not isinstance(bounds, list) or len(bounds) != 2:
-                raise ValueError(f"{name}.{key}: an inclusive range [min, max]")
-            try:
-                lo, hi = _bound(bounds[0]), _bound(bounds[1])
-            except ValueError as exc:
-                raise ValueError(f"{name}.{key}: bounds must be {exc}") from None
-            if lo > hi:
-                raise ValueError(f"{name}.{key}: min {bounds[0]} is above max {bounds[1]}")
-            ranges.append((Rating(key), lo, hi))
-        if not ranges:
-            raise ValueError(f"{name}: at least one rating range, like good = [1, 100]")
-        ranges.sort(key=lambda r: -_RANK[r[0]])
-        out[str(name)] = Interpretation(tuple(ranges), Rating(fail_at))
-    return out
 
 
 def interpret(metric: Metric, interpretations: Mapping[str, Interpretation]) -> Metric:
