@@ -412,3 +412,41 @@ def test_a_hostile_results_file_is_one_error_line_for_merge_green_and_baselines(
     HOSTILE[kind](repo / "eval-baselines.json")
     for args in (["run", "--baseline", "main"], ["report", "--baseline", "main"]):
         assert "eval-baselines.json: " in one_error_line(limited(repo, *args))
+
+
+def test_a_merge_of_part_of_the_suite_is_filtered_and_of_all_of_it_is_not(tmp_path: Path) -> None:
+    # The trend draws whole-suite replays only: a merge of one shard of two is not one.
+    import io
+
+    from cachelint.commands.report import report
+    from tests.example import make_example_repo
+
+    repo = make_example_repo(tmp_path / "example")
+    for i in (1, 2):
+        assert (
+            run_cachelint(repo, "run", "--shard", f"{i}/2", "--execution", f"s{i}").returncode == 0
+        )
+    results = repo / "eval-results"
+    report(repo, out=io.StringIO(), merge=[results / "s1"], execution="half")
+    report(repo, out=io.StringIO(), merge=[results / "s1", results / "s2"], execution="whole")
+    half = json.loads((results / "half/run.json").read_bytes())
+    whole = json.loads((results / "whole/run.json").read_bytes())
+    assert half["filtered"] is True
+    assert whole["filtered"] is False
+
+
+def test_listing_executions_skips_a_run_summary_it_must_not_read(tmp_path: Path) -> None:
+    # `cachelint report` with no --execution picks the latest: a deep, linked or special run.json
+    # in a results directory is no execution, never a crash or a hang.
+    from cachelint.runner.views import list_executions
+
+    for name, started in (("good", "2026-11-30T12:00:00Z"), ("older", "2026-11-29T12:00:00Z")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.json").write_text(json.dumps({"started": started}))
+    (tmp_path / "deep").mkdir()
+    (tmp_path / "deep/run.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked/run.json").symlink_to(tmp_path / "good/run.json")
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo/run.json")
+    assert list_executions(tmp_path) == ["older", "good"]

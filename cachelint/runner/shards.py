@@ -94,6 +94,8 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
         "scenarios": scenarios,
         "mutations": mutations,
         "merged_from": [s.name for s in sources],
+        # Shards of part of the suite are no whole-suite run: the trend leaves them out.
+        "filtered": {e["scenario"] for e in scenarios} != set(order),
         "started": max(started, default="") or None,
     }
     data = json_dumps(merged, compact=True)

@@ -293,13 +293,15 @@ def list_executions(root: Path) -> list[str]:
     found: list[tuple[str, str]] = []
     if not root.is_dir():
         return []
+    from cachelint.runner.evidence import SUMMARY_MAX_BYTES, BadEvidence, read_json
+
     for child in root.iterdir():
-        run_file = child / RUN_FILE
-        if not run_file.is_file():
-            continue
+        # Bounded, through no link, depth-checked: a FIFO, a huge or a deeply nested run.json is
+        # no execution to list, never a hang or a crash.
         try:
-            started = json.loads(run_file.read_text(encoding="utf-8")).get("started") or ""
-        except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+            _, document = read_json(child, RUN_FILE, SUMMARY_MAX_BYTES, missing_ok=True)
+        except BadEvidence:
             continue
-        found.append((str(started), child.name))
+        if isinstance(document, dict):
+            found.append((str(document.get("started") or ""), child.name))
     return [name for _, name in sorted(found)]
