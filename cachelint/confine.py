@@ -322,7 +322,7 @@ def read_inside(
     is opened in the last one, so a component swapped for a link after a check is never
     followed. A breach of that policy raises `error` (one line naming `what` and `rel`); a
     missing, special or oversized file the OSError of `fsutil.read_regular`. `credential`: this
-    read is the env-file's own, for its key (`runner.credentials`), and skips the name checks.
+    read is the env-file's own, for its key (`cachelint.credentials`), and skips the name checks.
     `repo` may also be cachelint's own directory in git's (the entry cache)."""
     rel = rel.replace("\\", "/")
     reason = _refusal(rel, () if credential else private, credential)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cachelint.runner.credentials import load_api_key
+from cachelint.credentials import load_api_key
 from cachelint.runner.transport import (
     Completion,
     OpenAICompatibleTransport,

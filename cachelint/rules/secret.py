@@ -51,7 +51,7 @@ def context(facts: TreeFacts) -> ScanContext:
     config = facts.config
     extra: tuple[str, ...] = ()
     try:
-        from cachelint.runner.credentials import load_api_key
+        from cachelint.credentials import load_api_key
 
         key = load_api_key(config.repo, config.target.api_key_env, config.target.env_file)
         extra = (key,) if key else ()

@@ -31,7 +31,7 @@ TransportFactory = Callable[[TargetConfig], Any]
 def upstream_transport(repo: Path, target: TargetConfig) -> Any:
     """The live transport a recording calls: the target's url, its key from api-key-env or
     env-file. Params are not added here: the client already put them into the body (and key)."""
-    from cachelint.runner.credentials import load_api_key
+    from cachelint.credentials import load_api_key
     from cachelint.runner.transport import OpenAICompatibleTransport
 
     return OpenAICompatibleTransport(
@@ -47,7 +47,7 @@ def upstream_transport(repo: Path, target: TargetConfig) -> Any:
 
 def http_transport(repo: Path, target: TargetConfig) -> Any:
     """An http target's live side: its headers, and its key from api-key-env or env-file."""
-    from cachelint.runner.credentials import load_api_key
+    from cachelint.credentials import load_api_key
     from cachelint.runner.httptarget import HttpTransport
 
     key = load_api_key(repo, target.api_key_env, target.env_file) if target.api_key_env else None
