@@ -315,6 +315,39 @@ def _require_canonical(f: _Fields, **fields: Any) -> None:
             raise f.error(field, f"cannot be part of a cache key: {exc}") from None
 
 
+def _known_fields(data: Any, f: _Fields) -> None:
+    """A scenario is a JSON object of the known fields; a misspelt one is named with its likely
+    spelling."""
+    if not isinstance(data, dict):
+        raise CachelintError(
+            f"{f.path}: a scenario must be a JSON object, got {json_kind(data, exact=True)}"
+        )
+    for key in sorted(set(data) - FIELDS):
+        hint = difflib.get_close_matches(key, sorted(FIELDS), n=1)
+        did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise f.error(key, f"unknown field{did_you_mean}; allowed: {', '.join(sorted(FIELDS))}")
+
+
+def _trials(trials: Any, f: _Fields) -> int:
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
+        raise f.error(
+            "trials",
+            f"expected an integer from 1 to {MAX_TRIALS}, got {json_kind(trials, exact=True)}",
+        )
+    return trials
+
+
+def _targets(data: dict[str, Any], f: _Fields) -> tuple[str | None, list[str]]:
+    """The scenario's one target, or its matrix of targets (never both)."""
+    target = data.get("target")
+    if target is not None:
+        f.string(target, "target")
+    targets = _strings(data.get("targets", []), "targets", f)
+    if targets and target is not None:
+        raise f.error("targets", "give 'target' (one target) or 'targets' (a matrix), not both")
+    return target, targets
+
+
 def parse_scenario(
     repo: Path,
     identity: str,
@@ -332,14 +365,7 @@ def parse_scenario(
     `prompts` caches system files by repo-relative path across the scenarios of one load: a suite
     of thousands of scenarios usually shares a handful of prompt files."""
     f = _Fields(path)
-    if not isinstance(data, dict):
-        raise CachelintError(
-            f"{path}: a scenario must be a JSON object, got {json_kind(data, exact=True)}"
-        )
-    for key in sorted(set(data) - FIELDS):
-        hint = difflib.get_close_matches(key, sorted(FIELDS), n=1)
-        did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
-        raise f.error(key, f"unknown field{did_you_mean}; allowed: {', '.join(sorted(FIELDS))}")
+    _known_fields(data, f)
     messages, system_source = _conversation(repo, data, f, prompts, private)
     options = f.obj(data.get("options", {}), "options")
     for key in sorted(set(options) & set(_RESERVED_OPTIONS)):
@@ -351,27 +377,14 @@ def parse_scenario(
         for i, spec in enumerate(f.array(data.get("assert", []), "assert"))
     ]
     judges = _judges(data.get("judge", []), f, metrics)
-    trials = data.get("trials", 1)
-    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
-        raise f.error(
-            "trials",
-            f"expected an integer from 1 to {MAX_TRIALS}, got {json_kind(trials, exact=True)}",
-        )
+    trials = _trials(data.get("trials", 1), f)
     policy = parse_policy(data["pass"], trials, f"{path}: field 'pass'") if "pass" in data else ALL
     tags = _strings(data.get("tags", []), "tags", f)
     description = data.get("description")
     if description is not None:
         f.string(description, "description")
-    target = data.get("target")
-    if target is not None:
-        f.string(target, "target")
-    targets = _strings(data.get("targets", []), "targets", f)
-    if targets and target is not None:
-        raise f.error("targets", "give 'target' (one target) or 'targets' (a matrix), not both")
-    model_calls = data.get("model-calls", True)
-    if not isinstance(model_calls, bool):
-        got = json_kind(model_calls, exact=True)
-        raise f.error("model-calls", f"expected true or false, got {got}")
+    target, targets = _targets(data, f)
+    model_calls = _model_calls(data.get("model-calls", True), f)
     agent, tenant, name = identity.split("/")
     return Scenario(
         identity=identity,
@@ -487,6 +500,36 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _read_json(repo: Path, path: str, private: Collection[str]) -> tuple[bytes, Any]:
+    """A dataset file's bytes and its JSON, strictly: UTF-8, no NaN, no lone surrogate."""
+    try:
+        raw = read_inside(repo, path, f"{path}:", DEFAULT_MAX_BYTES, private=private)
+        text = raw.decode("utf-8-sig")
+        data = json.loads(text, parse_constant=_reject_constant)
+    except UnicodeDecodeError as exc:
+        raise CachelintError(f"{path}: not UTF-8 ({exc.reason}); save it as UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise CachelintError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for JSON
+        raise CachelintError(f"{path}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise CachelintError(f"{path}: invalid JSON: nested too deeply") from None
+    except OSError as exc:
+        raise CachelintError(f"{path}: cannot read: {exc.strerror}") from None
+    bad = lone_surrogate(data) if may_hold_surrogate(text) else None
+    if bad is not None:
+        raise CachelintError(f"{path}: holds a lone surrogate {bad}, which is not text")
+    return raw, data
+
+
+def _model_calls(value: Any, f: _Fields) -> bool:
+    if not isinstance(value, bool):
+        raise f.error("model-calls", f"expected true or false, got {json_kind(value, exact=True)}")
+    return value
+
+
 def load_scenarios(
     repo: Path,
     datasets_root: str,
@@ -525,25 +568,7 @@ def load_scenarios(
                 "case-insensitive file systems; rename one of them"
             )
         seen[folded] = identity
-        try:
-            raw = read_inside(repo, path, f"{path}:", DEFAULT_MAX_BYTES, private=private)
-            text = raw.decode("utf-8-sig")
-            data = json.loads(text, parse_constant=_reject_constant)
-        except UnicodeDecodeError as exc:
-            raise CachelintError(f"{path}: not UTF-8 ({exc.reason}); save it as UTF-8") from None
-        except json.JSONDecodeError as exc:
-            raise CachelintError(
-                f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from None
-        except ValueError as exc:  # NaN/Infinity: valid for Python's json, not for JSON
-            raise CachelintError(f"{path}: invalid JSON: {exc}") from None
-        except RecursionError:
-            raise CachelintError(f"{path}: invalid JSON: nested too deeply") from None
-        except OSError as exc:
-            raise CachelintError(f"{path}: cannot read: {exc.strerror}") from None
-        bad = lone_surrogate(data) if may_hold_surrogate(text) else None
-        if bad is not None:
-            raise CachelintError(f"{path}: holds a lone surrogate {bad}, which is not text")
+        raw, data = _read_json(repo, path, private)
         try:
             scenarios.append(
                 parse_scenario(
