@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import partial
 from typing import NamedTuple, TextIO
 
-from cachelint import attrfiles, listing, sources
+from cachelint import attrcheck, attrfiles, listing, sources
 from cachelint.config import Config
 from cachelint.gitutil import GitQueue, GitResult
 from cachelint.progressbar import BarFactory, bars_on
@@ -69,9 +69,7 @@ def collect(
         plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
         attrfiles.refuse_special(repo, config, walk)
         attrs = git.submit_parsed(
-            ["check-attr", "-z", "--stdin", "text"],
-            listing.nul_joined(plain),
-            lambda out: listing.parse_text_attr(out, plain) if plain else {},
+            attrcheck.COMMAND, listing.nul_joined(plain), lambda out: attrcheck.parse(out, plain)
         )
         found = listing.gather(git, spec, walk, stage, changed)
         del stage  # its listing, parsed: not kept while entries are read
@@ -81,11 +79,11 @@ def collect(
         read = read_entries(walk, prefixes, source, reading)
         read.corrupt += [(d, UNREADABLE.format(why)) for d, why in walk.unreadable.items()]
         source.finish(read.entries)
-        text_attr = attrs.result()
+        attributes = attrs.result()
     finally:
         git.close()  # after which `prepared` is done or cancelled
         sources.stop_helpers(prepared)
-    listed = _Listed(found, text_attr, projects, git_dir)
+    listed = _Listed(found, attributes, projects, git_dir)
     return _assemble(config, now, roots, walk, listed, read)
 
 
@@ -93,7 +91,7 @@ class _Listed(NamedTuple):
     """What git said, beside the walk and the entries read."""
 
     found: listing.Listings
-    text_attr: dict[str, str]
+    attributes: attrcheck.Attributes
     projects: Future[GitResult] | None
     git_dir: Future[GitResult]
 
@@ -113,7 +111,8 @@ def _assemble(
         index=found.index,
         untracked=found.untracked,
         ignored=found.ignored,
-        text_attr=listed.text_attr,
+        text_attr=listed.attributes.text,
+        rewrite_attr=listed.attributes.rewrite,
         entries=read.entries,
         corrupt=read.corrupt,
         excluded=walk.excluded + found.excluded,

@@ -123,20 +123,6 @@ def index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:
     return out
 
 
-def parse_text_attr(out: bytes, paths: list[str]) -> dict[str, str]:
-    """check-attr answers "<path>\\0text\\0<value>\\0" in input order. The usual answer is "unset"
-    for every file, which counting that triple confirms without splitting the output."""
-    if out.count(b"\0text\0unset\0") == len(paths):
-        return dict.fromkeys(paths, "unset")
-    fields = split_z(out)
-    values: dict[str, str] = {}
-    result: dict[str, str] = {}
-    for i in range(0, len(fields) - 2, 3):
-        value = fields[i + 2]
-        result[fields[i]] = values.setdefault(value, value)
-    return result
-
-
 def really_modified(repo: Path, candidates: Iterable[str], recorded: dict[str, str]) -> set[str]:
     """diff-files compares stat data, so a file rewritten with the same bytes (or touched) shows
     up; hash the candidates once with `git hash-object` (which applies the same filters as

@@ -62,6 +62,9 @@ class TreeFacts:
     ignored: set[str] = field(default_factory=set)  # --others --ignored --exclude-standard
     # path -> "set", "unset", "unspecified", "auto" or a text=<value> string (git check-attr)
     text_attr: dict[str, str] = field(default_factory=dict)
+    # path -> the attributes that rewrite its bytes ("ident", "filter=lfs", "eol=crlf",
+    # "working-tree-encoding=UTF-16"; `cachelint.attrcheck`), only for paths that have one
+    rewrite_attr: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Valid entries, their content verified (`cachelint.entries`). Their `request` is always
     # empty: the linter needs it only to verify the key; `Store.get` reads one when it is needed.
     entries: list[Entry] = field(default_factory=list)
