@@ -16,7 +16,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from cachelint.config import Config
+    from cachelint.importers import Parsed
+    from cachelint.importers.apply import ScenarioMap
 
 _CASSETTE_SUFFIXES = (".yaml", ".yml", ".json")
 _MAX_CASSETTE_BYTES = 512 * 1024 * 1024
@@ -145,34 +150,15 @@ def import_vcrpy(
     from cachelint import clock
     from cachelint.config import load
     from cachelint.display import sanitize_block
-    from cachelint.errors import CachelintError
-    from cachelint.fsutil import read_regular
     from cachelint.gitutil import repo_root
-    from cachelint.importers import Parsed
     from cachelint.importers.apply import render, scenario_map, target_resolver, write_plan
     from cachelint.importers.keying import plan
-    from cachelint.importers.vcrpy_cassette import read_cassette
 
     repo = repo_root(start)
     config = load(repo, config_path)
     mapping = scenario_map(scenario, map_file)
-    every = Parsed()
     files = cassette_files(repo, paths, config.cache_roots())
-    for path, shown in files:  # every file is read before anything is written
-        chosen = mapping.scenario_of(shown)
-        if chosen is None:
-            raise CachelintError(
-                f"{shown}: no scenario for this cassette in {mapping.source}; add a pattern "
-                "for it, or pass --scenario"
-            )
-        try:
-            raw = read_regular(path, _MAX_CASSETTE_BYTES)
-        except OSError as exc:
-            raise CachelintError(f"{shown}: cannot read the cassette ({exc})") from None
-        parsed = read_cassette(raw, shown, chosen, config.max_entry_bytes)
-        every.calls += parsed.calls
-        every.skipped += parsed.skipped
-        every.warnings += parsed.warnings
+    every = _read_cassettes(files, mapping, config)  # every file read before anything is written
     planned, refused = plan(
         every.calls, config=config, target_of=target_resolver(config, target), trial=trial
     )
@@ -189,3 +175,29 @@ def import_vcrpy(
     )
     out.write(sanitize_block(report))
     return 1 if skipped or written.skipped else 0
+
+
+def _read_cassettes(files: list[tuple[Path, str]], mapping: ScenarioMap, config: Config) -> Parsed:
+    """The calls of every cassette, each under the scenario `mapping` gives its file."""
+    from cachelint.errors import CachelintError
+    from cachelint.fsutil import read_regular
+    from cachelint.importers import Parsed
+    from cachelint.importers.vcrpy_cassette import read_cassette
+
+    every = Parsed()
+    for path, shown in files:
+        chosen = mapping.scenario_of(shown)
+        if chosen is None:
+            raise CachelintError(
+                f"{shown}: no scenario for this cassette in {mapping.source}; add a pattern "
+                "for it, or pass --scenario"
+            )
+        try:
+            raw = read_regular(path, _MAX_CASSETTE_BYTES)
+        except OSError as exc:
+            raise CachelintError(f"{shown}: cannot read the cassette ({exc})") from None
+        parsed = read_cassette(raw, shown, chosen, config.max_entry_bytes)
+        every.calls += parsed.calls
+        every.skipped += parsed.skipped
+        every.warnings += parsed.warnings
+    return every

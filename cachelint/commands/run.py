@@ -60,19 +60,7 @@ def add_parser(
         action="store_true",
         help="re-record the selected scenarios (same as --cache live)",
     )
-    parser.add_argument("--agent", action="append", default=[], help="only this agent (repeatable)")
-    parser.add_argument(
-        "--tenant", action="append", default=[], help="only this tenant (repeatable)"
-    )
-    parser.add_argument(
-        "--scenario",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="only scenarios whose identity (agent/tenant/name) matches GLOB (repeatable)",
-    )
-    matrix = "each scenario against this target (repeatable: a matrix, the first is primary)"
-    parser.add_argument("--target", action="append", default=[], metavar="NAME", help=matrix)
+    _add_selection(parser)
     parser.add_argument(
         "--trials", type=int, default=None, help="trials per scenario (overrides the dataset)"
     )
@@ -98,6 +86,23 @@ def add_parser(
     add_report_options(parser)
     add_rerun_options(parser)  # --failed, --resume
     parser.set_defaults(handler=_handle)
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the scenarios and the targets they run against."""
+    parser.add_argument("--agent", action="append", default=[], help="only this agent (repeatable)")
+    parser.add_argument(
+        "--tenant", action="append", default=[], help="only this tenant (repeatable)"
+    )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only scenarios whose identity (agent/tenant/name) matches GLOB (repeatable)",
+    )
+    matrix = "each scenario against this target (repeatable: a matrix, the first is primary)"
+    parser.add_argument("--target", action="append", default=[], metavar="NAME", help=matrix)
 
 
 def _handle(ns: argparse.Namespace) -> int:
@@ -140,6 +145,45 @@ def _resolve_mode(mode: str | None, refresh: bool) -> Any:
 def _execution_name(execution: str | None, now: datetime) -> str:
     name = execution or os.environ.get("CACHELINT_EXECUTION") or now.strftime("%Y%m%dT%H%M%SZ")
     return execution_name(name)
+
+
+def _every_scenario(config: Config) -> list[Any]:
+    """Every scenario of the datasets, with the judge metrics the config adds."""
+    from cachelint.confine import private_files
+    from cachelint.runner.dataset import load_scenarios
+    from cachelint.settings import METRICS
+
+    metrics = METRICS | set(config.judge.metrics)
+    return load_scenarios(
+        config.repo, config.datasets, metrics=metrics, private=private_files(config)
+    )
+
+
+def _check_counts(jobs: int, trials: int | None) -> None:
+    if jobs < 1:
+        raise CachelintError(f"--jobs {jobs}: expected 1 or more")
+    if trials is not None and trials < 1:
+        raise CachelintError(f"--trials {trials}: expected 1 or more")
+
+
+def _chosen(
+    config: Config,
+    every: Sequence[Any],
+    by: tuple[Sequence[str], Sequence[str], Sequence[str]],
+    shard: tuple[int, int] | None,
+    targets: Sequence[str],
+) -> list[Any]:
+    """The scenarios of the run: those `by` (agents, tenants, scenario globs) chooses, then the
+    shard's slice of them, then one per target of a matrix."""
+    from cachelint.runner.matrix import expand
+    from cachelint.runner.shards import in_shard
+
+    agents, tenants, globs = by
+    selected = _select(every, agents=agents, tenants=tenants, globs=globs, datasets=config.datasets)
+    if shard is not None:
+        # An empty shard is a valid slice of a small suite: it runs nothing and passes.
+        selected = in_shard(selected, shard)
+    return expand(config, selected, targets)  # a target matrix: one per pair
 
 
 def _select(
@@ -310,40 +354,22 @@ def plan_run(
     """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
     from cachelint.canary import Canary
-    from cachelint.confine import private_files
     from cachelint.confine import run_outputs as confine_run_outputs
     from cachelint.formats import parse_report_format
-    from cachelint.runner.dataset import load_scenarios
-    from cachelint.runner.judges import METRICS
-    from cachelint.runner.matrix import expand
-    from cachelint.runner.shards import in_shard, parse_shard
+    from cachelint.runner.shards import parse_shard
 
     chosen_mode = _resolve_mode(mode, refresh)
     report_format = parse_report_format(fmt)
-    if jobs < 1:
-        raise CachelintError(f"--jobs {jobs}: expected 1 or more")
-    if trials is not None and trials < 1:
-        raise CachelintError(f"--trials {trials}: expected 1 or more")
+    _check_counts(jobs, trials)
     repo = repo_root(start)
     config = load(repo, config_path)
     moment = now if now is not None else clock.now()
     execution_name = _execution_name(again.resume or execution, moment)
     junit, html = confine_run_outputs(config, execution_name, junit, html)
     canary = None if chosen_mode.records else Canary.of(repo, config)
-    every = load_scenarios(
-        repo,
-        config.datasets,
-        metrics=METRICS | set(config.judge.metrics),
-        private=private_files(config),
-    )
-    selected = _select(
-        every, agents=agents, tenants=tenants, globs=scenarios, datasets=config.datasets
-    )
+    every = _every_scenario(config)
     chosen_shard = parse_shard(shard) if shard is not None else None
-    if chosen_shard is not None:
-        # An empty shard is a valid slice of a small suite: it runs nothing and passes.
-        selected = in_shard(selected, chosen_shard)
-    selected = expand(config, selected, targets)  # a target matrix: one per pair
+    selected = _chosen(config, every, (agents, tenants, scenarios), chosen_shard, targets)
     where = (repo / config.results, execution, chosen_mode.value)  # --failed, --resume
     selected, kept, execution_name = settle(again, selected, where, claim=execution_name)
     return RunPlan(
@@ -395,10 +421,9 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
 def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
     from cachelint.formats import ReportFormat
-    from cachelint.hashing import Snapshot, mutation_findings
     from cachelint.netguard import armed
     from cachelint.progressbar import bars_on
-    from cachelint.runner.engine import ResultWriter, ScenarioResult, run_scenarios
+    from cachelint.runner.engine import ResultWriter, run_scenarios
     from cachelint.runner.evaluators import eval_context
     from cachelint.runner.progress import live_progress
     from cachelint.runner.report import text_head
@@ -422,13 +447,7 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
         results_dir, execution=plan.execution, mode=plan.mode.value, expected=len(selected)
     )
 
-    def on_done(result: ScenarioResult) -> None:
-        writer.write(result)
-        if progress is not None:
-            progress.advance()
-        if lines is not None:
-            lines(result)
-
+    on_done = _on_done(writer, progress, lines)
     try:
         with writer, armed(replay=not plan.mode.calls_live):
             results = run_scenarios(
@@ -446,14 +465,7 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
             progress.close()
     results = plan.kept.merge(results, writer.records)  # --resume: with the ones kept
 
-    mutations: list[Finding] = []
-    after_by_root: dict[str, Snapshot] | None = None
-    if plan.canary is not None:
-        mutations = mutation_findings(
-            plan.canary.mutations(), during=f"`cachelint run` (mode {plan.mode.value})"
-        )
-        if not mutations and not plan.filtered:  # only a green record reads the contents
-            after_by_root = plan.canary.contents()
+    mutations, after_by_root = _after(plan)
     return Outcome(
         results=results,
         mutations=mutations,
@@ -461,6 +473,36 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
         streamed=streamed,
         records=writer.records,
     )
+
+
+def _on_done(
+    writer: Any, progress: Any, lines: Callable[[Any], object] | None
+) -> Callable[[Any], None]:
+    """What follows each scenario's result: written, counted on the bar, printed as a line."""
+
+    def on_done(result: Any) -> None:
+        writer.write(result)
+        if progress is not None:
+            progress.advance()
+        if lines is not None:
+            lines(result)
+
+    return on_done
+
+
+def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, Any] | None]:
+    """What the canary saw the run change in the cache tree, and the tree's contents after a run
+    a green record may vouch for (whole and unchanged); neither without a canary."""
+    from cachelint.hashing import mutation_findings
+
+    if plan.canary is None:
+        return [], None
+    mutations = mutation_findings(
+        plan.canary.mutations(), during=f"`cachelint run` (mode {plan.mode.value})"
+    )
+    if mutations or plan.filtered:  # only a green record reads the contents
+        return mutations, None
+    return mutations, plan.canary.contents()
 
 
 def publish(
