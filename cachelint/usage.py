@@ -27,7 +27,6 @@ dates say. An owner with entries and no usable pass makes prune refuse, naming i
 
 from __future__ import annotations
 
-import json
 import os
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cachelint.config import Config, Layout
+from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.frontdoors import FrontDoor, dataset_probe, owner, scenario_identity, scenario_of
 from cachelint.fsutil import atomic_write
@@ -98,7 +98,7 @@ def path(config: Config, door: FrontDoor = FrontDoor.RUN) -> str:
 
 
 def _write_json(target: str, record: Mapping[str, Any], what: str, command: str) -> None:
-    text = json.dumps(record, sort_keys=True, ensure_ascii=False, indent=1)
+    text = json_dumps(record)  # file names reach it: bidi and controls written as escapes
     try:
         atomic_write(Path(target), (text + "\n").encode("utf-8"))
     except OSError as exc:

@@ -151,7 +151,7 @@ ERRORS = [
         [
             "cachelint.toml",
             "unknown key 'colour'",
-            "allowed keys: agents, cache, compare, datasets,",
+            "allowed keys: agents, allow-hosts, cache, compare, datasets,",
         ],
         id="unknown-key",
     ),

@@ -145,7 +145,8 @@ def test_prune_and_check_unused_refuse_a_filtered_failed_or_missing_run(git_repo
         assert proc.stderr.startswith("cachelint: error: `cachelint run` owns 2 entries of the")
         assert "the last run was filtered" in proc.stderr
         assert (
-            "run `cachelint run` with no --agent, --tenant, --scenario or --trials" in proc.stderr
+            "run `cachelint run` with no --agent, --tenant, --scenario, --trials, --failed or "
+            "--resume" in proc.stderr
         )
     # Only a usable record drives the rule: plain check stays silent about unused entries.
     assert "eval-cache-unused" not in run_cachelint(git_repo, "check").stdout

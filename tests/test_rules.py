@@ -65,6 +65,7 @@ def test_every_tree_rule_has_a_test() -> None:
         "eval-cache-results-in-root",  # tests/test_meai.py
         "eval-cache-meai-shape",  # tests/test_meai_layout.py
         "eval-cache-sqlite",  # tests/test_sqlite_cassette.py
+        "eval-cache-unredacted",  # tests/test_redact.py
     }
 
 
@@ -329,9 +330,7 @@ def test_text_attr_of_a_file_the_index_lacks(repo: Path) -> None:
     (repo / "eval-cache" / "notes.txt").write_text("new\n")
     found = assert_findings(repo, "eval-cache-text-attr")
     assert [(f.path, f.line) for f in found] == [(".gitattributes", 2)]
-    assert (
-        "text=set for 1 file under eval-cache/ (e.g. eval-cache/notes.txt)" in found[0].message
-    )
+    assert "text=set for 1 file under eval-cache/ (e.g. eval-cache/notes.txt)" in found[0].message
 
 
 # ---- an empty set is never green -----------------------------------------------------------

@@ -126,12 +126,17 @@ def test_json_outputs_escape_bidi_characters_from_dataset_file_names(git_repo: P
             assert do_run(git_repo, refresh=True, execution="recorded").rc == 0
         finally:
             pyproject.write_text(text, encoding="utf-8")
-    shown = run_cachelint(git_repo, "run", "--execution", "replay", "--format", "json")
+    shown = run_cachelint(
+        git_repo, "run", "--execution", "replay", "--format", "json", "--save-baseline", "main"
+    )
     assert shown.returncode == 0, shown.stdout + shown.stderr
     results = git_repo / "eval-results/replay"
     outputs = {
         "stdout": shown.stdout,
         **{p.name: p.read_text(encoding="utf-8") for p in results.rglob("*.json")},
+        # the run's entry list and the committed baselines name the scenario too
+        "entries-used.json": (git_repo / "eval-results/entries-used.json").read_text("utf-8"),
+        "eval-baselines.json": (git_repo / "eval-baselines.json").read_text("utf-8"),
     }
     assert f"{BIDI}.json" in outputs  # the scenario's own results file
     for name, written in outputs.items():

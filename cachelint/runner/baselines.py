@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from cachelint.canonical import dump_pretty
+from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
 from cachelint.runner.views import ExecutionView
@@ -71,7 +71,8 @@ def save(repo: Path, label: str, view: ExecutionView) -> Path:
     path = repo / FILE
     data = _read(path)
     data["baselines"][label] = snapshot(view)
-    atomic_write(path, dump_pretty(data))
+    # Scenario names come from file names: bidi and controls are written as escapes.
+    atomic_write(path, (json_dumps(data) + "\n").encode("utf-8"))
     return path
 
 
