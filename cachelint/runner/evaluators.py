@@ -12,8 +12,11 @@ naming the evaluator; a failed metric fails it unless the metric says `gating: f
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import inspect
 import os
 import sys
+import sysconfig
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +46,36 @@ class EvalContext:
     model: str = ""  # the configured target model, when a response names none
 
 
+def _outside(path: str | None, repo: Path) -> str | None:
+    """Why the file `path` is no module of the repository `repo`, or None when it is one."""
+    if path in ("built-in", "frozen"):
+        return "it is built into Python"
+    if not path or not os.path.isfile(path):
+        return "it has no file of its own"
+    real = os.path.realpath(path)
+    paths = sysconfig.get_paths()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):  # a venv inside the repo too
+        if is_inside(real, os.path.realpath(paths[key])):
+            return f"it is {real}, an installed package or the standard library"
+    if not is_inside(real, os.path.realpath(repo)):
+        return f"it is {real}, outside the repository"
+    return None
+
+
+def _module_file(module: Any) -> str | None:
+    if module.__name__ in sys.builtin_module_names:
+        return "built-in"
+    return getattr(module, "__file__", None)
+
+
+def _refuse_foreign(spec: str, where: str, why: str) -> ConfigError:
+    return ConfigError(
+        f"{where}: function {spec!r}: not a function of the repository ({why}); a python "
+        "assertion names a function defined in a .py file of the repository itself, never an "
+        "installed or built-in one (`builtins:print` would write into cachelint's own output)"
+    )
+
+
 def _import(repo: Path, spec: str, where: str) -> Evaluator:
     module_name, _, attr = spec.partition(":")
     root = str(repo)
@@ -53,7 +86,12 @@ def _import(repo: Path, spec: str, where: str) -> Evaluator:
     if stale_file and not is_inside(os.path.abspath(stale_file), os.path.abspath(root)):
         del sys.modules[module_name]  # another repository's module of the same name
     try:
+        found = importlib.util.find_spec(module_name)
+        if found is not None and (why := _outside(found.origin, repo)) is not None:
+            raise _refuse_foreign(spec, where, why)
         module = importlib.import_module(module_name)
+    except ConfigError:
+        raise
     except Exception as exc:
         raise ConfigError(
             f"{where}: function {spec!r}: cannot import module {module_name!r} from {repo} "
@@ -64,6 +102,12 @@ def _import(repo: Path, spec: str, where: str) -> Evaluator:
         raise ConfigError(
             f"{where}: function {spec!r}: module {module_name!r} has no callable {attr!r}"
         )
+    # The name may be re-exported (`from builtins import print as check`): what is called must
+    # be defined in the repository too.
+    defined = inspect.getmodule(function)
+    why = _outside(_module_file(defined), repo) if defined else "its module is unknown"
+    if why is not None:
+        raise _refuse_foreign(spec, where, why)
     return function
 
 
