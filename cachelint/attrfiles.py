@@ -10,8 +10,8 @@ from pathlib import Path
 from cachelint.config import Config
 from cachelint.confine import TEXT_BYTES, OutsideRepository, read_inside
 from cachelint.errors import CachelintError
+from cachelint.facts import ATTRIBUTES, INFO_ATTRIBUTES
 from cachelint.fsutil import read_regular
-from cachelint.tree import ATTRIBUTES, INFO_ATTRIBUTES
 from cachelint.walk import Walk
 
 

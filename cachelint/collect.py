@@ -18,10 +18,10 @@ from typing import NamedTuple, TextIO
 
 from cachelint import attrcheck, attrfiles, listing, sources
 from cachelint.config import Config
+from cachelint.facts import TreeFacts
 from cachelint.gitutil import GitQueue, GitResult
 from cachelint.progressbar import BarFactory, bars_on
 from cachelint.reading import UNREADABLE, Read, Reading, cache_prefixes, read_entries
-from cachelint.tree import TreeFacts
 from cachelint.walk import Walk, opening_base, walk_roots
 
 # How many entries a command must read (those the entry cache cannot supply) before a terminal

@@ -10,8 +10,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cachelint.facts import GITLINK, SYMLINK, IgnoreSource, IndexEntry
 from cachelint.gitutil import GitQueue, GitResult, run_git, split_z, stage_record
-from cachelint.tree import GITLINK, SYMLINK, IgnoreSource, IndexEntry
 from cachelint.walk import Walk
 
 _REGULAR_TAG = "\0H 100644 "  # a record of a regular file, neither marked nor unmerged

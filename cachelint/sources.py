@@ -16,10 +16,10 @@ import blake3
 from cachelint import entrycache, listing
 from cachelint.config import Config, Layout
 from cachelint.errors import CachelintError
+from cachelint.facts import IndexEntry
 from cachelint.gitutil import GitResult
 from cachelint.pooled import Helpers, ahead
 from cachelint.store import CONTENTS_FILE, ENTRY_FILE, Entry
-from cachelint.tree import IndexEntry
 
 
 class EntrySource(Protocol):

@@ -32,7 +32,7 @@ from urllib.parse import quote
 import blake3
 
 from cachelint.config import Config, Layout
-from cachelint.tree import TreeFacts
+from cachelint.facts import TreeFacts
 
 MAGIC = b"SQLite format 3\x00"
 HEADER = 100

@@ -37,9 +37,9 @@ from cachelint import pins
 from cachelint.canonical import dump_pretty
 from cachelint.config import Config
 from cachelint.errors import CachelintError
+from cachelint.facts import TreeFacts
 from cachelint.fsutil import atomic_write, read_regular
 from cachelint.store import FORMAT, Entry, decode_json
-from cachelint.tree import TreeFacts
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _FIELDS = ("format", "packages", "pinFiles", "pinnedAt", "ttlDays")

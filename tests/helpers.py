@@ -26,12 +26,12 @@ from cachelint.cli import main
 from cachelint.collect import collect
 from cachelint.commands.run import run
 from cachelint.config import load
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.green import record_green_run
 from cachelint.rules import Rule, all_rules
 from cachelint.runner.dataset import Scenario
 from cachelint.store import Store
-from cachelint.tree import TreeFacts
 from tests.conftest import PROJECT, commit_all, git
 from tests.conftest import RUN_NOW as RUN_NOW  # CACHELINT_NOW for the run tests
 from tests.fakes import ReceivedRequest, fake_server

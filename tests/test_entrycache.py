@@ -19,8 +19,8 @@ from cachelint import __version__, entrycache
 from cachelint.collect import collect
 from cachelint.config import Layout, load
 from cachelint.entrycache import CACHE_FILE, LISTING_FILE
+from cachelint.facts import TreeFacts
 from cachelint.store import UNREAD_REQUEST, Entry
-from cachelint.tree import TreeFacts
 from tests.conftest import commit_all, git, run_cachelint
 from tests.helpers import NOW, put, stage_listing, write_meai
 

@@ -23,9 +23,9 @@ from cachelint import entrycache, listing
 from cachelint.collect import collect
 from cachelint.config import load
 from cachelint.entrycache import CACHE_FILE, LISTING_FILE
+from cachelint.facts import TreeFacts
 from cachelint.rules import expiring
 from cachelint.store import Entry
-from cachelint.tree import TreeFacts
 from tests.conftest import commit_all, git, run_cachelint
 from tests.helpers import NOW, put
 

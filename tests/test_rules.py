@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from cachelint.facts import IndexEntry
 from cachelint.fsutil import TEMP_PREFIX
 from cachelint.listing import changed_since, parse_stage
 from cachelint.rules import all_rules
-from cachelint.tree import IndexEntry
 from tests.conftest import commit_all, git
 from tests.helpers import (
     TREE_CODES,

@@ -18,9 +18,9 @@ from cachelint.errors import CachelintError, ExitCode
 from cachelint.formats import FindingsFormat, choices, parse_findings_format
 
 if TYPE_CHECKING:
+    from cachelint.facts import TreeFacts
     from cachelint.findings import CheckSummary
     from cachelint.rules import Rule
-    from cachelint.tree import TreeFacts
 
 
 def add_parser(

@@ -7,8 +7,8 @@ import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
-from cachelint.tree import TreeFacts
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ import shlex
 from collections.abc import Iterator
 
 from cachelint.config import Layout
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.meai import MEAI_RERECORD, meai_roots
 from cachelint.rules import Rule
 from cachelint.store import CACHE_DIR, ENTRY_FILES
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-corrupt"
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.meai import EMPTY_ADVICE, is_meai_root
 from cachelint.paths import is_inside
 from cachelint.rules import Rule
 from cachelint.sqlite_cache import under
 from cachelint.store import CACHE_DIR
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-empty"
 

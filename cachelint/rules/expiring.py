@@ -9,13 +9,13 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 
 from cachelint.config import DEFAULT_TTL_DAYS, Config, Layout
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding, Severity
 from cachelint.meai import RERECORD_ROOT
 from cachelint.rules import Rule
 from cachelint.rules.unused import unused_dirs
 from cachelint.stamp import entry_count, facts_stamps
 from cachelint.store import ENTRY_FILE, Entry, format_time
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-expiring"
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.rules import Rule
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-ignored"
 

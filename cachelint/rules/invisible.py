@@ -15,10 +15,10 @@ from collections.abc import Iterator
 
 from cachelint.confine import is_dotgit
 from cachelint.display import shell_command
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.paths import is_inside
 from cachelint.rules import Rule
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-invisible"
 

@@ -12,10 +12,10 @@ from itertools import repeat
 from operator import sub
 
 from cachelint.config import Layout
+from cachelint.facts import TreeFacts, utf16_len
 from cachelint.findings import Finding
 from cachelint.meai import LONG_KEY_ADVICE
 from cachelint.rules import Rule
-from cachelint.tree import TreeFacts, utf16_len
 
 CODE = "eval-cache-long-key"
 

@@ -16,11 +16,11 @@ import shlex
 from collections.abc import Iterator
 
 from cachelint.config import Layout
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding, Severity
 from cachelint.meai import guess_layout, is_meai_root
 from cachelint.rules import Rule
 from cachelint.store import CACHE_DIR
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-meai-shape"
 

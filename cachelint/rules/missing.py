@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.display import shell_command
+from cachelint.facts import GITLINK, TreeFacts
 from cachelint.findings import Finding
 from cachelint.rules import Rule
-from cachelint.tree import GITLINK, TreeFacts
 
 CODE = "eval-cache-missing"
 

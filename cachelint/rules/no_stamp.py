@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.sqlite_cache import under
 from cachelint.stamp import facts_stamps
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-no-stamp"
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.rewrites import digest
 from cachelint.rules import Rule
 from cachelint.stamp import facts_stamps
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-normalisers-changed"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts, utf16_len
 from cachelint.findings import Finding
 from cachelint.meai import PATH_ADVICE, meai_roots
 from cachelint.rules import Rule
-from cachelint.tree import TreeFacts, utf16_len
 
 CODE = "eval-cache-path-too-long"
 WINDOWS_MAX = 259

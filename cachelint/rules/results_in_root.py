@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding, Severity
 from cachelint.meai import RESULTS_ADVICE, RESULTS_DIR, results_in_roots
 from cachelint.rules import Rule
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-results-in-root"
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import blake3
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write_chunks, read_regular
 from cachelint.rules import Rule
@@ -34,7 +35,6 @@ from cachelint.secretscan import (
     secrets_in,
 )
 from cachelint.store import CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, entry_digest
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-secret"
 

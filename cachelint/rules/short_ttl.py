@@ -13,12 +13,12 @@ from itertools import repeat
 from operator import attrgetter, is_, sub
 
 from cachelint.config import Layout
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.meai import RERECORD_ROOT
 from cachelint.rules import Rule
 from cachelint.stamp import facts_stamps
 from cachelint.store import ENTRY_FILE, Entry
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-short-ttl"
 _HOUR = timedelta(hours=1)

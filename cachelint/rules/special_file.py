@@ -14,10 +14,10 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.fsutil import special_kind
 from cachelint.rules import Rule
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-special-file"
 

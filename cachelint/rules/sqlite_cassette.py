@@ -22,6 +22,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding, Severity
 from cachelint.rules import Rule
 from cachelint.sqlite_cache import (
@@ -36,7 +37,6 @@ from cachelint.sqlite_cache import (
     sidecars,
 )
 from cachelint.stamp import RootStamp
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-sqlite"
 MIB = 1024 * 1024

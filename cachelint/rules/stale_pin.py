@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint import pins
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.meai import RERECORD_ROOT, is_meai_root
 from cachelint.rules import Rule
 from cachelint.stamp import Stamp, facts_pins, facts_stamps
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-stale-pin"
 _ADVICE = (

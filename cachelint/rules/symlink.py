@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.facts import SYMLINK, TreeFacts
 from cachelint.findings import Finding
 from cachelint.rules import Rule
-from cachelint.tree import SYMLINK, TreeFacts
 
 CODE = "eval-cache-symlink"
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
+from cachelint.facts import ATTRIBUTES, INFO_ATTRIBUTES, TreeFacts
 from cachelint.findings import Finding
 from cachelint.paths import is_inside
 from cachelint.rules import Rule
-from cachelint.tree import ATTRIBUTES, INFO_ATTRIBUTES, TreeFacts
 
 if TYPE_CHECKING:
     import pathspec

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint import pins
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.stamp import facts_pins, recorded
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-unpinned"
 

@@ -14,12 +14,12 @@ import os
 from collections.abc import Iterator
 
 from cachelint.config import Layout
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.fsutil import read_regular
 from cachelint.redact import unredacted
 from cachelint.rules import Rule
 from cachelint.store import CONTENTS_FILE, ENTRY_FILE
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-unredacted"
 

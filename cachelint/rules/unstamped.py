@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding, Severity
 from cachelint.rules import Rule
 from cachelint.rules.sqlite_cassette import sealed_findings
 from cachelint.stamp import RootStamp, facts_stamps, seal
 from cachelint.store import CACHE_DIR, ENTRY_FILES
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-unstamped"
 NAMED = 10  # entry directories a finding names; the rest are counted

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.display import shell_command
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.rules import Rule
 from cachelint.rules.invisible import dotgit_variant
-from cachelint.tree import TreeFacts
 
 CODE = "eval-cache-untracked"
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding, Severity
 from cachelint.frontdoors import FrontDoor
 from cachelint.rules import Rule
 from cachelint.store import ENTRY_FILE
-from cachelint.tree import TreeFacts
 from cachelint.usage import Judgement, judge
 
 CODE = "eval-cache-unused"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.rules import Rule
-from cachelint.tree import TreeFacts
 from cachelint.winpath import DEVICES, problem
 
 CODE = "eval-cache-windows-name"
