@@ -10,7 +10,6 @@ if any byte changed: that is the offline canary.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import os
 import shlex
 import sys
@@ -147,81 +146,11 @@ def _execution_name(execution: str | None, now: datetime) -> str:
     return execution_name(name)
 
 
-def _every_scenario(config: Config) -> list[Any]:
-    """Every scenario of the datasets, with the judge metrics the config adds."""
-    from cachelint.confine import private_files
-    from cachelint.runner.dataset import load_scenarios
-    from cachelint.settings import METRICS
-
-    metrics = METRICS | set(config.judge.metrics)
-    return load_scenarios(
-        config.repo, config.datasets, metrics=metrics, private=private_files(config)
-    )
-
-
 def _check_counts(jobs: int, trials: int | None) -> None:
     if jobs < 1:
         raise CachelintError(f"--jobs {jobs}: expected 1 or more")
     if trials is not None and trials < 1:
         raise CachelintError(f"--trials {trials}: expected 1 or more")
-
-
-def _chosen(
-    config: Config,
-    every: Sequence[Any],
-    by: tuple[Sequence[str], Sequence[str], Sequence[str]],
-    shard: tuple[int, int] | None,
-    targets: Sequence[str],
-) -> list[Any]:
-    """The scenarios of the run: those `by` (agents, tenants, scenario globs) chooses, then the
-    shard's slice of them, then one per target of a matrix."""
-    from cachelint.runner.matrix import expand
-    from cachelint.runner.shards import in_shard
-
-    agents, tenants, globs = by
-    selected = _select(every, agents=agents, tenants=tenants, globs=globs, datasets=config.datasets)
-    if shard is not None:
-        # An empty shard is a valid slice of a small suite: it runs nothing and passes.
-        selected = in_shard(selected, shard)
-    return expand(config, selected, targets)  # a target matrix: one per pair
-
-
-def _select(
-    all_scenarios: Sequence[Any],
-    *,
-    agents: Sequence[str],
-    tenants: Sequence[str],
-    globs: Sequence[str],
-    datasets: str,
-) -> list[Any]:
-    chosen = [
-        s
-        for s in all_scenarios
-        if (not agents or s.agent in agents)
-        and (not tenants or s.tenant in tenants)
-        and (not globs or any(fnmatch.fnmatchcase(s.identity, g) for g in globs))
-    ]
-    if not chosen:
-        wanted = " ".join(
-            [*(f"--agent {a}" for a in agents), *(f"--tenant {t}" for t in tenants)]
-            + [f"--scenario {shlex.quote(g)}" for g in globs]
-        )
-        if not all_scenarios:
-            raise CachelintError(
-                f"no scenarios selected: {datasets}/ holds no <agent>/<tenant>/<scenario>.json "
-                "file; add one or point `datasets` in [tool.cachelint] at your datasets"
-            )
-        count = len(all_scenarios)
-        which = (
-            f"the one scenario in {datasets}/ does not"
-            if count == 1
-            else f"none of the {count} scenarios in {datasets}/"
-        )
-        raise CachelintError(
-            f"no scenarios selected: {which} match {wanted}; identities look like "
-            f"{all_scenarios[0].identity}"
-        )
-    return chosen
 
 
 def _rerecord_command(scenario: Any, *, trials: int | None, config_path: Path | None) -> str:
@@ -356,6 +285,7 @@ def plan_run(
     from cachelint.canary import Canary
     from cachelint.confine import run_outputs as confine_run_outputs
     from cachelint.formats import parse_report_format
+    from cachelint.runner.selection import choose, every_scenario
     from cachelint.runner.shards import parse_shard
 
     chosen_mode = _resolve_mode(mode, refresh)
@@ -367,9 +297,9 @@ def plan_run(
     execution_name = _execution_name(again.resume or execution, moment)
     junit, html = confine_run_outputs(config, execution_name, junit, html)
     canary = None if chosen_mode.records else Canary.of(repo, config)
-    every = _every_scenario(config)
+    every = every_scenario(config)
     chosen_shard = parse_shard(shard) if shard is not None else None
-    selected = _chosen(config, every, (agents, tenants, scenarios), chosen_shard, targets)
+    selected = choose(config, every, (agents, tenants, scenarios), chosen_shard, targets)
     where = (repo / config.results, execution, chosen_mode.value)  # --failed, --resume
     selected, kept, execution_name = settle(again, selected, where, claim=execution_name)
     return RunPlan(
