@@ -100,7 +100,8 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
                 f"{first.directory}/{ENTRY_FILE}",
                 CODE,
                 f"{entry_count(len(expired))} expired, earliest {format_time(when)} "
-                f"({_which(len(expired), state.root)}); {why}: {_fix(expired, facts.config, state.root)}",
+                f"({_which(len(expired), state.root)}); {why}: "
+                + _fix(expired, facts.config, state.root),
             )
         if soon:
             first, when = _earliest(soon)
