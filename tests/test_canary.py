@@ -140,6 +140,8 @@ def test_a_replay_reads_each_entry_once_and_pins_the_same_cache_digest(
     monkeypatch.setattr(os, "open", real_open)
     assert outcome.rc == 0, outcome.out + outcome.err
     entries = [p for p in opened if "/eval-cache/cache/" in p]
-    assert len(entries) == 2 * 300 and len(set(entries)) == 2 * 300
+    # Every entry file read, once: a handful more opens per run (not per scenario) are the layout
+    # guess reading a root's first entry.json.
+    assert len(set(entries)) == 2 * 300 and len(entries) - 2 * 300 <= 10, len(entries)
     green = json.loads((git_repo / ".eval-green.json").read_text(encoding="utf-8"))
     assert green["cache"] == cache_digests(load(git_repo, None))
