@@ -12,6 +12,8 @@ from pathlib import Path
 
 from cachelint.errors import CachelintError
 
+ENV_FILE_BYTES = 1024 * 1024  # a file of KEY=value lines; a larger one is no env-file
+
 
 def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
     """The API key from the environment, else from `env_file` (relative to `repo`); never sets env.
@@ -24,13 +26,17 @@ def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
         return value
     if not env_file:
         return None
-    path = repo / env_file
-    if not path.is_file():
-        return None
+    import io
+
     from dotenv import dotenv_values
 
+    from cachelint.confine import read_inside  # inside the repository, no link, bounded
+
     try:
-        found = dotenv_values(path).get(env_var)
+        data = read_inside(repo, env_file, "env-file", ENV_FILE_BYTES, credential=True)
+        found = dotenv_values(stream=io.StringIO(data.decode("utf-8-sig"))).get(env_var)
+    except FileNotFoundError:
+        return None
     except (OSError, UnicodeDecodeError) as exc:
         raise CachelintError(f"{env_file}: cannot read env-file: {exc}") from None
     return (found.strip() or None) if found else None

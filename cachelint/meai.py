@@ -134,8 +134,10 @@ def _holds_entry(directory: str) -> bool:
 def _content_vote(directory: str) -> str | None:
     """What one entry.json says, when it says anything: MEAI's camelCase names or cachelint's
     `format`. A torn, empty or unreadable file says nothing (and decides nothing)."""
+    from cachelint.fsutil import open_regular  # no link, FIFO or device is ever opened
+
     try:
-        with open(os.path.join(directory, "entry.json"), "rb") as fh:
+        with open_regular(os.path.join(directory, "entry.json")) as fh:
             head = fh.read(4096)
     except OSError:
         return None
@@ -168,7 +170,10 @@ def guess_layout(storage: str) -> tuple[Layout, bool]:
     names; MEAI's result store votes too. No single file decides: an interrupted `dotnet test` can
     leave the first entry.json empty, and that must be a finding about that entry only."""
     meai = native = 0
-    for directory, depth in _entry_dirs(os.path.join(storage, CACHE_DIR)):
+    cache_dir = os.path.join(storage, CACHE_DIR)
+    if os.path.islink(storage) or os.path.islink(cache_dir):
+        return Layout.CACHELINT, False  # a link is never followed, nor evidence of anything
+    for directory, depth in _entry_dirs(cache_dir):
         case = _hex_case(os.path.basename(directory))
         meai += 2 if case == "upper" else 0
         native += 2 if case == "lower" else 0

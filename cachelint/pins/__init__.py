@@ -107,12 +107,14 @@ _SLN_PROJECT = re.compile(
 def _solution_projects(repo: Path) -> list[str]:
     """Projects listed by the .sln/.slnx files at the root: a .NET solution keeps its csproj (and
     their packages.lock.json) in subdirectories, and the solution file is the list of them."""
+    from cachelint.pins._common import read_text  # through confine.read_inside
+
     found: list[str] = []
     for sln in sorted(repo.glob("*.sln")):
-        text = sln.read_text("utf-8-sig", errors="replace")
+        text = read_text(sln, sln.name, errors="replace")
         found.extend(m.group(1).replace("\\", "/") for m in _SLN_PROJECT.finditer(text))
     for slnx in sorted(repo.glob("*.slnx")):
-        text = slnx.read_text("utf-8-sig", errors="replace")
+        text = read_text(slnx, slnx.name, errors="replace")
         found.extend(
             m.group(1).replace("\\", "/") for m in re.finditer(r'<Project\s+Path="([^"]+)"', text)
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cachelint.pins import Ecosystem, Pin, PinFileError
@@ -15,9 +15,20 @@ else:  # pragma: no cover - exercised on the 3.10 CI leg
     import tomli as tomllib
 
 
-def read_text(path: Path, relative: str) -> str:
+PIN_BYTES = 64 * 1024 * 1024  # a large monorepo's package-lock.json stays well below
+
+
+def read_text(path: Path, relative: str, errors: str = "strict") -> str:
+    """The pin file `relative` (`path` is the repository joined with it), read through
+    `confine.read_inside`: no link, no `.git`, no credential file, regular and bounded."""
+    from cachelint.confine import read_inside
+
+    repo = path
+    for _ in PurePosixPath(relative).parts:
+        repo = repo.parent
     try:
-        return path.read_text("utf-8-sig")
+        data = read_inside(repo, relative, "pin file", PIN_BYTES, error=PinFileError)
+        return data.decode("utf-8-sig", errors)
     except FileNotFoundError:
         raise PinFileError(f"{relative}: pin file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
