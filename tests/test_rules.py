@@ -233,6 +233,18 @@ def test_long_key(repo: Path) -> None:
     assert facts_of(repo).entries  # the MEAI entry itself is readable
 
 
+def test_a_key_prefix_longer_than_the_recorded_names_is_found(repo: Path) -> None:
+    # Raised after recording, it makes replay look for names the tree does not have: every entry
+    # verifies and every scenario misses.
+    assert_no_findings(repo, "eval-cache-long-key")
+    (repo / "cachelint.toml").write_text("key-prefix = 20\n")
+    (found,) = assert_findings(repo, "eval-cache-long-key")
+    assert found.message.startswith(
+        "entry directory name is 16 characters, shorter than key-prefix 20 (and 1 more): replay "
+        "looks for 20-character names and misses every such entry; set key-prefix = 16"
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "bad"),
     [

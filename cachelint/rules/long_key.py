@@ -1,8 +1,11 @@
-"""eval-cache-long-key: an entry directory named by a full key instead of a key prefix.
+"""eval-cache-long-key: an entry directory named by a full key instead of a key prefix, or a
+native entry directory shorter than `key-prefix`.
 
 MEAI names each entry directory by its 96-character SHA-384 key, which alone eats most of a
 Windows path. A `key-prefix`-character directory with the full key checked inside entry.json is as
-safe (a prefix collision is a miss, never a wrong answer) and far shorter.
+safe (a prefix collision is a miss, never a wrong answer) and far shorter. The other way round, a
+`key-prefix` raised after recording makes replay look for longer directory names than the tree
+has: every entry verifies, and every scenario misses.
 """
 
 from __future__ import annotations
@@ -20,16 +23,20 @@ from cachelint.rules import Rule
 CODE = "eval-cache-long-key"
 
 
-def _longest_name(directories: Iterable[str]) -> int:
-    """The longest last part of `directories`, at C speed (len(d) - d.rfind("/") - 1 each)."""
+def _name_lengths(directories: Iterable[str]) -> tuple[int, int]:
+    """The shortest and longest last part of `directories`, at C speed (len(d) - d.rfind("/")
+    - 1 each); (0, 0) for none."""
     dirs = list(directories)
-    ends = map(sub, map(len, dirs), map(str.rfind, dirs, repeat("/")))
-    return max(ends, default=1) - 1
+    ends = list(map(sub, map(len, dirs), map(str.rfind, dirs, repeat("/"))))
+    return (min(ends) - 1, max(ends) - 1) if ends else (0, 0)
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
     prefix = facts.config.key_prefix
-    if _longest_name(facts.entry_dirs) <= prefix:  # the usual tree: every name is short
+    shortest, longest = _name_lengths(facts.entry_dirs)
+    if shortest < prefix:
+        yield from _short(facts, prefix)
+    if longest <= prefix:  # the usual tree: every name is short
         return
     meai = {e.directory for e in facts.entries if e.layout is Layout.MEAI}
     worst, budget = facts.worst_path[1], facts.config.max_path
@@ -67,4 +74,30 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
         )
 
 
-RULE = Rule(CODE, "an entry directory named by a full key instead of a key-prefix", check)
+def _short(facts: TreeFacts, prefix: int) -> Iterator[Finding]:
+    """Native entries whose directory names are shorter than `key-prefix`: replay looks each
+    request up under its key's first `key-prefix` characters and finds none of them."""
+    short = sorted(
+        e.directory
+        for e in facts.entries
+        if e.layout is Layout.CACHELINT and len(e.directory) - e.directory.rfind("/") - 1 < prefix
+    )
+    if not short:
+        return
+    length = len(short[0]) - short[0].rfind("/") - 1
+    others = f" (and {len(short) - 1} more)" if len(short) > 1 else ""
+    yield Finding(
+        short[0],
+        CODE,
+        f"entry directory name is {length} characters, shorter than key-prefix {prefix}{others}: "
+        f"replay looks for {prefix}-character names and misses every such entry; set key-prefix "
+        f"= {length} (the length the tree was recorded with), or re-record under key-prefix "
+        f"{prefix}",
+    )
+
+
+RULE = Rule(
+    CODE,
+    "an entry directory named by a full key instead of a key-prefix, or shorter than key-prefix",
+    check,
+)
