@@ -183,11 +183,19 @@ def _proof(record: Mapping[str, Any]) -> Mapping[str, Any]:
     return proof
 
 
-def _existing(path: Path) -> dict[str, Any] | None:
-    """The record at `path` as JSON, when it is one (else None: it is rewritten whole)."""
+def read_record_file(config: Config) -> bytes:
+    """The green record's bytes, read as every repository file is (`confine.read_inside`: below
+    the repository through no link, a regular file, bounded); FileNotFoundError when absent."""
+    from cachelint.confine import CONFIG_BYTES, read_inside
+
+    return read_inside(config.repo, config.green_record, "green record", CONFIG_BYTES)
+
+
+def _existing(config: Config) -> dict[str, Any] | None:
+    """The record as JSON, when it is one (else None: it is rewritten whole)."""
     try:
-        existing = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
+        existing = json.loads(read_record_file(config))
+    except (OSError, ValueError, RecursionError, CachelintError):
         return None
     return existing if isinstance(existing, dict) and existing.get("format") == FORMAT else None
 
@@ -240,7 +248,7 @@ def record_green_run(
         "cache": state.cache,
     }
     check_green_record(config)
-    existing = _existing(config.repo / config.green_record)
+    existing = _existing(config)
     if existing is not None and isinstance(existing.get(PYTEST_PART), dict):
         record[PYTEST_PART] = existing[PYTEST_PART]  # the pytest plugin's part, as it was
     return _write_if_changed(config, record, existing)
@@ -267,7 +275,7 @@ def record_green_pytest(
         "cache": state.cache,
     }
     check_green_record(config)
-    existing = _existing(config.repo / config.green_record)
+    existing = _existing(config)
     # No record yet: the top level holds no run part ("run" absent), only what every reader
     # of the format needs.
     base = existing or {

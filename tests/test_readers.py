@@ -61,8 +61,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "schema_text",
         "files('cachelint').joinpath('data').joinpath(SCHEMA).read_text",
     ): "cachelint's own data",
-    ("cachelint/commands/watch.py", "_worktree_hint", "path.read_bytes"): NOT_YET,
-    ("cachelint/commands/watch.py", "_watch_worktree", "path.read_bytes"): NOT_YET,
     ("cachelint/config.py", "_read_toml", "read_regular"): (
         "a config named by --config, the user's choice (the repository's go through read_inside)"
     ),
@@ -79,7 +77,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("cachelint/green.py", "_hash_worktree", "open"): (
         "a watched file git lists, lstat'ed first (links hashed as git does), regular only"
     ),
-    ("cachelint/green.py", "_existing", "path.read_bytes"): NOT_YET,
     ("cachelint/hashing.py", "hash_file", "os.open"): CACHE_ENTRY,
     ("cachelint/hashing.py", "_scan", "os.open"): CACHE_ENTRY,
     ("cachelint/hook.py", "_read_table", "read_regular"): (

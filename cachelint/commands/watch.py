@@ -264,10 +264,9 @@ def _worktree_hint(
     """If the working-tree record already matches the staged files, only `git add` is missing."""
     from cachelint import green
 
-    path = config.repo / config.green_record
     try:
-        record = green.parse_record(path.read_bytes(), config.green_record)
-    except (OSError, ValueError):
+        record = green.parse_record(green.read_record_file(config), config.green_record)
+    except (OSError, ValueError, CachelintError):
         return ""
     if _part_findings(config, record, state, in_use, with_cache=with_cache)[0]:
         return ""
@@ -329,12 +328,11 @@ def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
     from cachelint import green
 
     name = config.green_record
-    path = config.repo / name
     listing = green.worktree_files(config.repo)
     in_use = green.doors_in_use(config, listing)
     fix = f"{_commands(in_use or {FrontDoor.RUN})}, then commit {shell_command(name)}"
     try:
-        raw = path.read_bytes()
+        raw = green.read_record_file(config)
     except FileNotFoundError:
         finding = Finding(
             name,
