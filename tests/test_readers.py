@@ -114,10 +114,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("cachelint/runner/evidence.py", "read_json", "read_regular"): (
         "results cachelint wrote, regular and bounded (link-free results directory checked)"
     ),
-    ("cachelint/runner/publishing.py", "_earlier_run", "path.read_text"): NOT_YET,
     ("cachelint/runner/publishing.py", "_started_at_end", "open"): NOT_YET,
     ("cachelint/runner/publishing.py", "publish_more.write_pages", "open"): NOT_YET,
-    ("cachelint/runner/rerun.py", "_started", "run_file.read_text"): NOT_YET,
     ("cachelint/runner/views.py", "_read_json", "path.read_text"): NOT_YET,
     ("cachelint/sqlite_cache.py", "_is_sqlite", "open"): (
         "16 bytes of a cassette the walk found regular"

@@ -156,16 +156,18 @@ def trend_point(summary: Mapping[str, Any]) -> dict[str, Any]:
 def _earlier_run(directory: Path) -> Mapping[str, Any] | None:
     """An earlier execution's trend point (its run.json when it has none, e.g. merged shards);
     None when the execution has no readable run summary."""
-    run_file = directory / RUN_FILE
-    if not run_file.is_file():
+    from cachelint.runner.evidence import SUMMARY_MAX_BYTES, BadEvidence, read_json
+
+    if not (directory / RUN_FILE).is_file():
         return None
-    for path in (directory / TREND_FILE, run_file):
+    for name in (TREND_FILE, RUN_FILE):
+        # Bounded, through no link, depth-checked, as every results file is read back.
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            _, doc = read_json(directory, name, SUMMARY_MAX_BYTES)
+        except BadEvidence:
             continue
         # A trend.json from before it said the mode is read from run.json instead.
-        if isinstance(doc, dict) and (path == run_file or "mode" in doc):
+        if isinstance(doc, dict) and (name == RUN_FILE or "mode" in doc):
             return doc
     return None
 

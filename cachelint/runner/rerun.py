@@ -140,12 +140,13 @@ def newest_finished(root: Path) -> str:
 def _started(run_file: Path) -> tuple[str, int]:
     """When a run started, then when its run.json was written: runs under one frozen clock
     (CACHELINT_NOW) or started in the same second are told apart by the second."""
-    import json
+    from cachelint.runner.evidence import SUMMARY_MAX_BYTES, BadEvidence, read_json
 
     try:
-        started = json.loads(run_file.read_text(encoding="utf-8")).get("started")
+        _, document = read_json(run_file.parent, run_file.name, SUMMARY_MAX_BYTES)
+        started = document.get("started") if isinstance(document, dict) else None
         return (str(started or ""), os.stat(run_file).st_mtime_ns)
-    except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+    except (OSError, BadEvidence):
         return ("", 0)
 
 
