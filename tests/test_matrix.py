@@ -99,6 +99,29 @@ def test_the_text_report_shows_one_column_per_target(git_repo: Path) -> None:
     assert "    small    FAIL  " in replay.out
 
 
+def test_the_matrix_shows_cost_only_when_some_call_is_priced(git_repo: Path) -> None:
+    # With no prices every cost is unknown: no `at least $0.0000` per pair, in any format.
+    write_repo(git_repo, targets=targets(COMPARE), scenarios=SCENARIOS)
+    record(git_repo, SCRIPT)
+    text = do_run(git_repo).out
+    matrix = text.split("target matrix", 1)[1].split("summary by agent", 1)[0]
+    assert "$" not in matrix and "cost" not in matrix
+    markdown = do_run(git_repo, fmt="markdown").out
+    table = markdown.split("### Target matrix", 1)[1].split("\n\n", 1)[0]
+    assert "$" not in table and "cost" not in table
+    pyproject = git_repo / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text(encoding="utf-8")
+        + '\n[tool.cachelint.prices]\n"big-model" = { input = 2.5, output = 10 }\n',
+        encoding="utf-8",
+    )
+    priced = do_run(git_repo).out
+    assert "default (big-model): 2/2 passed (100%), cost $0." in priced
+    assert (
+        "small (small-model): 1/2 passed (50%), cost at least $0.0000 (2 calls unpriced" in priced
+    )
+
+
 def test_cli_targets_choose_the_primary_and_replay_the_same_entries(git_repo: Path) -> None:
     write_repo(git_repo, targets=targets(COMPARE), scenarios={"support/acme/shipping": SHIPPING})
     recorded, _ = record(git_repo, SCRIPT)

@@ -109,6 +109,12 @@ class Matrix:
     columns: tuple[Column, ...]  # the primary target first
     rows: tuple[tuple[str, Mapping[str, Cell]], ...]  # dataset identity -> target -> cell
 
+    @property
+    def priced(self) -> bool:
+        """Whether any call was priced: with no `prices` at all every cost is unknown, and the
+        reports leave cost out rather than print `at least $0.0000` for each pair."""
+        return any(c.spend.dollars > 0 or c.spend.complete for c in self.columns)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "primary": self.columns[0].target,
@@ -184,23 +190,24 @@ def _model(trials: Sequence[Mapping[str, Any]]) -> str:
 # ---- text ---------------------------------------------------------------------------------------
 
 
-def cell_text(c: Cell) -> str:
-    """`PASS  $0.0012  0.41s  120+45 tokens  faithfulness 4.0`: one pair, in one line."""
+def cell_text(c: Cell, priced: bool = True) -> str:
+    """`PASS  $0.0012  0.41s  120+45 tokens  faithfulness 4.0`: one pair, in one line (no cost
+    when nothing in the run was priced)."""
     judges = "".join(
         f"  {m} {score:.1f}" if score is not None else f"  {m} no score"
         for m, score in sorted(c.judges.items())
     )
+    cost = f"  {c.spend.text()}" if priced else ""
     return (
-        f"{'PASS' if c.passed else 'FAIL'}  {c.spend.text()}  {c.latency_s:.2f}s  "
+        f"{'PASS' if c.passed else 'FAIL'}{cost}  {c.latency_s:.2f}s  "
         f"{c.tokens[0]}+{c.tokens[1]} tokens{judges}"
     )
 
 
-def column_text(c: Column) -> str:
+def column_text(c: Column, priced: bool = True) -> str:
     model = f" ({c.model})" if c.model else ""
-    return (
-        f"{c.target}{model}: {c.passed}/{c.total} passed ({c.pass_rate:.0%}), cost {c.spend.text()}"
-    )
+    cost = f", cost {c.spend.text()}" if priced else ""
+    return f"{c.target}{model}: {c.passed}/{c.total} passed ({c.pass_rate:.0%}){cost}"
 
 
 def matrix_lines(m: Matrix, clean: Callable[[str], str]) -> list[str]:
@@ -208,11 +215,11 @@ def matrix_lines(m: Matrix, clean: Callable[[str], str]) -> list[str]:
     `clean` makes repository text safe to print (`display.sanitize`)."""
     width = max(len(c.target) for c in m.columns)
     out = [f"target matrix ({len(m.columns)} targets, primary {clean(m.columns[0].target)}):"]
-    out += [f"  {clean(column_text(c))}" for c in m.columns]
+    out += [f"  {clean(column_text(c, m.priced))}" for c in m.columns]
     for identity, cells in m.rows:
         out.append(f"  {clean(identity)}")
         out += [
-            f"    {clean(c.target).ljust(width)}  {clean(cell_text(cells[c.target]))}"
+            f"    {clean(c.target).ljust(width)}  {clean(cell_text(cells[c.target], m.priced))}"
             for c in m.columns
             if c.target in cells
         ]

@@ -27,7 +27,9 @@ def matrix_markdown(m: Matrix, md: Callable[[object], str]) -> list[str]:
     out.append("| --- |" + " --- |" * len(m.columns))
     rates = (f"**{c.passed}/{c.total} ({c.pass_rate:.0%})**" for c in m.columns)
     out.append("| **pass rate** | " + " | ".join(rates) + " |")
-    out.append("| **cost** | " + " | ".join(f"**{md(c.spend.text())}**" for c in m.columns) + " |")
+    if m.priced:
+        costs = (f"**{md(c.spend.text())}**" for c in m.columns)
+        out.append("| **cost** | " + " | ".join(costs) + " |")
     for identity, cells in m.rows:
         shown = []
         for c in m.columns:
@@ -36,8 +38,9 @@ def matrix_markdown(m: Matrix, md: Callable[[object], str]) -> list[str]:
                 shown.append("-")
                 continue
             judges = f" {md(_judges(cell))}" if cell.judges else ""
+            cost = f" {md(cell.spend.text())}" if m.priced else ""
             shown.append(
-                f"{'✅' if cell.passed else '❌'} {md(cell.spend.text())} {cell.latency_s:.2f}s "
+                f"{'✅' if cell.passed else '❌'}{cost} {cell.latency_s:.2f}s "
                 f"{cell.tokens[0]}/{cell.tokens[1]} tok{judges}"
             )
         out.append(f"| {md(identity)} | " + " | ".join(shown) + " |")
@@ -52,29 +55,31 @@ def matrix_html(m: Matrix, e: Callable[[object], str]) -> str:
         for c in m.columns
     )
     costs = "".join(f"<td>{e(c.spend.text())}</td>" for c in m.columns)
+    cost_row = f"<tr><th>cost</th>{costs}</tr>" if m.priced else ""
     rows = [
         f'<section data-testid="matrix"><h2>target matrix <span class="meta">primary '
         f"{e(m.columns[0].target)}</span></h2>"
         f'<table class="matrix"><thead><tr><th>scenario</th>{head}</tr></thead>'
-        f"<tbody><tr><th>pass rate</th>{rates}</tr><tr><th>cost</th>{costs}</tr>"
+        f"<tbody><tr><th>pass rate</th>{rates}</tr>{cost_row}"
     ]
     for identity, cells in m.rows:
         tds = []
         for c in m.columns:
             cell = cells.get(c.target)
-            tds.append("<td>-</td>" if cell is None else _cell(cell, e))
+            tds.append("<td>-</td>" if cell is None else _cell(cell, e, m.priced))
         rows.append(f'<tr class="row" data-search="{e(identity.lower())}"><td>{e(identity)}</td>')
         rows.append("".join(tds) + "</tr>")
     rows.append("</tbody></table></section>")
     return "".join(rows)
 
 
-def _cell(c: Cell, e: Callable[[object], str]) -> str:
+def _cell(c: Cell, e: Callable[[object], str], priced: bool) -> str:
     verdict = '<span class="pass">PASS</span>' if c.passed else '<span class="fail">FAIL</span>'
     judges = f"<br>{e(_judges(c))}" if c.judges else ""
+    cost = f" {e(c.spend.text())}" if priced else ""
     return (
         f'<td class="{"passed" if c.passed else "failed"}"><a href="#s-{e(c.identity)}">'
-        f"{verdict}</a> {e(c.spend.text())}<br>"
+        f"{verdict}</a>{cost}<br>"
         f'<span class="meta">{c.latency_s:.2f}s, {c.tokens[0]}/{c.tokens[1]} tokens</span>'
         f"{judges}</td>"
     )
