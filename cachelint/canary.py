@@ -30,8 +30,7 @@ from pathlib import Path
 import blake3
 
 from cachelint.config import Config
-from cachelint.errors import CachelintError
-from cachelint.hashing import Snapshot, SnapshotDiff, hash_file
+from cachelint.hashing import Snapshot, SnapshotDiff, hash_file, unreadable, walk_files
 from cachelint.meai import make_skip, results_in_roots
 
 # A file whose ctime is this close to the clock when the first listing starts (or past it) may be
@@ -62,41 +61,12 @@ def listing(repo: Path, roots: Sequence[str], skip: Callable[[str], bool] | None
     """One `lstat` per file under each root (repo-relative paths, as `hashing.snapshot` names
     them); missing roots contribute nothing."""
     out: Listing = {}
-    for root in roots:
-        rel = root.replace(os.sep, "/").strip("/")
-        _walk(os.path.join(repo, root), rel, out, skip)
+    walk_files(repo, roots, skip, _entry_stat, out)
     return out
 
 
-def _walk(directory: str, rel: str, out: Listing, skip: Callable[[str], bool] | None) -> None:
-    try:
-        with os.scandir(directory) as it:
-            entries = list(it)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    except OSError as exc:
-        raise _unreadable(rel, exc) from None
-    for entry in entries:
-        path = f"{rel}/{entry.name}"
-        if skip is not None and skip(path):
-            continue
-        try:
-            if entry.is_symlink():
-                out[path] = "symlink:" + os.readlink(entry.path)
-            elif entry.is_dir(follow_symlinks=False):
-                _walk(entry.path, path, out, skip)
-            elif entry.is_file(follow_symlinks=False):
-                out[path] = stat_key(entry.stat(follow_symlinks=False))
-            else:  # a FIFO or socket: never opened, and git cannot commit it
-                out[path] = "special"
-        except FileNotFoundError:
-            continue  # removed while we looked: absent from this listing
-        except OSError as exc:
-            raise _unreadable(path, exc) from None
-
-
-def _unreadable(path: str, exc: OSError) -> CachelintError:
-    return CachelintError(f"{path}: cannot read ({exc.strerror or exc}); check its permissions")
+def _entry_stat(entry: os.DirEntry[str]) -> Stat:
+    return stat_key(entry.stat(follow_symlinks=False))
 
 
 class Canary:
@@ -214,4 +184,4 @@ class Canary:
         except FileNotFoundError:
             return "removed"
         except OSError as exc:
-            raise _unreadable(path, exc) from None
+            raise unreadable(path, exc) from None

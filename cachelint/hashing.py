@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import blake3
 
@@ -22,6 +23,7 @@ _MMAP_THRESHOLD = 4 * 1024 * 1024
 _FIRST_READ = 64 * 1024
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
+V = TypeVar("V")  # what `walk_files` records of a regular file
 Snapshot = dict[str, str]  # repo-relative path -> blake3 hex digest ("symlink:<target>" for links)
 
 
@@ -62,14 +64,40 @@ def snapshot(
     `skip(path)` leaves out a repo-relative file, or a directory with everything under it
     (`exclude`, MEAI's results: `cachelint.meai.skip_matcher`)."""
     result: Snapshot = {}
-    for root in roots:
-        rel = root.replace(os.sep, "/").strip("/")
-        _scan(os.path.join(repo, root), rel, result, skip)
+    walk_files(repo, roots, skip, _hash_entry, result)
     return result
 
 
+def _hash_entry(entry: os.DirEntry[str]) -> str:
+    fd = os.open(entry.path, _OPEN_FLAGS)
+    try:
+        return _hash_fd(fd, entry.path)
+    finally:
+        os.close(fd)
+
+
+def walk_files(
+    repo: Path,
+    roots: Iterable[str],
+    skip: Callable[[str], bool] | None,
+    read: Callable[[os.DirEntry[str]], V],
+    out: dict[str, V | str],
+) -> None:
+    """Fill `out` with `read(entry)` for every regular file under each root (repo-relative
+    paths), `"symlink:<target>"` for a link and `"special"` for a FIFO or socket (never opened);
+    missing roots contribute nothing. The snapshot hashes each file, the canary's listing takes
+    its stat data: one walk for both, so they name the same files the same way."""
+    for root in roots:
+        rel = root.replace(os.sep, "/").strip("/")
+        _scan(os.path.join(repo, root), rel, out, skip, read)
+
+
 def _scan(
-    directory: str, rel: str, out: Snapshot, skip: Callable[[str], bool] | None = None
+    directory: str,
+    rel: str,
+    out: dict[str, V | str],
+    skip: Callable[[str], bool] | None,
+    read: Callable[[os.DirEntry[str]], V],
 ) -> None:
     # os.scandir's d_type answers "symlink? directory?" without a stat per file, and building the
     # relative path by concatenation avoids os.walk's relpath per directory.
@@ -79,7 +107,7 @@ def _scan(
     except (FileNotFoundError, NotADirectoryError):
         return
     except OSError as exc:
-        raise _unreadable(rel, exc) from None
+        raise unreadable(rel, exc) from None
     for entry in entries:
         path = f"{rel}/{entry.name}"
         if skip is not None and skip(path):
@@ -88,22 +116,18 @@ def _scan(
             if entry.is_symlink():
                 out[path] = "symlink:" + os.readlink(entry.path)
             elif entry.is_dir(follow_symlinks=False):
-                _scan(entry.path, path, out, skip)
+                _scan(entry.path, path, out, skip, read)
             elif entry.is_file(follow_symlinks=False):
-                fd = os.open(entry.path, _OPEN_FLAGS)
-                try:
-                    out[path] = _hash_fd(fd, entry.path)
-                finally:
-                    os.close(fd)
+                out[path] = read(entry)
             else:  # a FIFO or socket: opening it could block forever, and git cannot commit it
                 out[path] = "special"
         except FileNotFoundError:
             continue  # removed while we looked: absent from this snapshot
         except OSError as exc:
-            raise _unreadable(path, exc) from None
+            raise unreadable(path, exc) from None
 
 
-def _unreadable(path: str, exc: OSError) -> CachelintError:
+def unreadable(path: str, exc: OSError) -> CachelintError:
     # A permission problem (or an I/O error) is the user's to fix, not an internal error.
     return CachelintError(f"{path}: cannot read ({exc.strerror or exc}); check its permissions")
 
