@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -290,6 +291,18 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 
 DETERMINISTIC: frozenset[str] = frozenset(_FIELDS)
+
+
+def check_fields(
+    spec: Mapping[str, Any], required: AbstractSet[str], optional: AbstractSet[str], where: str
+) -> None:
+    """An unknown or missing field of an assertion spec is one error naming it and the rest."""
+    kind = spec["type"]
+    for field in sorted(set(spec) - required - optional - {"type"}):
+        allowed = ", ".join(sorted(required | optional))
+        raise _bad(where, field, f"unknown field for {kind!r} (allowed: {allowed})")
+    for field in sorted(required - set(spec)):
+        raise _bad(where, field, f"missing, {kind!r} needs: {', '.join(sorted(required))}")
 
 
 def _bad(where: str, field: str, message: str) -> CachelintError:

@@ -76,11 +76,7 @@ def check_schema(schema: Any, where: str, field: str) -> None:
 def validate(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     kind = spec["type"]
     required, optional = FIELDS[kind]
-    for field in sorted(set(spec) - required - optional - {"type"}):
-        allowed = ", ".join(sorted(required | optional))
-        raise _bad(where, field, f"unknown field for {kind!r} (allowed: {allowed})")
-    for field in sorted(required - set(spec)):
-        raise _bad(where, field, f"missing, {kind!r} needs: {', '.join(sorted(required))}")
+    base.check_fields(spec, required, optional, where)
     if kind == "json-schema":
         if not isinstance(spec["schema"], (Mapping, bool)):
             raise _bad(

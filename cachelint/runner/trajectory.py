@@ -119,11 +119,7 @@ def validate(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     """A validated copy of a trajectory spec (its type is one of `TYPES`)."""
     kind = spec["type"]
     required, optional = FIELDS[kind]
-    for field in sorted(set(spec) - required - optional - {"type"}):
-        allowed = ", ".join(sorted(required | optional))
-        raise _bad(where, field, f"unknown field for {kind!r} (allowed: {allowed})")
-    for field in sorted(required - set(spec)):
-        raise _bad(where, field, f"missing, {kind!r} needs: {', '.join(sorted(required))}")
+    base.check_fields(spec, required, optional, where)
     if kind in ("trajectory:tool-called", "trajectory:tool-not-called"):
         _name(spec["name"], where, "name")
         if "args" in spec:
