@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cachelint.errors import ConfigError
+from cachelint.passpolicy import ALL, PassPolicy, config_policy
 from cachelint.paths import is_inside
 from cachelint.settings import (
     ReportSettings,
@@ -95,6 +96,9 @@ class Config:
     expiry_warning_days: int = 30
     ttl_days: int = DEFAULT_TTL_DAYS
     datasets: str = "eval-datasets"
+    # The `pass` policy of a dataset without its own (`cachelint.passpolicy`), and of the pytest
+    # plugin's `eval(trials=n)` tests without `pass_`.
+    trials_pass: PassPolicy = ALL
     results: str = "eval-results"
     watch: tuple[str, ...] = ()
     green_record: str = ".eval-green.json"
@@ -260,6 +264,7 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "expiry-warning-days": ("expiry_warning_days", _int(0, 100_000)),
     "ttl-days": ("ttl_days", _int(MIN_TTL_DAYS, 100_000, _TTL_WHY)),
     "datasets": ("datasets", _relpath),
+    "trials-pass": ("trials_pass", config_policy),
     "results": ("results", _relpath),
     "watch": ("watch", _str_list(_glob)),
     "green-record": ("green_record", _relpath),

@@ -210,6 +210,82 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
             pytest.fail(str(refused), pytrace=False)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """An eval test marked `eval(trials=n)` runs n times, trial t with its own client (its own
+    keys from trial 1 on, as a dataset's trials), and passes by the `pass` policy: the marker's
+    `pass_`, else the config's `trials-pass`, else every trial. A failed assertion fails its
+    trial; a miss, a refused host or any other exception fails the test whatever the policy."""
+    client = pyfuncitem.stash.get(_CLIENT, None)
+    marker = pyfuncitem.get_closest_marker("eval")
+    if client is None or marker is None or not marker.kwargs:
+        return None  # pytest's own call
+    trials, policy = _trial_plan(pyfuncitem, marker.kwargs)
+    verdicts, reasons = _run_trials(pyfuncitem, client, trials)
+    shown = " ".join("pass" if v else "FAIL" for v in verdicts)
+    passed = sum(verdicts)
+    label = f"{passed}/{trials} trials ({passed / trials:.0%}; pass {policy.describe()}: {shown})"
+    pyfuncitem.user_properties.append(("cachelint_trials", label))
+    _pass(pyfuncitem.config).notes.append(f"{pyfuncitem.nodeid}: {label}")
+    if not policy.passes(verdicts, errored=False):
+        pytest.fail("\n".join([label, *reasons]), pytrace=False)
+    return True
+
+
+def _trial_plan(item: pytest.Function, kwargs: Any) -> tuple[int, Any]:
+    """The trials of `@pytest.mark.eval(trials=n, pass_=...)` and the policy as it applies to
+    them; a bad argument fails the test with one line."""
+    import inspect
+
+    from cachelint.errors import CachelintError
+    from cachelint.passpolicy import parse_policy
+    from cachelint.runner.dataset import MAX_TRIALS
+
+    where = f"{item.nodeid}: @pytest.mark.eval"
+    unknown = sorted(set(kwargs) - {"trials", "pass_"})
+    if unknown:
+        pytest.fail(f"{where}: unknown argument {unknown[0]!r}; it takes trials=, pass_=", False)
+    trials = kwargs.get("trials", 1)
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS:
+        pytest.fail(f"{where}: trials={trials!r}: expected an integer, 1 to {MAX_TRIALS}", False)
+    if trials > 1 and inspect.iscoroutinefunction(item.obj):
+        pytest.fail(f"{where}: trials need a synchronous test function; run the loop in it", False)
+    if "pass_" not in kwargs:
+        return trials, _session(item.config)["settings"].trials_pass.for_trials(trials)
+    try:
+        return trials, parse_policy(kwargs["pass_"], trials, f"{where}(pass_=...)")
+    except CachelintError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _run_trials(item: pytest.Function, client: Any, trials: int) -> tuple[list[bool], list[str]]:
+    """Each trial's verdict (False: an assertion failed) and each failed trial's reason."""
+    from dataclasses import replace
+
+    args = {name: item.funcargs[name] for name in item._fixtureinfo.argnames}
+    reached = _pass(item.config).reached.setdefault(item.nodeid, set())
+    verdicts: list[bool] = []
+    reasons: list[str] = []
+    for t in range(trials):
+        trial = client if t == 0 else replace(client, trial=t, calls=[], misses=[])
+        try:
+            item.obj(**{**args, "cachelint": trial})
+            verdicts.append(True)
+        except (AssertionError, pytest.fail.Exception) as exc:
+            verdicts.append(False)
+            reasons.append(f"trial {t}: {str(exc).strip() or type(exc).__name__}")
+        except Exception:
+            if not trial.misses:
+                raise
+        finally:
+            reached.update(c.entry for c in trial.calls)
+            if trial is not client:
+                client.endpoint.release(trial)
+        if trial.misses:  # whatever the test did with the error, as for trial 0's client
+            pytest.fail(trial.misses[0], pytrace=False)
+    return verdicts, reasons
+
+
 @contextmanager
 def _offline(client: Any, allow: Any = ()) -> Iterator[list[str]]:
     """In replay, the network refused but for the cache endpoint (`cachelint.netguard`), in the

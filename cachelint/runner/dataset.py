@@ -24,11 +24,11 @@ from cachelint.errors import CachelintError
 from cachelint.fsutil import DEFAULT_MAX_BYTES
 from cachelint.green import content_hash
 from cachelint.jsontext import lone_surrogate, may_hold_surrogate
+from cachelint.passpolicy import ALL, PassPolicy, parse_policy
 from cachelint.runner.assertions import json_kind
 from cachelint.runner.checks import validate as validate_assertion
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
-from cachelint.runner.trials import ALL, PassPolicy, parse_policy
 from cachelint.winpath import problem
 
 
@@ -55,7 +55,8 @@ class Scenario:
     # False: the scenario declares its target answers without a model call (`"model-calls":
     # false`), so a replay that made none is not a bypassed cache.
     model_calls: bool = True
-    # When the scenario's trials pass (`"pass"`): all of them, at least k, or a rate.
+    # When the scenario's trials pass (`"pass"`, else the config's `trials-pass`): all of them,
+    # at least k, or a rate; as it applies to the trials run: `ScenarioResult.policy`.
     pass_policy: PassPolicy = ALL
     # A target matrix (`"targets": [...]`, `compare`, `run --target`): the targets this scenario
     # runs against; once expanded (`runner.matrix`), one pair's `column` (its target) and
@@ -358,9 +359,11 @@ def parse_scenario(
     metrics: Collection[str] = METRICS,
     file_digest: str = "",
     private: Collection[str] = (),
+    default_pass: PassPolicy = ALL,
 ) -> Scenario:
     """Validate one parsed dataset file (`path` is repo-relative, used in messages); `private`:
-    the credential files a `system-file` may not name (`confine.private_files`).
+    the credential files a `system-file` may not name (`confine.private_files`); `default_pass`:
+    the policy of a dataset without `pass` (the config's `trials-pass`).
 
     `prompts` caches system files by repo-relative path across the scenarios of one load: a suite
     of thousands of scenarios usually shares a handful of prompt files."""
@@ -378,7 +381,8 @@ def parse_scenario(
     ]
     judges = _judges(data.get("judge", []), f, metrics)
     trials = _trials(data.get("trials", 1), f)
-    policy = parse_policy(data["pass"], trials, f"{path}: field 'pass'") if "pass" in data else ALL
+    field_pass = f"{path}: field 'pass'"
+    policy = parse_policy(data["pass"], trials, field_pass) if "pass" in data else default_pass
     tags = _strings(data.get("tags", []), "tags", f)
     description = data.get("description")
     if description is not None:
@@ -537,10 +541,12 @@ def load_scenarios(
     metrics: Collection[str] = METRICS,
     listed: Callable[[int], None] | None = None,
     private: Collection[str] = (),
+    default_pass: PassPolicy = ALL,
 ) -> list[Scenario]:
     """Every scenario under `<repo>/<datasets_root>`, sorted by identity. `listed(n)` is told how
     many dataset files there are before any is read; `private`: the configured credential files
-    (`confine.private_files(config)`), which no `system-file` may name."""
+    (`confine.private_files(config)`), which no `system-file` may name; `default_pass`: the
+    config's `trials-pass`, the policy of a dataset without its own `pass`."""
     base = repo / datasets_root
     if not base.is_dir():
         raise CachelintError(
@@ -580,6 +586,7 @@ def load_scenarios(
                     private=private,
                     metrics=metrics,
                     file_digest=content_hash(raw),
+                    default_pass=default_pass,
                 )
             )
         except RecursionError:  # e.g. `options` nested a few hundred levels deep

@@ -23,6 +23,7 @@ from cachelint import resultsink
 from cachelint.childproc import module_command
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
+from cachelint.passpolicy import PassPolicy
 from cachelint.runner.assertions import AssertionResult
 from cachelint.runner.checks import has_deterministic
 from cachelint.runner.client import CacheMiss, CachingClient, CallRecord
@@ -75,11 +76,18 @@ class ScenarioResult:
     trials: tuple[TrialResult, ...]
 
     @property
+    def policy(self) -> PassPolicy:
+        """The scenario's `pass` policy (its own, the config's `trials-pass`, else all) as it
+        applies to the trials run (`run --trials` may run fewer than the dataset's): what the
+        verdict follows and every report names."""
+        return self.scenario.pass_policy.for_trials(len(self.trials))
+
+    @property
     def passed(self) -> bool:
-        """Whether the trials pass under the scenario's `pass` policy (all, by default)."""
+        """Whether the trials pass under the scenario's effective `pass` policy."""
         errored = any(t.error is not None for t in self.trials)
         verdicts = [t.passed for t in self.trials]
-        return self.scenario.pass_policy.passes(verdicts, errored)
+        return self.policy.passes(verdicts, errored)
 
     @property
     def passed_trials(self) -> int:
@@ -328,7 +336,7 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
         "path": s.path,
         "passed": result.passed,
         "pass_rate": result.pass_rate,
-        "pass_policy": s.pass_policy.describe(),
+        "pass_policy": result.policy.describe(),
         "trials": [
             {
                 "trial": t.trial,

@@ -68,7 +68,7 @@ def _trial_label(r: ScenarioResult) -> str:
     if total == 1:
         return ""
     verdicts = " ".join("pass" if t.passed else "FAIL" for t in r.trials)
-    policy = r.scenario.pass_policy.describe()
+    policy = r.policy.describe()
     return f"  {r.passed_trials}/{total} trials ({r.pass_rate:.0%}; pass {policy}: {verdicts})"
 
 
@@ -226,7 +226,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
                 "path": r.scenario.path,
                 "passed": r.passed,
                 "pass_rate": r.pass_rate,
-                "pass_policy": r.scenario.pass_policy.describe(),
+                "pass_policy": r.policy.describe(),
                 "trials": [_trial_dict(t) for t in r.trials],
             }
             for r in report.results

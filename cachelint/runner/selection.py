@@ -21,7 +21,11 @@ def every_scenario(config: Config) -> list[Any]:
     """Every scenario of the datasets, with the judge metrics the config adds."""
     metrics = METRICS | set(config.judge.metrics)
     return load_scenarios(
-        config.repo, config.datasets, metrics=metrics, private=private_files(config)
+        config.repo,
+        config.datasets,
+        metrics=metrics,
+        private=private_files(config),
+        default_pass=config.trials_pass,
     )
 
 

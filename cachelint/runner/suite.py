@@ -27,6 +27,7 @@ def load_suite(config: Config, *, listed: Callable[[int], None] | None = None) -
         metrics=METRICS | set(config.judge.metrics),
         listed=listed,
         private=private_files(config),
+        default_pass=config.trials_pass,
     )
     for s in scenarios:
         target_name(config, agent=s.agent, chosen=s.target, where=s.path)
