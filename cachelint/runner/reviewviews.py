@@ -165,10 +165,18 @@ def review_page(review: Review) -> Iterator[str]:
 # ---- Markdown -----------------------------------------------------------------------------------
 
 
+# A line that starts with `::` after blanks is a GitHub workflow command when the Markdown goes
+# to a job's log (`cachelint diff` prints it to stdout): the runner trims leading white space and
+# parses `::error ...::`, `::stop-commands::`, `::add-mask::`. A word joiner (U+2060, invisible,
+# not white space to the runner) before the `::` keeps the line as text.
+_COMMAND_LINE = re.compile(r"^([^\S\n]*)::", re.MULTILINE)
+
+
 def _fenced(text: str, lang: str = "") -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{sanitize_block(text)}\n{fence}"
+    shown = _COMMAND_LINE.sub("\\1\u2060::", sanitize_block(text))
+    return f"{fence}{lang}\n{shown}\n{fence}"
 
 
 def _unified(old: str, new: str) -> str:
