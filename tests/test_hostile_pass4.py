@@ -3,9 +3,10 @@ way a pull request's files got past cachelint, and fails on the code before its 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from tests.conftest import commit_all, run_cachelint
+from tests.conftest import commit_all, git, run_cachelint
 from tests.helpers import BASIC, DEAD, record, write_repo
 
 # An answer a pull request records into the cache: lines GitHub's runner reads as workflow
@@ -41,3 +42,23 @@ def test_diff_prints_no_workflow_command_from_a_recorded_answer(git_repo: Path) 
     assert "every eval passed" in shown.stdout
     commands = [line for line in shown.stdout.splitlines() if line.lstrip().startswith("::")]
     assert commands == []
+
+
+def test_diff_reads_no_cache_directory_committed_as_a_link(git_repo: Path, tmp_path: Path) -> None:
+    repo = _recorded_on_main(git_repo)
+    outside = tmp_path / "outside"
+    entry = outside / "support" / "acme" / "refund" / "0123456789abcdef"
+    entry.mkdir(parents=True)
+    recorded = next((repo / "eval-cache" / "cache").rglob("entry.json"))
+    (entry / "entry.json").write_bytes(recorded.read_bytes())
+    (entry / "contents.data").write_text('{"text": "OUTSIDE-THE-REPOSITORY"}\n', encoding="utf-8")
+    git(repo, "rm", "-rq", "eval-cache/cache")
+    (repo / "eval-cache").mkdir(exist_ok=True)
+    os.symlink(outside, repo / "eval-cache" / "cache")
+    commit_all(repo, "the cache directory as a link")
+
+    shown = run_cachelint(repo, "diff", "--base", "HEAD~1")
+
+    assert shown.returncode == 2, shown.stdout + shown.stderr
+    assert "OUTSIDE-THE-REPOSITORY" not in shown.stdout + shown.stderr
+    assert "eval-cache/cache: is a symbolic link" in shown.stderr

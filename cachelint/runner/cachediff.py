@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cachelint.confine import first_link
 from cachelint.errors import CachelintError
 from cachelint.fsutil import read_regular
 from cachelint.gitutil import run_git, split_z
@@ -75,6 +76,15 @@ def _working(repo: Path, roots: Sequence[str]) -> dict[str, Files]:
     """Every entry directory in the working tree under the cache roots: its files' bytes."""
     found: dict[str, Files] = {}
     for root in roots:
+        # os.walk follows a link at its top: a committed `cache` link would be read (and its
+        # answers printed into the review) from wherever it points.
+        link = first_link(repo, f"{root}/{CACHE_DIR}")
+        if link is not None:
+            raise CachelintError(
+                f"{link}: is a symbolic link in the cache tree; diff never reads through a link "
+                "(it may point outside the repository), replace it with a real directory "
+                "(`cachelint check` reports it as eval-cache-symlink)"
+            )
         base = repo / root / CACHE_DIR
         for directory, dirs, files in os.walk(base, followlinks=False):
             dirs.sort()
