@@ -1,6 +1,6 @@
 """Key normalisers (issue 43, item 5): `normalise` rules rewrite each request before it is keyed,
-through `cachelint run` on entries recorded through the fake provider; the stamp carries their
-digest, so `check` reports a tree stamped under other rules."""
+through `cachelint run` and the pytest plugin on entries recorded through the fake provider; the
+stamp carries their digest, so `check` reports a tree stamped under other rules."""
 
 from __future__ import annotations
 
@@ -104,3 +104,62 @@ def test_a_bad_rule_is_one_line(git_repo: Path) -> None:
         assert done.returncode == 2, (rules, done.stdout + done.stderr)
         assert done.stderr.count("\n") == 1 and "'normalise'" in done.stderr, done.stderr
         assert message in done.stderr, done.stderr
+
+
+EVAL_TEST = """
+import openai
+import pytest
+
+TODAY = "@DATE@"
+
+
+@pytest.mark.eval
+def test_refund(cachelint):
+    sdk = openai.OpenAI(base_url=cachelint.base_url, api_key=cachelint.api_key,
+                        http_client=cachelint.http_client(), max_retries=0)
+    answer = sdk.chat.completions.create(
+        model="bot-model", user=@USER@,
+        messages=[{"role": "user", "content": f"Today is {TODAY}. How do refunds work?"}])
+    assert "refunds within" in answer.choices[0].message.content
+"""
+
+
+def test_the_pytest_plugin_hits_the_entry_recorded_on_another_day(git_repo: Path) -> None:
+    """A test whose prompt holds today's date (and a fresh user id) replays, the next day, the
+    entry recorded the day before, through the plugin's fixture and a real SDK."""
+    from tests.fakes import fake_server
+    from tests.test_pytest_plugin import inner_pytest
+
+    pyproject = git_repo / "pyproject.toml"
+    target = (
+        f'[tool.cachelint.target]\nurl = "{DEAD}"\nprovider = "cachelint-fake"\n'
+        'model = "scripted-v1"\napi-key-env = "CACHELINT_TEST_KEY"\n'
+    )
+    pyproject.write_text("[tool.cachelint]\n" + DATE_RULE + target, encoding="utf-8")
+    (git_repo / "tests").mkdir()
+    source = git_repo / "tests/test_bot.py"
+
+    def write_test(day: str, user: str) -> None:
+        source.write_text(EVAL_TEST.replace("@DATE@", day).replace("@USER@", repr(user)), "utf-8")
+
+    write_test("2026-12-02", "u-1")
+    text = pyproject.read_text("utf-8")
+    with fake_server(SCRIPT) as fake:
+        pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
+        recorded = inner_pytest(git_repo, "-m", "eval", "--cachelint-cache", "auto")
+        pyproject.write_text(text, encoding="utf-8")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert len(fake.bodies) == 1
+    (entry,) = recorded_entries(git_repo)
+    stored = json.dumps(entry)
+    assert "Today is <DATE>. How do refunds work?" in stored and "2026-12-02" not in stored
+    assert "u-1" not in stored
+
+    write_test("2026-12-03", "u-2")
+    replay = inner_pytest(git_repo, "-m", "eval")
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+
+    # Without the rules the next day's request is another key: the test fails on a miss.
+    pyproject.write_text(text.replace(DATE_RULE, ""), "utf-8")
+    missed = inner_pytest(git_repo, "-m", "eval")
+    assert missed.returncode == 1 and "cache miss in replay mode" in missed.stdout
