@@ -104,9 +104,9 @@ def _execution(
     """The run summary and view of execution `name`, read as evidence (`runner.evidence`):
     regular files below it, bounded, agreeing with each other."""
     from cachelint.runner.evidence import read_summary, verified
-    from cachelint.runner.views import load_execution
+    from cachelint.runner.views import execution_directory, load_execution
 
-    directory = config.repo / config.results / name
+    directory = execution_directory(config.repo, config.results, name)
     summary = dict((verified(directory) if verify else read_summary(directory)).document)
     view = load_execution(directory, config.target.model, config.prices, summary)
     return summary, view

@@ -179,9 +179,12 @@ _STARTED_AT_END = re.compile(rb'"started":("(?:[^"\\]|\\.)*"|null)\}\s*\Z')
 
 def _started_at_end(path: Path) -> str | None:
     """The "started" of a trend.json from its last bytes; None when there is no such file or its
-    end is not the one this module writes (the caller then parses the whole document)."""
+    end is not the one this module writes (the caller then parses the whole document). Opened
+    as a regular file, never through a link nor a FIFO (`open_regular`); 128 bytes read."""
+    from cachelint.fsutil import open_regular
+
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             fh.seek(0, os.SEEK_END)
             fh.seek(max(0, fh.tell() - 128))
             tail = fh.read()
@@ -210,7 +213,10 @@ def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Trend
         return ends
     listed: list[tuple[str, str, TrendRun | None]] = []
     for child in root.iterdir():
-        if child.name == current.get("execution") or not (child / RUN_FILE).is_file():
+        # A directory linked elsewhere is no execution of this repository: never read.
+        if child.name == current.get("execution") or child.is_symlink():
+            continue
+        if not (child / RUN_FILE).is_file():
             continue
         started = _started_at_end(child / TREND_FILE)
         if started is not None:
@@ -395,8 +401,10 @@ def publish_more(
         page = results_dir / "report.html"
         write_html_page(page, view, config, summary, notes=shown, durable=False)
         if html is not None:
-            try:
-                with open(page, "rb") as fh:
+            from cachelint.fsutil import open_regular
+
+            try:  # the page just written, copied as the regular file it is, never a link
+                with open_regular(page) as fh:
                     atomic_write_chunks(html, iter(lambda: fh.read(1 << 20), b""))
             except OSError as exc:
                 raise CachelintError(f"{html}: cannot write report: {exc.strerror}") from None

@@ -9,7 +9,6 @@ page from the same data.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,15 +157,14 @@ def scenario_view(
     return ScenarioView(record, spend, (n_in, n_out))
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CachelintError(
-            f"{path}: missing; is this a results directory written by `cachelint run`?"
-        ) from None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise CachelintError(f"{path}: not a readable results file ({exc})") from None
+def _read_json(directory: Path, rel: str) -> Any:
+    """`directory/rel` read as evidence (`evidence.read_json`): a regular file below the
+    execution through no link, bounded in size and nesting, whatever read it before (a file
+    swapped since is refused, never followed); anything else one error line."""
+    from cachelint.runner.evidence import RECORD_MAX_BYTES, SUMMARY_MAX_BYTES, read_json
+
+    bound = SUMMARY_MAX_BYTES if rel == RUN_FILE else RECORD_MAX_BYTES
+    return read_json(directory, rel, bound)[1]
 
 
 # What a report reads of a scenario's results document, as `engine` writes it, by shape: a dict
@@ -224,9 +222,10 @@ def _not_written_here(path: Path, problem: str) -> CachelintError:
     )
 
 
-def _record(path: Path) -> Mapping[str, Any]:
-    """A scenario's results document, when a report can read it."""
-    record = _read_json(path)
+def _record(directory: Path, rel: str) -> Mapping[str, Any]:
+    """A scenario's results document `directory/rel`, when a report can read it."""
+    path = directory / rel
+    record = _read_json(directory, rel)
     if not isinstance(record, dict):
         raise _not_written_here(path, "not an object")
     missing = [key for key in _REQUIRED if record.get(key) is None]
@@ -239,7 +238,7 @@ def _record(path: Path) -> Mapping[str, Any]:
 def read_run(directory: Path) -> dict[str, Any]:
     """An execution's run summary (`run.json`), when a report or a merge can read it."""
     path = directory / RUN_FILE
-    run = _read_json(path)
+    run = _read_json(directory, RUN_FILE)
     if not isinstance(run, dict) or not isinstance(run.get("scenarios"), list):
         raise _not_written_here(path, "no list of 'scenarios'")
     problem = _misshapen(run.get("mutations"), _MUTATIONS, "mutations")
@@ -278,7 +277,7 @@ def load_execution(
     views = []
     for entry in run["scenarios"]:
         identity = listed_scenario(entry, directory / RUN_FILE)
-        views.append(scenario_view(_record(directory / f"{identity}.json"), model, prices))
+        views.append(scenario_view(_record(directory, f"{identity}.json"), model, prices))
     return ExecutionView(
         name=str(run.get("execution", directory.name)),
         mode=str(run.get("mode", "")),
@@ -286,6 +285,16 @@ def load_execution(
         scenarios=views,
         mutations=list(run.get("mutations") or ()),
     )
+
+
+def execution_directory(repo: Path, results: str, name: str) -> Path:
+    """`<results>/<name>/` of `repo`, refused (one error line) when it, or a directory on the
+    way, is a symbolic link: its results would be read from, and its pages written to, wherever
+    the link points."""
+    from cachelint.confine import OutsideRepository, require_no_link
+
+    require_no_link(repo, f"{results}/{name}", "execution", OutsideRepository)
+    return repo / results / name
 
 
 def list_executions(root: Path) -> list[str]:
@@ -296,6 +305,9 @@ def list_executions(root: Path) -> list[str]:
     from cachelint.runner.evidence import SUMMARY_MAX_BYTES, BadEvidence, read_json
 
     for child in root.iterdir():
+        # A directory linked elsewhere is no execution of this repository: never read or listed.
+        if child.is_symlink():
+            continue
         # Bounded, through no link, depth-checked: a FIFO, a huge or a deeply nested run.json is
         # no execution to list, never a hang or a crash.
         try:
