@@ -3,11 +3,20 @@ way a pull request's files got past cachelint, and fails on the code before its 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from tests.conftest import commit_all, git, run_cachelint
-from tests.helpers import BASIC, DEAD, record, write_repo
+from tests.helpers import (
+    BASIC,
+    DEAD,
+    python_target,
+    record,
+    result,
+    write_repo,
+    write_targets_repo,
+)
 
 # An answer a pull request records into the cache: lines GitHub's runner reads as workflow
 # commands (it trims leading white space first) when the step's output reaches the job's log.
@@ -62,3 +71,66 @@ def test_diff_reads_no_cache_directory_committed_as_a_link(git_repo: Path, tmp_p
     assert shown.returncode == 2, shown.stdout + shown.stderr
     assert "OUTSIDE-THE-REPOSITORY" not in shown.stdout + shown.stderr
     assert "eval-cache/cache: is a symbolic link" in shown.stderr
+
+
+# ---- sys.exit(0) in the team's code is no passing run ------------------------------------------
+
+EXITS = """import sys
+
+
+def answer(scenario, client):
+    sys.exit(0)
+
+
+def check(scenario, output, options):
+    sys.exit(0)
+"""
+
+
+def test_a_python_target_calling_sys_exit_0_fails_its_scenario(git_repo: Path) -> None:
+    scenario = {"input": "hi", "assert": [{"type": "contains", "value": "hi"}]}
+    write_targets_repo(
+        git_repo,
+        targets=python_target("exits:answer"),
+        scenarios={"support/acme/refund": scenario},
+        files={"exits.py": EXITS},
+    )
+
+    shown = run_cachelint(git_repo, "run", "--execution", "test")
+
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    assert "FAIL  support/acme/refund" in shown.stdout
+    error = result(git_repo, "support/acme/refund")["trials"][0]["error"]
+    assert error.startswith("the target called sys.exit(0)"), error
+
+
+def test_a_python_assertion_calling_sys_exit_0_fails_its_scenario(git_repo: Path) -> None:
+    repo = _recorded_on_main(git_repo)
+    (repo / "exits.py").write_text(EXITS, encoding="utf-8")
+    dataset = repo / "eval-datasets" / "support" / "acme" / "refund.json"
+    data = json.loads(dataset.read_text(encoding="utf-8"))
+    data["assert"].append({"type": "python", "function": "exits:check"})
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+
+    shown = run_cachelint(repo, "run", "--execution", "replay")
+
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    assert "python exits:check: the evaluator raised SystemExit" in shown.stdout
+
+
+def test_a_target_module_calling_sys_exit_0_when_imported_is_a_config_error(
+    git_repo: Path,
+) -> None:
+    scenario = {"input": "hi", "assert": [{"type": "contains", "value": "hi"}]}
+    write_targets_repo(
+        git_repo,
+        targets=python_target("exits_at_import:answer"),
+        scenarios={"support/acme/refund": scenario},
+        files={"exits_at_import.py": "import sys\n\nsys.exit(0)\n"},
+    )
+
+    shown = run_cachelint(git_repo, "run", "--execution", "test")
+
+    assert shown.returncode == 2, shown.stdout + shown.stderr
+    assert "cannot import module 'exits_at_import'" in shown.stderr
+    assert "SystemExit" in shown.stderr

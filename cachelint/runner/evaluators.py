@@ -92,7 +92,7 @@ def _import(repo: Path, spec: str, where: str) -> Evaluator:
         module = importlib.import_module(module_name)
     except ConfigError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit(0) at import would end the run with 0
         raise ConfigError(
             f"{where}: function {spec!r}: cannot import module {module_name!r} from {repo} "
             f"({type(exc).__name__}: {exc}); the module path is relative to the repository root"
@@ -140,7 +140,7 @@ def _python(
     options = {k: v for k, v in spec.items() if k not in ("type", "function")}
     try:
         returned = function(scenario, output, options)
-    except Exception as exc:  # the team's evaluator failed: a failed scenario, not a crash
+    except (Exception, SystemExit) as exc:  # the evaluator failed: a failed scenario, not a crash
         first = str(exc).splitlines()[0] if str(exc) else ""
         reason = f"python {name}: the evaluator raised {type(exc).__name__}: {first}"
         return AssertionResult("python", False, reason), None

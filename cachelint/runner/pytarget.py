@@ -17,13 +17,17 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from cachelint.errors import ConfigError
+from cachelint.errors import CachelintError, ConfigError
 from cachelint.paths import is_inside
 from cachelint.runner.client import CachingClient
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.output import Output, output_from_completion, output_from_value
 
 Target = Callable[[Scenario, CachingClient], Output]
+
+
+class TargetExited(CachelintError):
+    """A python target raised SystemExit (`sys.exit`): its scenario fails, the run goes on."""
 
 
 def chat_target(scenario: Scenario, client: CachingClient) -> Output:
@@ -54,7 +58,7 @@ def load_target(repo: Path, spec: str, source: str = "config") -> Target:
         del sys.modules[module_name]
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit(0) at import would end the run with 0
         raise ConfigError(
             f"{source} [target]: function = {spec!r}: cannot import module {module_name!r} "
             f"from {repo} ({type(exc).__name__}: {exc}); the module path is relative to the "
@@ -76,6 +80,13 @@ def load_target(repo: Path, spec: str, source: str = "config") -> Target:
                 import asyncio
 
                 value = asyncio.run(_awaited(value))
+        except SystemExit as exc:
+            # Left to propagate, `sys.exit(0)` in agent code ended the run with exit code 0 and
+            # no results: a failure reported as success.
+            raise TargetExited(
+                f"the target called sys.exit({exc.code!r}); a target returns its answer and never "
+                "ends the run (call the agent's function, not its command-line entry point)"
+            ) from None
         finally:
             if client.endpoint is not None:
                 client.endpoint.release(client)
