@@ -1,6 +1,8 @@
 """`allow-hosts` (issue 43, item 7): a replay lets a target reach the agent's own services on
-loopback or private addresses, at the ports listed only, through `cachelint run` (in process and
-in a python target's Python child) and the pytest plugin; anything else stays refused."""
+loopback or private addresses, at the ports listed only, through `cachelint run` (in process, in
+a python target's Python child and in a command target's Node.js program) and the pytest plugin;
+anything else stays refused. An IPv6 address is one service however the list or the program
+writes it, in cachelint's process and in its Python and Node.js children alike."""
 
 from __future__ import annotations
 
@@ -13,9 +15,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
+from cachelint import netguard
+from cachelint.runner.childguard import child_env
 from tests.conftest import PROJECT, run_cachelint
 from tests.fakes import fake_server
-from tests.helpers import DEAD, RUN_NOW, do_run, python_target, record, write_targets_repo
+from tests.helpers import (
+    DEAD,
+    RUN_NOW,
+    command_target,
+    do_run,
+    node_or_skip,
+    python_target,
+    record,
+    result,
+    write_targets_repo,
+)
 
 SCRIPT = {"rules": [], "default": {"content": "Refunds take 30 days."}}
 
@@ -50,9 +66,10 @@ def answer(scenario, client):
 
 
 @contextmanager
-def service() -> Iterator[tuple[int, list[int]]]:
-    """A TCP server on 127.0.0.1 answering PONG to each connection: (its port, the count)."""
-    server = socket.create_server(("127.0.0.1", 0))
+def service(host: str = "127.0.0.1") -> Iterator[tuple[int, list[int]]]:
+    """A TCP server on `host` answering PONG to each connection: (its port, the count)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    server = socket.create_server((host, 0), family=family)
     server.settimeout(0.2)
     served: list[int] = []
     stop = threading.Event()
@@ -186,3 +203,131 @@ def test_the_pytest_plugin_lets_a_listed_service_through(git_repo: Path) -> None
         allowed = inner_pytest(git_repo)
         assert allowed.returncode == 0, allowed.stdout + allowed.stderr
         assert len(served) == before + 1
+
+
+# ---- Node.js children, and IPv6 written every way ----------------------------------------------
+
+# A command target's Node.js program: asks the agent's service at the port its scenario names
+# (swallowing a refusal, as a program with a fallback would), then the model.
+NODE_AGENT = """
+import net from "node:net";
+
+const PORTS = %s;
+const port = PORTS[process.env.CACHELINT_SCENARIO.split("/").pop()];
+const pong = await new Promise((done) => {
+  const socket = net.connect({ host: "127.0.0.1", port }, () => {});
+  socket.on("data", (data) => { done(data.toString().trim()); socket.destroy(); });
+  socket.on("error", (error) => done("ignored: " + error.message));
+});
+const reply = await fetch(process.env.OPENAI_BASE_URL + "/chat/completions", {
+  method: "POST",
+  headers: {
+    Authorization: "Bearer " + process.env.OPENAI_API_KEY,
+    "Content-Type": "application/json",
+  },
+  body: JSON.stringify({ model: "agent-model", messages: [{ role: "user", content: "refunds?" }] }),
+});
+console.log(pong + " " + (await reply.json()).choices[0].message.content);
+"""
+
+
+def test_a_command_targets_node_program_reaches_a_listed_service_only(git_repo: Path) -> None:
+    node = node_or_skip()
+    with service() as (port, served), service() as (other, other_served):
+        write_targets_repo(
+            git_repo,
+            targets=command_target([node, "agent.mjs"]),
+            scenarios={
+                "support/acme/listed": scenario("the listed service"),
+                "support/acme/unlisted": scenario("the other service"),
+            },
+            files={"agent.mjs": NODE_AGENT % f'{{"listed": {port}, "unlisted": {other}}}'},
+        )
+        recorded, calls = record(git_repo, SCRIPT)
+        assert recorded.rc == 0 and calls == 2, recorded.out + recorded.err
+
+        refused = do_run(git_repo, execution="without")
+        assert refused.rc == 1, refused.out + refused.err
+        for name, at in (("listed", port), ("unlisted", other)):
+            error = str(result(git_repo, f"support/acme/{name}", "without")["trials"][0]["error"])
+            assert f"tried to reach 127.0.0.1:{at} in replay" in error, error
+
+        set_allow(git_repo, f'allow-hosts = ["127.0.0.1:{port}"]\n')
+        before, before_other = len(served), len(other_served)
+        allowed = do_run(git_repo, execution="with")
+        assert allowed.rc == 1, allowed.out + allowed.err
+        assert "PASS  support/acme/listed" in allowed.out, allowed.out
+        assert "FAIL  support/acme/unlisted" in allowed.out, allowed.out
+        error = str(result(git_repo, "support/acme/unlisted", "with")["trials"][0]["error"])
+        assert error.startswith(
+            f"scenario support/acme/unlisted: tried to reach 127.0.0.1:{other} in replay"
+        ), error
+        assert len(served) == before + 1 and len(other_served) == before_other
+
+
+PYTHON_ASK = """
+import socket, sys
+try:
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), 5) as conn:
+        print(conn.recv(16).decode().strip())
+except Exception as exc:
+    print("refused:", exc)
+"""
+
+NODE_ASK = """
+const [host, port] = process.argv.slice(-2);
+const socket = require("net").connect({ host, port: Number(port) });
+socket.on("data", (data) => { console.log(data.toString().trim()); socket.destroy(); });
+socket.on("error", (error) => console.log("refused: " + error.message));
+"""
+
+# (the list's item, the address the program connects to, let through); P: the service's port.
+IPV6 = [
+    ("[::1]:P", "::1", True),
+    ("[::1]:P", "0:0:0:0:0:0:0:1", True),
+    ("::1:P", "::1", True),
+    ("::1:P", "0000::0001", True),
+    ("[0:0:0:0:0:0:0:1]:P", "::1", True),
+    ("[0:0::1]:P", "0:0:0:0:0:0:0:1", True),
+    ("localhost:P", "::1", True),
+    ("[::1]:9", "::1", False),  # another port
+    ("127.0.0.1:P", "::1", False),  # another address
+]
+
+
+def _in_process(item: str, host: str, port: int) -> str:
+    """What cachelint's own process (netguard, the python target's and the plugin's guard) does
+    with a connection under `allow-hosts = [item]`, parsed as the config parses it."""
+    with netguard.allowing([netguard.parse_allow_host(item)]), netguard.replay_only():
+        try:
+            with socket.create_connection((host, port), 5) as conn:
+                return conn.recv(16).decode().strip()
+        except netguard.NetworkRefused as exc:
+            return f"refused: {exc}"
+
+
+@pytest.mark.parametrize(("item", "host", "allowed"), IPV6)
+def test_ipv6_is_one_service_however_written_in_process_python_and_node(
+    tmp_path: Path, item: str, host: str, allowed: bool
+) -> None:
+    node = node_or_skip()
+    with service("::1") as (port, served):
+        item = item.replace("P", str(port))
+        env = {**os.environ, "CACHELINT_SCENARIO": "a/t/s"}
+        env.update(child_env("a/t/s", 1, 9, str(tmp_path / "refused.log"), env))
+        env[netguard.ALLOW_HOSTS_ENV] = item  # as written, not as cachelint rewrites it
+        said = {"cachelint": _in_process(item, host, port)}
+        for name, command in (
+            ("python", [sys.executable, "-c", PYTHON_ASK, host, str(port)]),
+            ("node", [node, "-e", NODE_ASK, host, str(port)]),
+        ):
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, (name, done.stderr)
+            said[name] = done.stdout.strip()
+    if allowed:
+        assert said == dict.fromkeys(said, "PONG"), said
+        assert len(served) == 3
+    else:
+        for name, text in said.items():
+            assert f"replay mode refuses network access to {host}:{port}" in text, (name, text)
+        assert not served

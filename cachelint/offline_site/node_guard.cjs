@@ -33,19 +33,59 @@ let logged = 0;
 
 // `allow-hosts` (CACHELINT_ALLOW_HOSTS: `host:port` items, commas between, validated by cachelint):
 // the agent's own services, let through at their port; `localhost` stands for every loopback
-// address, as an address is written in the list (IPv6 compressed, as Python writes it).
+// address. Addresses on both sides are compared as Python's guards compare them (`canonical`), so
+// `[::1]:6379`, `::1:6379` and `[0:0:0:0:0:0:0:1]:6379` name one service, whichever way the
+// program writes the address it connects to.
 const allowHosts = (process.env.CACHELINT_ALLOW_HOSTS || "")
   .split(",")
   .map((item) => item.trim())
   .filter((item) => item.lastIndexOf(":") > 0)
   .map((item) => {
     const at = item.lastIndexOf(":");
-    const host = item.slice(0, at).replace(/^\[(.*)\]$/, "$1").toLowerCase();
-    return { host, port: item.slice(at + 1) };
+    return { host: canonical(item.slice(0, at)), port: item.slice(at + 1) };
   });
 
-function listed(host, port) {
+// An address as Python's `ipaddress` writes it (`compressed`): brackets and an IPv6 zone dropped,
+// lowercase, each group without leading zeros, the longest run of two or more zero groups (the
+// first of equal runs) as "::", an IPv4 tail as two groups. A name is only lowercased.
+function canonical(host) {
   const name = String(host).toLowerCase().replace(/^\[(.*)\]$/, "$1");
+  const bare = name.split("%")[0];
+  if (!net.isIPv6(bare)) {
+    return name;
+  }
+  let text = bare;
+  const tail = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (tail) {
+    const [a, b, c, d] = tail.slice(2).map(Number);
+    text = `${tail[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split("::");
+  const split = (part) => (part ? part.split(":") : []);
+  const head = split(halves[0]);
+  const rest = halves.length > 1 ? split(halves[1]) : [];
+  const zeros = halves.length > 1 ? Array(8 - head.length - rest.length).fill("0") : [];
+  const groups = [...head, ...zeros, ...rest].map((g) => parseInt(g, 16).toString(16));
+  let best = 0;
+  let length = 0;
+  for (let i = 0; i < groups.length; ) {
+    let j = i;
+    while (j < groups.length && groups[j] === "0") {
+      j += 1;
+    }
+    if (j - i > length) {
+      [best, length] = [i, j - i];
+    }
+    i = j > i ? j : i + 1;
+  }
+  if (length < 2) {
+    return groups.join(":");
+  }
+  return `${groups.slice(0, best).join(":")}::${groups.slice(best + length).join(":")}`;
+}
+
+function listed(host, port) {
+  const name = canonical(host);
   return allowHosts.some(
     (allowed) =>
       String(port) === allowed.port &&
