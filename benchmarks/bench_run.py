@@ -16,19 +16,20 @@ round samples the peak PSS of all of the run's processes, children included (`pr
 line gives the per-case time's growth from 2,000 (else the smallest size) to the largest, and the
 peak PSS's from 20,000 to the largest (the issue's goals: <= 1.1x, <= 1.2x and <= 300 MB).
 
-`--promptfoo` installs promptfoo with npm into a cache directory under /tmp (never the repo),
-records the same suite (same system prompt, questions and `contains`/`not-contains` assertions;
-2,000 cases by default) through promptfoo's openai provider against `cachelint fake-provider` on
-127.0.0.1 and stops the fake. One untimed promptfoo replay then writes its JSON results, which
-must show every case passed and answered from its cache (PROMPTFOO_CACHE_PATH). Then paired rounds
-time both tools replaying the same suite as subprocesses, start-up included, inside `unshare -n`
-with only loopback up where the machine allows it; each tool's output is kept in a log beside the
-suite. It prints the median of each and the median of the rounds' ratios. promptfoo runs
-without its debug and error log files: with them, 0.121.20 now and then crashes at exit (exit 1,
-"write after end" from its file logger, after the eval completed). When promptfoo cannot
-be installed or run, it says why (with the end of its log) and compares against the issue's
-reference figure (6.6 ms/case, promptfoo 0.121), labelled as such. Goal: >= 10x faster, ms/case
-flat from 200 to 20,000.
+`--promptfoo` takes promptfoo from `.ci/promptfoo` when `.ci/run` installed it there, else installs
+the same pinned set (its package.json and lockfile, `npm ci` without optional packages) into a
+directory under /tmp (never the repo). It records the same suite (same system prompt, questions and
+`contains`/`not-contains` assertions; 2,000 cases by default) through promptfoo's openai provider
+against `cachelint fake-provider` on 127.0.0.1 and stops the fake. One untimed promptfoo replay
+then writes its JSON results, which must show every case passed and answered from its cache
+(PROMPTFOO_CACHE_PATH). Then paired rounds time both tools replaying the same suite as
+subprocesses, start-up included, inside `unshare -n` with only loopback up where the machine allows
+it; each tool's output is kept in a log beside the suite. It prints the median of each and the
+median of the rounds' ratios. promptfoo runs without its debug and error log files: with them,
+0.121.20 now and then crashes at exit (exit 1, "write after end" from its file logger, after the
+eval completed). When promptfoo cannot be installed or run, it says why (with the end of its log)
+and compares against the issue's reference figure (6.6 ms/case, promptfoo 0.121), labelled as such.
+Goal: >= 10x faster, ms/case flat from 200 to 20,000.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 from cachelint.commands.run import run  # noqa: E402
 from cachelint.config import TargetConfig  # noqa: E402
 from cachelint.devtools.fake_provider import FakeProvider, parse_script  # noqa: E402
+from cachelint.runner.options import RunOptions  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from procmem import Round, describe, growth, replay_rounds  # noqa: E402
@@ -144,14 +146,8 @@ def record(repo: Path) -> float:
         return InProcessFake()
 
     with _no_fsync():
-        rc = run(
-            repo,
-            out=io.StringIO(),
-            err=io.StringIO(),
-            transport_factory=factory,
-            refresh=True,
-            execution="record",
-        )
+        options = RunOptions(transport_factory=factory, refresh=True, execution="record")
+        rc = run(repo, options, out=io.StringIO(), err=io.StringIO())
     assert rc == 0, "recording failed"
     return time.perf_counter() - started
 
@@ -160,7 +156,7 @@ def replay_in_process(repo: Path) -> float:
     times: list[float] = []
     for i in range(3):
         started = time.perf_counter()
-        rc = run(repo, out=io.StringIO(), err=io.StringIO(), execution=f"inproc{i}")
+        rc = run(repo, RunOptions(execution=f"inproc{i}"), out=io.StringIO(), err=io.StringIO())
         times.append(time.perf_counter() - started)
         assert rc == 0
     return statistics.median(times)
@@ -175,15 +171,13 @@ def matrix_pairs(work: Path, size: int, rounds: int) -> None:
     with (repo / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write('[tool.cachelint.targets.mini]\nprovider = "cachelint-fake"\nmodel = "mini"\n')
     with _no_fsync():
-        rc = run(
-            repo,
-            out=io.StringIO(),
-            err=io.StringIO(),
+        options = RunOptions(
             transport_factory=lambda target: InProcessFake(),
             refresh=True,
-            targets=["default", "mini"],
+            targets=("default", "mini"),
             execution="matrix-record",
         )
+        rc = run(repo, options, out=io.StringIO(), err=io.StringIO())
     assert rc == 0, "recording the matrix failed"
     ratios, ones, twos = [], [], []
     for i in range(rounds):
@@ -191,13 +185,8 @@ def matrix_pairs(work: Path, size: int, rounds: int) -> None:
         for chosen in (["default"], ["default", "mini"]):
             started = time.perf_counter()
             names = "-".join(chosen)
-            rc = run(
-                repo,
-                out=io.StringIO(),
-                err=io.StringIO(),
-                targets=chosen,
-                execution=f"m{i}-{names}",
-            )
+            options = RunOptions(targets=chosen, execution=f"m{i}-{names}")
+            rc = run(repo, options, out=io.StringIO(), err=io.StringIO())
             timed.append(time.perf_counter() - started)
             assert rc == 0
         ones.append(timed[0])
@@ -224,7 +213,10 @@ def startup() -> float:
     return statistics.median(times)
 
 
-PROMPTFOO_VERSION = "0.121"  # the version behind the issue's reference figure
+PROMPTFOO_CI = ROOT / ".ci" / "promptfoo"  # pinned and installed by .ci/run (issue 42)
+PROMPTFOO_VERSION = json.loads((PROMPTFOO_CI / "package.json").read_text(encoding="utf-8"))[
+    "dependencies"
+]["promptfoo"]
 PROMPTFOO_REFERENCE_MS = 6.6  # issue: 2,000 cached cases with a `contains` assertion in 13.2 s
 SYSTEM_PROMPT = "You are a support agent.\nAnswer briefly.\n"
 
@@ -234,22 +226,27 @@ class Unavailable(Exception):
 
 
 def _promptfoo_binary(tool: Path) -> Path:
-    binary = tool / "node_modules" / ".bin" / "promptfoo"
-    if binary.exists():
-        return binary
+    """.ci/promptfoo's install, else the same lockfile installed into `tool` the way .ci/run
+    does it: without promptfoo's optional packages (about 1.4 GB of cloud SDKs and browsers)."""
+    for base in (PROMPTFOO_CI, tool):
+        binary = base / "node_modules" / ".bin" / "promptfoo"
+        if binary.exists():
+            return binary
     npm = shutil.which("npm")
     if npm is None:
         raise Unavailable("npm is not on PATH (install Node.js 20+)")
     tool.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(PROMPTFOO_CI / name, tool / name)
     done = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", f"promptfoo@{PROMPTFOO_VERSION}"],
+        [npm, "ci", "--omit=optional", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund"],
         cwd=tool,
         capture_output=True,
         text=True,
     )
     if done.returncode != 0 or not binary.exists():
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise Unavailable(f"npm install promptfoo@{PROMPTFOO_VERSION} failed: {tail[0]}")
+        raise Unavailable(f"npm ci of promptfoo@{PROMPTFOO_VERSION} in {tool} failed: {tail[0]}")
     return binary
 
 
@@ -492,7 +489,7 @@ def main() -> int:
         "--promptfoo-dir",
         type=Path,
         default=Path(tempfile.gettempdir()) / "cachelint-bench-promptfoo",
-        help="npm install directory, reused across runs (default: under the temp dir)",
+        help="npm install dir when .ci/promptfoo has none, reused (default: under the temp dir)",
     )
     parser.add_argument(
         "--matrix", type=int, default=2000, help="scenarios of the 2-target matrix (0: skip)"

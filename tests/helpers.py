@@ -31,6 +31,7 @@ from cachelint.findings import Finding
 from cachelint.green import record_green_run
 from cachelint.rules import Rule, all_rules
 from cachelint.runner.dataset import Scenario
+from cachelint.runner.options import RunOptions
 from cachelint.store import Store
 from tests.conftest import PROJECT, commit_all, git
 from tests.conftest import RUN_NOW as RUN_NOW  # CACHELINT_NOW for the run tests
@@ -369,7 +370,7 @@ class Outcome:
 
 def do_run(repo: Path, **kw: Any) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
-    rc = run(repo, out=out, err=err, **{"execution": "test", **kw})
+    rc = run(repo, RunOptions(**{"execution": "test", **kw}), out=out, err=err)
     return Outcome(rc, out.getvalue(), err.getvalue())
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cachelint.commands.run import run
+from cachelint.runner.options import RunOptions
 from tests.conftest import commit_all, run_cachelint
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo
 
@@ -118,7 +119,7 @@ def test_report_in_headless_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyP
     )
     commit_all(repo, "a hostile scenario")
     for name in ("first", "second"):
-        assert run(repo, out=io.StringIO(), err=io.StringIO(), execution=name) == 1
+        assert run(repo, RunOptions(execution=name), out=io.StringIO(), err=io.StringIO()) == 1
     rendered = run_cachelint(repo, "report")
     assert rendered.returncode == 1, rendered.stderr  # the latest execution has a failure
     page = Path(rendered.stdout.splitlines()[-1])
@@ -134,7 +135,10 @@ def test_report_in_headless_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyP
     agents = {s.split("/")[0] for s in scenarios}
     tenants = {s.rpartition("/")[0] for s in scenarios}
     shape = (len(agents), len(tenants), len(scenarios))
-    assert (dom.count("agent"), dom.count("tenant"), dom.count("scenario")) == shape
+    listed = sum(
+        1 for tag, a in dom.elements if tag == "details" and "scenario" in (a.get("class") or "")
+    )
+    assert (dom.count("agent"), dom.count("tenant"), listed) == shape
     shown_agents = [a.get("data-agent") for _, a in dom.elements if a.get("data-testid") == "agent"]
     assert shown_agents == sorted(agents)
     # the conversation: system prompt, user input, assistant answer

@@ -18,6 +18,7 @@ import pytest
 
 from cachelint.commands.run import run
 from cachelint.display import json_dumps, sanitize, sanitize_block, shell_command
+from cachelint.runner.options import RunOptions
 from tests.conftest import commit_all, run_cachelint
 from tests.fakes import fake_server
 
@@ -134,7 +135,7 @@ def test_run_report_shows_model_controls_visibly(
     with fake_server({"rules": [], "default": {"content": HOSTILE}}) as fake:
         _run_repo(git_repo, fake.url)
         out, err = io.StringIO(), io.StringIO()
-        rc = run(git_repo, out=out, err=err, refresh=True, fmt=fmt, execution="t")
+        rc = run(git_repo, RunOptions(refresh=True, fmt=fmt, execution="t"), out=out, err=err)
     assert rc == 1, out.getvalue()
     text = out.getvalue()
     assert_clean(*text.split("\n"), err.getvalue())

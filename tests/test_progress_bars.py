@@ -24,6 +24,7 @@ from cachelint.commands.check import check
 from cachelint.commands.run import run
 from cachelint.commands.stamp import stamp
 from cachelint.config import load
+from cachelint.runner.options import RunOptions
 from tests.example import EXAMPLE_ENTRIES, EXAMPLE_SCENARIOS, make_example_repo
 from tests.helpers import NOW
 from tests.trees import copy_bundled
@@ -180,7 +181,7 @@ def test_run_draws_a_bar_counting_its_scenarios(
     monkeypatch.setattr(run_command, "_PROGRESS_MIN", 1)
     out = io.StringIO()
     with terminal(monkeypatch) as tty:
-        assert run(repo, out=out, err=tty.stream, execution="bar") == 0
+        assert run(repo, RunOptions(execution="bar"), out=out, err=tty.stream) == 0
     assert "cachelint run" in tty.text
     assert "100%" in tty.text
     assert all(f"  {s}" in out.getvalue() for s in EXAMPLE_SCENARIOS)

@@ -15,6 +15,7 @@ import pytest
 from cachelint.commands.green import green
 from cachelint.commands.report import report
 from cachelint.commands.run import run
+from cachelint.runner.options import RunOptions
 from cachelint.runner.publishing import Extras
 from tests.conftest import commit_all, git, run_cachelint
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo
@@ -39,7 +40,7 @@ def with_config(repo: Path, extra: str) -> None:
 
 def go(repo: Path, **kw: Any) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    rc = run(repo, out=out, err=err, **kw)
+    rc = run(repo, RunOptions(**kw), out=out, err=err)
     return rc, out.getvalue(), err.getvalue()
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from cachelint.commands.run import run
 from cachelint.errors import CachelintError
+from cachelint.runner.options import RunOptions
 from cachelint.runner.progress import OrderedLines
 from cachelint.runner.results import GITIGNORE
 from tests.conftest import git
@@ -33,7 +34,7 @@ class FlushLog(io.StringIO):
 def test_text_report_streams_one_block_per_scenario_flushed(tmp_path: Path) -> None:
     repo = make_example_repo(tmp_path / "example")
     out, err = FlushLog(), io.StringIO()
-    assert run(repo, out=out, err=err, execution="live") == 0
+    assert run(repo, RunOptions(execution="live"), out=out, err=err) == 0
     # Header, then each scenario as it is known, then the summary: the whole text report, built
     # up flush by flush.
     snapshots = out.flushed
@@ -49,7 +50,7 @@ def test_text_report_streams_one_block_per_scenario_flushed(tmp_path: Path) -> N
 def test_other_formats_print_one_line_per_scenario_on_stderr(tmp_path: Path) -> None:
     repo = make_example_repo(tmp_path / "example")
     out, err = io.StringIO(), FlushLog()
-    assert run(repo, out=out, err=err, execution="json", fmt="json", jobs=3) == 0
+    assert run(repo, RunOptions(execution="json", fmt="json", jobs=3), out=out, err=err) == 0
     assert err.getvalue().splitlines() == [f"cachelint: PASS  {s}" for s in SCENARIOS]
     assert len(err.flushed) >= 1
     assert out.getvalue().startswith("{")
@@ -74,8 +75,8 @@ def test_ordered_lines_wait_only_for_earlier_scenarios() -> None:
 def test_same_execution_twice_gets_a_suffix_and_git_status_stays_clean(tmp_path: Path) -> None:
     repo = make_example_repo(tmp_path / "example")
     first, second = io.StringIO(), io.StringIO()
-    assert run(repo, out=first, err=io.StringIO(), execution="same") == 0
-    assert run(repo, out=second, err=io.StringIO(), execution="same") == 0
+    assert run(repo, RunOptions(execution="same"), out=first, err=io.StringIO()) == 0
+    assert run(repo, RunOptions(execution="same"), out=second, err=io.StringIO()) == 0
     assert "results: eval-results/same/" in first.getvalue()
     assert "results: eval-results/same-2/" in second.getvalue()
     root = repo / "eval-results"
@@ -93,5 +94,5 @@ def test_a_run_stopped_by_a_usage_error_leaves_no_execution_directory(tmp_path: 
         encoding="utf-8",
     )
     with pytest.raises(CachelintError, match="nowhere_x"):
-        run(repo, out=io.StringIO(), err=io.StringIO(), execution="broken")
+        run(repo, RunOptions(execution="broken"), out=io.StringIO(), err=io.StringIO())
     assert not (repo / "eval-results/broken").exists()

@@ -13,6 +13,7 @@ import pytest
 
 from cachelint.commands.run import run
 from cachelint.runner.htmlreport import Trend, TrendRun
+from cachelint.runner.options import RunOptions
 from cachelint.runner.publishing import TREND_FILE, trend_point, trend_runs
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo
 
@@ -29,7 +30,7 @@ def test_trend_reads_trend_json_or_run_json(
     results = repo / "eval-results"
     # Names in start order: runs started within one second are ordered by name.
     for name in ("run1", "run2", "run3"):
-        assert run(repo, out=io.StringIO(), err=io.StringIO(), execution=name) == 0
+        assert run(repo, RunOptions(execution=name), out=io.StringIO(), err=io.StringIO()) == 0
     summary = json.loads((results / "run1/run.json").read_text(encoding="utf-8"))
     point = json.loads((results / "run1" / TREND_FILE).read_text(encoding="utf-8"))
     assert point == trend_point(summary)

@@ -334,6 +334,7 @@ def _record_example(repo: Path, report: Report) -> None:
     from cachelint.commands.run import run
     from cachelint.devtools.fake_provider import running
     from cachelint.devtools.fake_script import parse_script
+    from cachelint.runner.options import RunOptions
     from cachelint.runner.wiring import upstream_transport
 
     config = _load(repo)
@@ -350,17 +351,15 @@ def _record_example(repo: Path, report: Report) -> None:
         return
     log = io.StringIO()
     with running(parse_script(init_text.EXAMPLE_SCRIPT)) as fake:
-        rc = run(
-            repo,
-            out=log,
-            err=log,
+        options = RunOptions(
             refresh=True,
-            scenarios=[EXAMPLE],
+            scenarios=(EXAMPLE,),
             execution="cachelint-init",
             transport_factory=lambda target: upstream_transport(
                 repo, replace(target, url=fake.url)
             ),
         )
+        rc = run(repo, options, out=log, err=log)
     if rc != 0:
         why = [line.strip() for line in log.getvalue().splitlines() if line.startswith("    ")]
         raise CachelintError(

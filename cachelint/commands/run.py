@@ -13,23 +13,35 @@ import argparse
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from cachelint.config import Config, load
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
+from cachelint.runner.options import RunOptions
 from cachelint.runner.publishing import Extras, add_report_options, check_extras
-from cachelint.runner.rerun import NO_RERUN, Kept, Rerun, settle
+from cachelint.runner.rerun import Kept, Rerun, settle
 from cachelint.runner.rerun import add_options as add_rerun_options
 from cachelint.runner.results import execution_name, release_execution
 
-TransportFactory = Callable[[Any], Any]  # TargetConfig -> transport (tests, benchmarks)
+if TYPE_CHECKING:
+    from cachelint.canary import Canary
+    from cachelint.formats import ReportFormat
+    from cachelint.gitutil import GitProcess
+    from cachelint.hashing import Snapshot
+    from cachelint.progressbar import Bar
+    from cachelint.runner.client import Mode
+    from cachelint.runner.dataset import Scenario
+    from cachelint.runner.engine import ResultWriter, ScenarioResult
+    from cachelint.runner.publishing import Published
+    from cachelint.runner.report import RunReport
+    from cachelint.runner.wiring import Wiring
 
 _PROGRESS_MIN = 20  # scenarios; shorter runs finish before a progress bar is worth drawing
 
@@ -105,15 +117,14 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def _handle(ns: argparse.Namespace) -> int:
-    return run(
-        Path.cwd(),
+    options = RunOptions(
         config_path=Path(ns.config) if ns.config else None,
         mode=ns.cache,
         refresh=ns.refresh_cache,
-        agents=list(ns.agent),
-        tenants=list(ns.tenant),
-        scenarios=list(ns.scenario),
-        targets=list(ns.target),
+        agents=tuple(ns.agent),
+        tenants=tuple(ns.tenant),
+        scenarios=tuple(ns.scenario),
+        targets=tuple(ns.target),
         trials=ns.trials,
         jobs=ns.jobs,
         fmt=ns.format,
@@ -123,12 +134,11 @@ def _handle(ns: argparse.Namespace) -> int:
         shard=ns.shard,
         extras=Extras(save_baseline=ns.save_baseline, baseline=ns.baseline),
         again=Rerun(failed=ns.failed, resume=ns.resume),
-        out=sys.stdout,
-        err=sys.stderr,
     )
+    return run(Path.cwd(), options, out=sys.stdout, err=sys.stderr)
 
 
-def _resolve_mode(mode: str | None, refresh: bool) -> Any:
+def _resolve_mode(mode: str | None, refresh: bool) -> Mode:
     from cachelint.runner.client import Mode, parse_mode
 
     if refresh:
@@ -153,7 +163,7 @@ def _check_counts(jobs: int, trials: int | None) -> None:
         raise CachelintError(f"--trials {trials}: expected 1 or more")
 
 
-def _rerecord_command(scenario: Any, *, trials: int | None, config_path: Path | None) -> str:
+def _rerecord_command(scenario: Scenario, *, trials: int | None, config_path: Path | None) -> str:
     parts = ["cachelint run", "--scenario", shlex.quote(scenario.cache_identity)]
     if scenario.column is not None:
         parts += ["--target", shlex.quote(scenario.column)]
@@ -169,22 +179,20 @@ def _rerecord_command(scenario: Any, *, trials: int | None, config_path: Path | 
 class RunPlan:
     """What a run will do, settled before anything is wired or executed."""
 
+    options: RunOptions  # as given; what follows is settled from them
     repo: Path
     config: Config
-    config_path: Path | None
-    mode: Any
-    report_format: Any
+    mode: Mode
+    report_format: ReportFormat
     moment: datetime
     execution: str
-    every: list[Any]
-    selected: list[Any]
-    trials: int | None
-    jobs: int
+    every: list[Scenario]
+    selected: list[Scenario]
     filtered: bool
     shard: tuple[int, int] | None = None
     # The offline canary (None when the mode records): lists the cache tree before the scenarios
     # and is told of each file the store reads (cachelint.canary).
-    canary: Any = None
+    canary: Canary | None = None
     kept: Kept = Kept()  # --resume: the scenarios the execution already holds
 
 
@@ -192,94 +200,35 @@ class RunPlan:
 class Outcome:
     """What executing a plan produced: the results and what the offline canary saw."""
 
-    results: list[Any]
+    results: list[ScenarioResult]
     mutations: list[Finding]
     # Per root, so the green record can reuse the canary's hashes instead of reading every
     # entry again (it pins one digest per cache root).
-    after_by_root: dict[str, Any] | None
+    after_by_root: dict[str, Snapshot] | None
     streamed: bool = False  # the text report's scenario blocks were already printed live
     records: dict[str, Any] | None = None  # the results documents written, by identity
 
 
-def run(
-    start: Path,
-    *,
-    out: TextIO,
-    err: TextIO,
-    config_path: Path | None = None,
-    mode: str | None = None,
-    refresh: bool = False,
-    agents: Sequence[str] = (),
-    tenants: Sequence[str] = (),
-    scenarios: Sequence[str] = (),
-    targets: Sequence[str] = (),
-    trials: int | None = None,
-    jobs: int = 1,
-    fmt: str = "text",
-    execution: str | None = None,
-    junit: Path | None = None,
-    html: Path | None = None,
-    now: datetime | None = None,
-    transport_factory: TransportFactory | None = None,
-    shard: str | None = None,
-    extras: Extras | None = None,
-    again: Rerun = NO_RERUN,  # --failed, --resume (runner.rerun)
-) -> int:
+def run(start: Path, options: RunOptions, *, out: TextIO, err: TextIO) -> int:
+    """Plan, wire, execute and publish one run; return its exit code."""
     from cachelint.gcpolicy import fewer_collections
     from cachelint.usage import mark_run_recording
 
     with fewer_collections():
-        plan = plan_run(
-            start,
-            config_path=config_path,
-            mode=mode,
-            refresh=refresh,
-            agents=agents,
-            tenants=tenants,
-            scenarios=scenarios,
-            targets=targets,
-            trials=trials,
-            jobs=jobs,
-            fmt=fmt,
-            execution=execution,
-            junit=junit,
-            html=html,
-            now=now,
-            shard=shard,
-            again=again,
-        )
+        plan = plan_run(start, options)
         try:
-            check_extras(plan.repo, extras)
+            check_extras(plan.repo, options.extras)
             # Until a full run finishes, prune and green refuse: a kill -9 leaves the marker.
             mark_run_recording(plan.config, plan.mode, plan.execution)
-            wiring = wire(plan, transport_factory=transport_factory)
+            wiring = wire(plan)
             outcome = execute(plan, wiring, out=out, err=err)
         except BaseException:
             release_execution(plan.repo / plan.config.results, plan.execution)
             raise
-        return publish(plan, outcome, out=out, err=err, junit=junit, html=html, extras=extras)
+        return publish(plan, outcome, out=out, err=err)
 
 
-def plan_run(
-    start: Path,
-    *,
-    config_path: Path | None,
-    mode: str | None,
-    refresh: bool,
-    agents: Sequence[str],
-    tenants: Sequence[str],
-    scenarios: Sequence[str],
-    trials: int | None,
-    jobs: int,
-    targets: Sequence[str] = (),
-    fmt: str,
-    execution: str | None,
-    junit: Path | None,
-    html: Path | None,
-    now: datetime | None,
-    shard: str | None = None,
-    again: Rerun = NO_RERUN,
-) -> RunPlan:
+def plan_run(start: Path, options: RunOptions) -> RunPlan:
     """Validate the options, read the config and the datasets, and choose the scenarios."""
     from cachelint import clock
     from cachelint.canary import Canary
@@ -288,41 +237,41 @@ def plan_run(
     from cachelint.runner.selection import choose, every_scenario
     from cachelint.runner.shards import parse_shard
 
-    chosen_mode = _resolve_mode(mode, refresh)
-    report_format = parse_report_format(fmt)
-    _check_counts(jobs, trials)
+    o = options
+    chosen_mode = _resolve_mode(o.mode, o.refresh)
+    report_format = parse_report_format(o.fmt)
+    _check_counts(o.jobs, o.trials)
     repo = repo_root(start)
-    config = load(repo, config_path)
-    moment = now if now is not None else clock.now()
-    execution_name = _execution_name(again.resume or execution, moment)
-    junit, html = confine_run_outputs(config, execution_name, junit, html)
+    config = load(repo, o.config_path)
+    moment = o.now if o.now is not None else clock.now()
+    execution_name = _execution_name(o.again.resume or o.execution, moment)
+    confine_run_outputs(config, execution_name, o.junit, o.html)
     canary = None if chosen_mode.records else Canary.of(repo, config)
     every = every_scenario(config)
-    chosen_shard = parse_shard(shard) if shard is not None else None
-    selected = choose(config, every, (agents, tenants, scenarios), chosen_shard, targets)
-    where = (repo / config.results, execution, chosen_mode.value)  # --failed, --resume
-    selected, kept, execution_name = settle(again, selected, where, claim=execution_name)
+    chosen_shard = parse_shard(o.shard) if o.shard is not None else None
+    chosen = (o.agents, o.tenants, o.scenarios)
+    selected = choose(config, every, chosen, chosen_shard, o.targets)
+    where = (repo / config.results, o.execution, chosen_mode.value)  # --failed, --resume
+    selected, kept, execution_name = settle(o.again, selected, where, claim=execution_name)
     return RunPlan(
+        options=options,
         repo=repo,
         config=config,
-        config_path=config_path,
         mode=chosen_mode,
         report_format=report_format,
         moment=moment,
         execution=execution_name,
         every=every,
         selected=selected,
-        trials=trials,
-        jobs=jobs,
         # --target chooses other targets than the config's: not a run the green record vouches for
-        filtered=bool(agents or tenants or scenarios or chosen_shard or targets or again),
+        filtered=bool(any(chosen) or chosen_shard or o.targets or o.again),
         shard=chosen_shard,
         canary=canary,
         kept=kept,
     )
 
 
-def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) -> Any:
+def wire(plan: RunPlan) -> Wiring:
     """Resolve each scenario's target and build its clients over one store (a refuser unless the
     mode calls live); `runner.wiring` holds the parts, this stage only hands them the plan."""
     from cachelint.runner import wiring
@@ -343,12 +292,14 @@ def wire(plan: RunPlan, *, transport_factory: TransportFactory | None = None) ->
         scenarios=plan.selected,
         store=store,
         mode=plan.mode,
-        rerecord=lambda s: _rerecord_command(s, trials=plan.trials, config_path=plan.config_path),
-        transport_factory=transport_factory,
+        rerecord=lambda s: _rerecord_command(
+            s, trials=plan.options.trials, config_path=plan.options.config_path
+        ),
+        transport_factory=plan.options.transport_factory,
     )
 
 
-def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
+def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
     from cachelint.formats import ReportFormat
     from cachelint.netguard import armed
@@ -384,8 +335,8 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
                 selected,
                 make_client=wiring.make_client,
                 target=wiring.target,
-                trials=plan.trials,
-                jobs=plan.jobs,
+                trials=plan.options.trials,
+                jobs=plan.options.jobs,
                 on_done=on_done,
                 context=eval_context(repo, selected, config),
             )
@@ -406,11 +357,11 @@ def execute(plan: RunPlan, wiring: Any, *, out: TextIO, err: TextIO) -> Outcome:
 
 
 def _on_done(
-    writer: Any, progress: Any, lines: Callable[[Any], object] | None
-) -> Callable[[Any], None]:
+    writer: ResultWriter, progress: Bar | None, lines: Callable[[ScenarioResult], object] | None
+) -> Callable[[ScenarioResult], None]:
     """What follows each scenario's result: written, counted on the bar, printed as a line."""
 
-    def on_done(result: Any) -> None:
+    def on_done(result: ScenarioResult) -> None:
         writer.write(result)
         if progress is not None:
             progress.advance()
@@ -420,7 +371,7 @@ def _on_done(
     return on_done
 
 
-def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, Any] | None]:
+def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, Snapshot] | None]:
     """What the canary saw the run change in the cache tree, and the tree's contents after a run
     a green record may vouch for (whole and unchanged); neither without a canary."""
     from cachelint.hashing import mutation_findings
@@ -435,22 +386,13 @@ def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, Any] | None]:
     return mutations, plan.canary.contents()
 
 
-def publish(
-    plan: RunPlan,
-    outcome: Outcome,
-    *,
-    out: TextIO,
-    err: TextIO,
-    junit: Path | None = None,
-    html: Path | None = None,
-    extras: Extras | None = None,
-) -> int:
+def publish(plan: RunPlan, outcome: Outcome, *, out: TextIO, err: TextIO) -> int:
     """Write the reports, print the summary, and record a green run; return the exit code."""
     from cachelint.runner.publishing import publish_more, run_verdict, view_of
     from cachelint.runner.report import RunReport
     from cachelint.store import format_time
 
-    config = plan.config
+    config, extras = plan.config, plan.options.extras
     results_dir = plan.repo / config.results / plan.execution
     results_rel = (Path(config.results) / plan.execution).as_posix()
     # A green run ends by recording what git lists in the working tree; that listing runs while
@@ -466,9 +408,7 @@ def publish(
     started = format_time(plan.moment)
     # The budget and the baseline judge the run before anything is written: every format (and
     # run.json) shows a run they fail as failed.
-    view, notes = run_verdict(
-        view_of(report, config, started, outcome.records), config, extras or Extras()
-    )
+    view, notes = run_verdict(view_of(report, config, started, outcome.records), config, extras)
     costs = {s.identity: s.spend for s in view.scenarios}
     report = replace(report, failures=view.failures, costs=costs, matrix=view.matrix())
     published = publish_more(
@@ -477,16 +417,16 @@ def publish(
         _run_summary(report),
         notes=notes,
         fmt=plan.report_format.value,
-        html=html,
+        html=plan.options.html,
         results_dir=results_dir,
-        extras=extras or Extras(),
+        extras=extras,
         started=started,
         shard=plan.shard,
         filtered=plan.filtered,
     )
     try:
         report = replace(report, notes=tuple(published.notes))
-        return _conclude(plan, outcome, report, published, listing, out=out, err=err, junit=junit)
+        return _conclude(plan, outcome, report, published, listing, out=out, err=err)
     finally:
         published.pages.join()
 
@@ -494,13 +434,12 @@ def publish(
 def _conclude(
     plan: RunPlan,
     outcome: Outcome,
-    report: Any,
-    published: Any,
-    listing: Any,
+    report: RunReport,
+    published: Published,
+    listing: GitProcess | None,
     *,
     out: TextIO,
     err: TextIO,
-    junit: Path | None,
 ) -> int:
     """Record the entries used, write JUnit and the summary, and record a green run."""
     from cachelint.runner.report import render, render_junit, text_tail
@@ -508,10 +447,10 @@ def _conclude(
 
     config = plan.config
     # --trials is a filter here too: entries other trial counts reach are not proven unused.
-    filtered = plan.filtered or plan.trials is not None
+    filtered = plan.filtered or plan.options.trials is not None
     record_run(config, report, filtered=filtered)
-    if junit is not None:
-        _write_report(junit, render_junit(report))
+    if plan.options.junit is not None:
+        _write_report(plan.options.junit, render_junit(report))
     if published.text is not None:
         out.write(published.text)
     else:
@@ -544,7 +483,7 @@ def _conclude(
     return int(ExitCode.OK)
 
 
-def _start_green_listing(plan: RunPlan, outcome: Outcome) -> Any:
+def _start_green_listing(plan: RunPlan, outcome: Outcome) -> GitProcess | None:
     """The green record's git listing, started when the run can still end green (else None)."""
     from cachelint.green import start_worktree_listing
 
@@ -552,7 +491,7 @@ def _start_green_listing(plan: RunPlan, outcome: Outcome) -> Any:
     return start_worktree_listing(plan.repo) if green else None
 
 
-def _run_summary(report: Any) -> Any:
+def _run_summary(report: RunReport) -> dict[str, Any]:
     from cachelint.runner.report import report_dict
 
     return report_dict(report)

@@ -13,11 +13,11 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachelint.config import Config, TargetConfig
 from cachelint.netguard import allowing, armed, guard_target
-from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder
+from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder, Transport
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.output import Output
 from cachelint.runner.pytarget import Target, chat_target, load_target
@@ -25,10 +25,13 @@ from cachelint.secretscan import redact_url
 from cachelint.store import Store
 from cachelint.targets import target_name
 
-TransportFactory = Callable[[TargetConfig], Any]
+if TYPE_CHECKING:
+    from cachelint.runner.endpoint import Endpoint
+
+TransportFactory = Callable[[TargetConfig], Transport]
 
 
-def upstream_transport(repo: Path, target: TargetConfig) -> Any:
+def upstream_transport(repo: Path, target: TargetConfig) -> Transport:
     """The live transport a recording calls: the target's url, its key from api-key-env or
     env-file. Params are not added here: the client already put them into the body (and key)."""
     from cachelint.credentials import load_api_key
@@ -64,7 +67,7 @@ class Wiring:
     names: dict[str, str] = field(default_factory=dict)  # scenario identity -> target name
     _targets: dict[str, Target] = field(default_factory=dict)
     _transports: dict[str, Any] = field(default_factory=dict)
-    endpoint: Any = None
+    endpoint: Endpoint | None = None
     # Reports what a python target's children refused (`keep_children_offline`), when replaying.
     _drain: Callable[[], None] | None = None
     _guard: ExitStack = field(default_factory=ExitStack)
