@@ -9,10 +9,31 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cachelint.errors import CachelintError
 
+if TYPE_CHECKING:
+    from cachelint.config import Config
+
 ENV_FILE_BYTES = 1024 * 1024  # a file of KEY=value lines; a larger one is no env-file
+
+
+def configured_keys(config: Config) -> tuple[str, ...]:
+    """The values of every target's API key (its api-key-env, else its env-file), for output
+    to mask whatever their shape (`reporters.masked`); a key that cannot be read is none here
+    (eval-cache-env-file reports an unreadable env-file)."""
+    found: list[str] = []
+    for target in (config.target, *config.targets.values()):
+        if not target.api_key_env:
+            continue
+        try:
+            key = load_api_key(config.repo, target.api_key_env, target.env_file)
+        except CachelintError:
+            continue
+        if key and key not in found:
+            found.append(key)
+    return tuple(found)
 
 
 def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:

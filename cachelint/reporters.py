@@ -69,18 +69,31 @@ def _notes(summary: CheckSummary) -> list[str]:
 # ---- text ---------------------------------------------------------------------------------------
 
 
-def masked(finding: Finding) -> Finding:
-    """`finding` with any secret in its path or message masked: a key pasted into a file name
-    is reported by eval-cache-secret, and no other finding's line may print it."""
-    if not (may_hold_secret(finding.path) or may_hold_secret(finding.message)):
+def _may_hold(text: str, keys: Sequence[str]) -> bool:
+    return may_hold_secret(text) or any(key in text for key in keys if key)
+
+
+def mask_text(text: str, keys: Sequence[str] = ()) -> str:
+    """`text` with every secret masked: a key of a well-known format, and each of `keys` (the
+    configured API keys' values, `credentials.configured_keys`) whatever its shape."""
+    return mask_secrets(text, keys) if _may_hold(text, keys) else text
+
+
+def masked(finding: Finding, keys: Sequence[str] = ()) -> Finding:
+    """`finding` with any secret in its path or message masked (`mask_text`): a key pasted into
+    a file name is reported by eval-cache-secret, and no other finding's line may print it."""
+    if not (_may_hold(finding.path, keys) or _may_hold(finding.message, keys)):
         return finding
-    return replace(finding, path=mask_secrets(finding.path), message=mask_secrets(finding.message))
+    return replace(
+        finding, path=mask_text(finding.path, keys), message=mask_text(finding.message, keys)
+    )
 
 
-def finding_line(finding: Finding) -> str:
+def finding_line(finding: Finding, keys: Sequence[str] = ()) -> str:
     """The one text form of a finding, `path[:line]: code: [warning: ]message`, shared by check,
-    watch, guard and run's canary so every command prints a finding the same way."""
-    finding = masked(finding)
+    watch, guard and run's canary so every command prints a finding the same way; secrets and
+    the configured `keys` masked."""
+    finding = masked(finding, keys)
     where = sanitize(finding.path)
     if finding.line is not None:
         where += f":{finding.line}"
@@ -88,9 +101,11 @@ def finding_line(finding: Finding) -> str:
     return f"{where}: {sanitize(finding.code)}: {kind}{sanitize(finding.message)}"
 
 
-def finding_lines(findings: list[Finding], *, prefix: str = "") -> list[str]:
+def finding_lines(
+    findings: list[Finding], *, prefix: str = "", keys: Sequence[str] = ()
+) -> list[str]:
     """One safe line per finding, in the deterministic order every reporter uses."""
-    return [prefix + finding_line(f) for f in sort_findings(findings)]
+    return [prefix + finding_line(f, keys) for f in sort_findings(findings)]
 
 
 def render_text(findings: list[Finding], summary: CheckSummary) -> str:
@@ -257,13 +272,21 @@ def render_sarif(findings: list[Finding], summary: CheckSummary, rules: Sequence
 
 
 def render(
-    fmt: FindingsFormat, findings: list[Finding], summary: CheckSummary, rules: Sequence[Rule]
+    fmt: FindingsFormat,
+    findings: list[Finding],
+    summary: CheckSummary,
+    rules: Sequence[Rule],
+    *,
+    keys: Sequence[str] = (),
 ) -> str:
     """Render `findings` in `fmt`; identical input gives byte-identical output. No format prints
-    a secret found in a path (`masked`), the worst path's included."""
-    findings = [masked(f) for f in findings]
-    if summary.worst_path is not None and may_hold_secret(summary.worst_path):
-        summary = replace(summary, worst_path=mask_secrets(summary.worst_path))
+    a secret found in a path or message (`masked`), the worst path's included: neither a key of
+    a well-known format nor one of `keys`, the configured API keys' values, whatever their shape
+    (the caller reads them: a reporter reads no environment)."""
+    findings = [masked(f, keys) for f in findings]
+    worst = None if summary.worst_path is None else mask_text(summary.worst_path, keys)
+    notes = tuple(mask_text(note, keys) for note in summary.notes)
+    summary = replace(summary, worst_path=worst, notes=notes)
     if fmt is FindingsFormat.TEXT:
         return render_text(findings, summary)
     if fmt is FindingsFormat.JSON:

@@ -186,7 +186,10 @@ def check(
             progress=entry_bars(err),
         )
         findings = sort_findings([f for rule in rules for f in rule.check(facts)])
-    out.write(render(chosen_format, findings, _summary(facts), rules))
+    from cachelint.credentials import configured_keys
+
+    keys = configured_keys(config)  # masked in every line whatever their shape
+    out.write(render(chosen_format, findings, _summary(facts), rules, keys=keys))
     out.flush()
     return int(ExitCode.FINDINGS if fails(findings, strict=strict) else ExitCode.OK)
 
