@@ -134,3 +134,38 @@ def test_a_target_module_calling_sys_exit_0_when_imported_is_a_config_error(
     assert shown.returncode == 2, shown.stdout + shown.stderr
     assert "cannot import module 'exits_at_import'" in shown.stderr
     assert "SystemExit" in shown.stderr
+
+
+# ---- a python assertion imports nothing from outside the repository --------------------------
+
+PASSING_CHECK = "def check(scenario, output, options):\n    return {'name': 'ok', 'value': 1}\n"
+
+
+def test_a_python_assertion_under_an_installed_package_is_refused_before_importing_it(
+    git_repo: Path,
+) -> None:
+    """Finding `this.x` imports `this`, which prints the Zen of Python into stdout (any installed
+    package's import-time code ran on a dataset's word); the repository's own packages, regular
+    and namespace, still load."""
+    repo = _recorded_on_main(git_repo)
+    for package in ("evals", "spaces"):
+        (repo / package).mkdir()
+        (repo / package / "checks.py").write_text(PASSING_CHECK, encoding="utf-8")
+    (repo / "evals" / "__init__.py").write_text("", encoding="utf-8")
+    dataset = repo / "eval-datasets" / "support" / "acme" / "refund.json"
+    data = json.loads(dataset.read_text(encoding="utf-8"))
+    data["assert"] += [
+        {"type": "python", "function": "evals.checks:check"},
+        {"type": "python", "function": "spaces.checks:check"},
+    ]
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+    ours = run_cachelint(repo, "run", "--execution", "ours")
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+
+    data["assert"].append({"type": "python", "function": "this.x:check"})
+    dataset.write_text(json.dumps(data), encoding="utf-8")
+    shown = run_cachelint(repo, "run", "--format", "json", "--execution", "this")
+
+    assert shown.returncode == 2, shown.stdout + shown.stderr
+    assert "Zen of Python" not in shown.stdout + shown.stderr
+    assert "function 'this.x:check': not a function of the repository" in shown.stderr

@@ -52,6 +52,26 @@ def _outside(path: str | None, repo: Path) -> str | None:
         return "it is built into Python"
     if not path or not os.path.isfile(path):
         return "it has no file of its own"
+    return _foreign(path, repo)
+
+
+def _package_outside(name: str, repo: Path) -> str | None:
+    """Why the package `name`, a parent of an evaluator's module, is not the repository's, or
+    None. Finding `a.b` imports `a` first, so `a` is checked before: a dataset naming
+    `this.x:f` (or any installed package's submodule) ran that package's import-time code."""
+    loaded = sys.modules.get(name)
+    spec = getattr(loaded, "__spec__", None) if loaded else importlib.util.find_spec(name)
+    if spec is None:
+        return None  # not found: the import fails and says so
+    if spec.origin not in (None, "namespace"):
+        return _outside(spec.origin, repo)
+    places = list(spec.submodule_search_locations or [])
+    if not places:
+        return "it has no file of its own"
+    return next((why for why in (_foreign(p, repo) for p in places) if why), None)
+
+
+def _foreign(path: str, repo: Path) -> str | None:
     real = os.path.realpath(path)
     paths = sysconfig.get_paths()
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):  # a venv inside the repo too
@@ -86,6 +106,10 @@ def _import(repo: Path, spec: str, where: str) -> Evaluator:
     if stale_file and not is_inside(os.path.abspath(stale_file), os.path.abspath(root)):
         del sys.modules[module_name]  # another repository's module of the same name
     try:
+        parts = module_name.split(".")
+        for parent in (".".join(parts[:i]) for i in range(1, len(parts))):
+            if (why := _package_outside(parent, repo)) is not None:
+                raise _refuse_foreign(spec, where, why)
         found = importlib.util.find_spec(module_name)
         if found is not None and (why := _outside(found.origin, repo)) is not None:
             raise _refuse_foreign(spec, where, why)
