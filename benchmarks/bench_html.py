@@ -8,15 +8,18 @@ Builds an execution of N scenarios in memory as `cachelint run` writes its resul
 question and an answer of a few hundred characters; a tenth of the scenarios failing, two
 assertions each), renders the page with `render_html` (what `run --html` and `cachelint report`
 write) and loads it from file:// in headless Chromium (/usr/bin/chromium) driven through the
-DevTools protocol (tests/cdp.py). It prints the page's size, the first contentful paint and load
-time Chromium reports, and the latency of real key presses in the search box and real clicks on
-the status filter, each measured from the input event sent to two animation frames later (laid
-out and painted). The issue's goals: under 20 MB, first paint under 2 s, search under 300 ms.
+DevTools protocol (tests/cdp.py), `--loads` times. It prints the page's size, the first
+contentful paint and load time Chromium reports, and the latency of real key presses in the
+search box and real clicks on the status filter, each measured from the input event sent to two
+animation frames later (laid out and painted): the median and the worst over every load, with
+the load average (the machine is shared; a figure taken under load says so). The goals: under
+20 MB, first paint under 2 s, search and filter under 300 ms.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -72,6 +75,7 @@ def _record(i: int, agent: str, tenant: str) -> dict[str, Any]:
     trial = {
         "trial": 1,
         "passed": passed,
+        "cache_hit": True,
         "error": None,
         "messages": messages,
         "output": {"text": answer, "tool_calls": []},
@@ -114,69 +118,77 @@ def _timed(browser: Browser, act: Any) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def measure(page: Path, rounds: int, profile: Path) -> dict[str, Any]:
-    with Browser("/usr/bin/chromium", profile) as browser:
-        started = time.perf_counter()
-        browser.open(page.as_uri())
-        browser.settled()
-        wall = (time.perf_counter() - started) * 1000
-        paint = browser.js(
-            "(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime"
-        )
-        load = browser.js("performance.getEntriesByType('navigation')[0].loadEventEnd")
-        browser.click("#search")
-        first = _timed(browser, lambda: browser.type("c"))  # builds the search text once
-        keys = []
-        for _ in range(rounds):
-            for char in "ase-0001":
-                keys.append(_timed(browser, lambda c=char: browser.type(c)))
-            for _ in "ase-0001":
-                keys.append(_timed(browser, lambda: browser.key("Backspace", 8)))
-        shown = browser.js("document.getElementById('shown-count').textContent")
-        clicks = [
-            _timed(browser, lambda s=status: browser.click(f"#status-{s}"))
-            for _ in range(rounds)
-            for status in ("failed", "regressed", "missed", "all")
-        ]
-        errors = list(browser.errors)
-    return {
-        "paint": paint,
-        "load": load,
-        "wall": wall,
-        "first_key": first,
-        "keys": keys,
-        "clicks": clicks,
-        "shown": shown,
-        "errors": errors,
+def measure(page: Path, rounds: int, profile: Path, loads: int) -> dict[str, Any]:
+    """Open the page `loads` times in one browser, typing and clicking after each load."""
+    got: dict[str, Any] = {
+        "paint": [],
+        "load": [],
+        "wall": [],
+        "first_key": [],
+        "keys": [],
+        "clicks": [],
+        "errors": [],
     }
+    with Browser("/usr/bin/chromium", profile) as browser:
+        for _ in range(loads):
+            _one_load(browser, page, rounds, got)
+        got["errors"] = list(browser.errors)
+    return got
+
+
+def _one_load(browser: Browser, page: Path, rounds: int, got: dict[str, Any]) -> None:
+    browser.open("about:blank")
+    started = time.perf_counter()
+    browser.open(page.as_uri())
+    browser.settled()
+    got["wall"].append((time.perf_counter() - started) * 1000)
+    got["paint"].append(
+        browser.js("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime")
+    )
+    got["load"].append(browser.js("performance.getEntriesByType('navigation')[0].loadEventEnd"))
+    browser.click("#search")
+    # typed at once after the load: the search text of scenarios not yet indexed while the
+    # browser was idle is lowered now
+    got["first_key"].append(_timed(browser, lambda: browser.type("c")))
+    for _ in range(rounds):
+        for char in "ase-0001":
+            got["keys"].append(_timed(browser, lambda c=char: browser.type(c)))
+        for _ in "ase-0001":
+            got["keys"].append(_timed(browser, lambda: browser.key("Backspace", 8)))
+    browser.key("Backspace", 8)  # the "c": the next load starts from an empty box
+    got["clicks"] += [
+        _timed(browser, lambda s=status: browser.click(f"#status-{s}"))
+        for _ in range(rounds)
+        for status in ("failed", "regressed", "missed", "all")
+    ]
+
+
+def _ms(values: list[float]) -> str:
+    return f"median {statistics.median(values):.0f} ms, max {max(values):.0f} ms"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--loads", type=int, default=3, help="page loads (medians over them)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-html-") as tmp:
         page = Path(tmp) / "report.html"
         render = build(args.scenarios, page)
         size = page.stat().st_size
-        got = measure(page, args.rounds, Path(tmp) / "profile")
+        got = measure(page, args.rounds, Path(tmp) / "profile", args.loads)
     keys, clicks = got["keys"], got["clicks"]
-    print(f"scenarios:            {args.scenarios:,}")
+    print(
+        f"scenarios:            {args.scenarios:,}   ({args.loads} loads; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
     print(f"page size:            {size / 1e6:.1f} MB (goal < 20 MB)   rendered in {render:.1f} s")
-    print(
-        f"first contentful paint {got['paint']:.0f} ms (goal < 2000 ms); load event "
-        f"{got['load']:.0f} ms; navigate to painted {got['wall']:.0f} ms"
-    )
-    print(f"search, first key:    {got['first_key']:.0f} ms (lowers every scenario's text once)")
-    print(
-        f"search, each key:     median {statistics.median(keys):.0f} ms, max {max(keys):.0f} ms "
-        f"over {len(keys)} key presses (goal < 300 ms)"
-    )
-    print(
-        f"status filter click:  median {statistics.median(clicks):.0f} ms, max "
-        f"{max(clicks):.0f} ms over {len(clicks)} clicks"
-    )
+    print(f"first contentful paint {_ms(got['paint'])} (goal < 2000 ms)")
+    print(f"load event:           {_ms(got['load'])}; navigate to painted {_ms(got['wall'])}")
+    print(f"search, first key:    {_ms(got['first_key'])}")
+    print(f"search, each key:     {_ms(keys)} over {len(keys)} key presses (goal < 300 ms)")
+    print(f"status filter click:  {_ms(clicks)} over {len(clicks)} clicks (goal < 300 ms)")
     print(f"console errors:       {len(got['errors'])}")
     return 0 if not got["errors"] else 1
 

@@ -7,6 +7,7 @@ is saved under the test's tmp dir (`<tmp>/shots/*.png`) for a person to look at.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from tests.test_html_report import HOSTILE, chromium
 VISIBLE = "[...document.querySelectorAll('details.scenario')].filter(e => e.offsetParent).length"
 SHOWN = (
     "[...document.querySelectorAll('details.scenario')].filter(e => e.offsetParent)"
-    ".map(e => e.dataset.scenario)"
+    ".map(e => e.id.slice(2))"  # id="s-<scenario>"
 )
 
 
@@ -185,3 +186,32 @@ def test_javascript_off_shows_every_scenario(
         )
     finally:
         browser.send("Emulation.setScriptExecutionDisabled", value=False)
+
+
+def test_a_shared_system_text_is_written_once_and_shown_in_each_scenario(
+    pages: dict[str, Path], browser: Browser, tmp_path: Path
+) -> None:
+    """The system prompt several scenarios of a tenant send is written once under the tenant's
+    heading; each scenario's turn links to it, and opening the scenario shows the text there."""
+    page = pages["plain"].read_text(encoding="utf-8")
+    _load(browser, pages["plain"], tmp_path / "shots", "shared")
+    shared = browser.js(
+        "[...document.querySelectorAll('.shared pre')].map(p => [p.id, p.textContent])"
+    )
+    assert shared, "the example's tenants share no system prompt"
+    ident, text = shared[0]
+    # once in the file as a turn's whole text (a judge's prompt quotes it too)
+    assert page.count(f">{html.escape(text, quote=False)}<") == 1
+    linked = browser.js(
+        f"[...document.querySelectorAll('details.scenario:not([open]) a.same[href=\"#{ident}\"]')]"
+        ".map(a => a.closest('details').id)"
+    )
+    assert linked, ident
+    browser.click(f"[id='{linked[0]}'] > summary")
+    browser.settled()
+    turn = browser.js(
+        f"document.getElementById('{linked[0]}').querySelector('[data-role=system] pre')"
+        ".textContent"
+    )
+    assert turn == text
+    assert browser.errors == []

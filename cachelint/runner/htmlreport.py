@@ -9,17 +9,25 @@ still not load anything.
 
 from __future__ import annotations
 
-import html
-import json
-import re
+import itertools
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
 from cachelint.runner import htmlsummary
 from cachelint.runner.htmlassets import CSS, JS
+from cachelint.runner.htmlscenario import (
+    VERDICT_B,
+    Shared,
+    checks,
+    conversation,
+    shared_block,
+    shared_texts,
+)
+from cachelint.runner.htmlscenario import escape as _e
+from cachelint.runner.htmlscenario import text as _t
+from cachelint.runner.htmlscenario import verdict as _verdict
 from cachelint.runner.matrixviews import matrix_html
 from cachelint.runner.review import compare_executions
 from cachelint.runner.reviewviews import REVIEW_CSS, review_html
@@ -29,24 +37,6 @@ from cachelint.settings import ReportSettings
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
 _CSS = CSS + REVIEW_CSS
-
-
-# What `_e` changes: the characters html.escape replaces, and what sanitize_block makes visible.
-_NEEDS_ESCAPE = re.compile(f"[&<>\"']|{UNSAFE_IN_BLOCK.pattern}")
-
-
-def _e(value: Any) -> str:
-    # Model answers and dataset text: bidi marks, controls and lone surrogates shown as escapes.
-    # Most values need neither escaping nor sanitizing; one search says so (a page holds tens of
-    # thousands of values).
-    text = value if type(value) is str else str(value)
-    if _NEEDS_ESCAPE.search(text) is None:
-        return text
-    return html.escape(sanitize_block(text), quote=True)
-
-
-def _verdict(passed: bool) -> str:
-    return '<span class="pass">PASS</span>' if passed else '<span class="fail">FAIL</span>'
 
 
 class TrendRun(NamedTuple):
@@ -204,177 +194,35 @@ def trend_chart(trend: Trend) -> str:
     )
 
 
-def _content(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
-
-
-def _arguments(value: Any) -> str:
-    """Tool-call arguments one way, whether sent as a JSON string or an object, so a call's
-    answer and the next call's echo of it read alike."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-Turn = tuple[str, str]  # (role, text) as the page shows one part of a conversation
-
-
-def _message(role: str, body: str, extra: str = "") -> str:
-    return (
-        f'<div class="msg {_e(role)}" data-role="{_e(role)}"><div class="role">{_e(role)}'
-        f"{extra}</div><pre>{_e(body)}</pre></div>"
-    )
-
-
-def _turns(message: Mapping[str, Any]) -> list[Turn]:
-    turns: list[Turn] = []
-    if message.get("content") not in (None, ""):
-        turns.append((str(message.get("role", "?")), _content(message.get("content"))))
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
-        turns.append(("tool call", f"{fn.get('name')}({_arguments(fn.get('arguments', ''))})"))
-    return turns
-
-
-def _answer(response: Any) -> list[Turn]:
-    """A recorded response as turns: its tool calls and its text, whatever the API."""
-    from cachelint.errors import CachelintError
-    from cachelint.runner.output import output_from_value
-
-    if response is None:
-        return []
-    try:
-        output = output_from_value(response)
-    except (CachelintError, TypeError, ValueError, AttributeError):
-        return [("response", _content(response))]
-    return _output_turns(output.text, [(c.name, c.arguments) for c in output.tool_calls])
-
-
-def _output_turns(text: Any, calls: Sequence[tuple[Any, Any]]) -> list[Turn]:
-    turns: list[Turn] = [("tool call", f"{name}({_arguments(args)})") for name, args in calls]
-    return turns + ([("assistant", str(text))] if text else [])
-
-
-def _calls(
-    calls: Sequence[Mapping[str, Any]], trial: Mapping[str, Any], label: str
-) -> tuple[list[str], list[Turn]]:
-    """Every call's messages and answer, in call order. What a call repeats of the conversation
-    shown above it (a tool loop sends it all again) is folded into a count, never dropped."""
-    parts: list[str] = []
-    above: list[Turn] = []
-    for i, call in enumerate(calls, 1):
-        sent = call.get("messages")
-        if sent is None:  # results written before each call kept its messages: the scenario's
-            sent = trial.get("messages") or []
-        # A trial's one target call keeps its response on the trial (not written twice).
-        answer = _answer(call.get("response", trial.get("response")))
-        turns = [t for m in sent for t in _turns(m)]
-        same = 0
-        while same < min(len(turns), len(above)) and turns[same] == above[same]:
-            same += 1
-        hit = "cache hit" if call.get("cache_hit") else "live"
-        folded = f"; the first {same} message(s) as above" if same else ""
-        parts.append(
-            f'<div class="call meta" data-testid="call">{_e(label)} {i} of {len(calls)}: model '
-            f"{_e(call.get('model') or '?')}, {hit}{folded}</div>"
-        )
-        parts.extend(_message(role, body) for role, body in turns[same:] + answer)
-        above = turns + answer
-    return parts, above
-
-
-def _conversation(trial: Mapping[str, Any]) -> str:
-    """Every call of the trial, each with every message it sent (system included) and its
-    answer; then the target's final output where it is not the last answer; then the judges'
-    calls, folded."""
-    parts = ['<div class="conversation" data-testid="conversation">']
-    calls = trial.get("calls") or []
-    last: list[Turn] = []
-    if calls:
-        shown, last = _calls(calls, trial, "call")
-        parts.extend(shown)
-    else:  # no call was answered (a miss, an error): what the scenario sends
-        parts.extend(_message(r, b) for m in trial.get("messages") or [] for r, b in _turns(m))
-    output = trial.get("output")
-    if output is not None:
-        calls_made = [(c.get("name"), c.get("arguments")) for c in output.get("tool_calls") or []]
-        final = _output_turns(output.get("text"), calls_made)
-        if final and final != last[-len(final) :]:
-            parts.extend(_message(role, body, " (final output)") for role, body in final)
-    judged = trial.get("judge_calls") or []
-    if judged:
-        shown, _ = _calls(judged, {}, "judge call")
-        parts.append(f"<details><summary>judge calls ({len(judged)})</summary>")
-        parts.extend(shown)
-        parts.append("</details>")
-    parts.append("</div>")
-    return "".join(parts)
-
-
-def _checks(trial: Mapping[str, Any], settings: ReportSettings) -> str:
-    rows = ["<table><tr><th>check</th><th>verdict</th><th>reason</th></tr>"]
-    if trial.get("error"):
-        rows.append(
-            f"<tr><td>run</td><td>{_verdict(False)}</td><td><pre>{_e(trial['error'])}</pre></td></tr>"
-        )
-    for a in trial.get("assertions") or []:
-        rows.append(
-            f'<tr class="assertion"><td>{_e(a.get("type"))}</td>'
-            f"<td>{_verdict(bool(a.get('passed')))}"
-            f"</td><td>{_e(a.get('reason'))}</td></tr>"
-        )
-    for j in trial.get("judges") or []:
-        score = j.get("score")
-        reading = settings.interpret(score if isinstance(score, int) else None)
-        shown = f"{score}/5" if isinstance(score, int) else "no score"
-        rows.append(
-            f'<tr class="judge"><td>judge {_e(j.get("metric"))}</td><td>{_e(shown)} '
-            f'<span class="{_e(reading.replace(" ", "-"))}">{_e(reading)}</span></td>'
-            f"<td>{_e(j.get('reason'))} (reported, not gating)</td></tr>"
-        )
-    for m in trial.get("metrics") or []:
-        rows.append(_metric_row(m))
-    rows.append("</table>")
-    return "".join(rows)
-
-
-def _metric_row(metric: Mapping[str, Any]) -> str:
-    """A custom evaluator's metric: its rating as the verdict, its value and reason."""
-    value = metric.get("value")
-    shown = ("true" if value else "false") if isinstance(value, bool) else f"{value}"
-    if isinstance(value, float):
-        shown = f"{value:g}"
-    rating = str(metric.get("rating") or "unknown")
-    gate = "" if metric.get("gating", True) else " (reported, not gating)"
-    failed = " FAILED" if metric.get("failed") else ""
-    return (
-        f'<tr class="metric"><td>metric {_e(metric.get("name"))}</td><td>{_e(rating)}{failed}</td>'
-        f"<td>{_e(metric.get('name'))} = {_e(shown)} ({_e(rating)}): "
-        f"{_e(metric.get('reason'))}{gate}</td></tr>"
-    )
-
-
 def _scenario(
-    s: ScenarioView, settings: ReportSettings, trend: Trend | None, marks: Mapping[str, str]
+    s: ScenarioView,
+    settings: ReportSettings,
+    trend: Trend | None,
+    marks: Mapping[str, str],
+    datasets: str | None,
+    shared: Shared,
 ) -> str:
+    """One scenario as a <details>, open when it failed. Each fact is written once (the page of
+    a large suite holds tens of thousands of scenarios): the cost and whether the cache answered
+    in the summary line, the dataset only where it is not `<datasets>/<scenario>.json`."""
     state = ("passed" if s.passed else "failed") + marks.get(s.identity, "")
     n_in, n_out = s.tokens
+    trials = s.trials
+    count = (
+        f"{sum(1 for t in trials if t.get('passed'))}/{len(trials)} trials, "
+        if len(trials) != 1
+        else ""
+    )
     parts = [
-        f'<details class="scenario {state}" data-testid="scenario" id="s-{_e(s.identity)}" '
-        f'data-scenario="{_e(s.identity)}"'
-        f"{'' if s.passed else ' open'}><summary>{_verdict(s.passed)} {_e(s.identity)}"
-        f"{htmlsummary.tags(marks, s.identity)} "
-        f'<span class="meta">{sum(1 for t in s.trials if t.get("passed"))}/{len(s.trials)} trials, '
-        f'<span data-testid="cost">{_e(s.spend.text())}</span>, '
-        f"{'cache hit' if s.cache_hit else 'live'}</span></summary>",
-        f'<p class="meta">dataset {_e(s.path)}; '
-        + ("answered from the cache; " if s.cache_hit else f"live latency {s.latency_s:.3f} s; ")
-        + f"tokens {n_in} in / {n_out} out (recorded); cost {_e(s.spend.text())}</p>",
+        f'<details class="scenario {state}" id="s-{_e(s.identity)}"{"" if s.passed else " open"}>'
+        f"<summary>{VERDICT_B[s.passed]} {_t(s.identity)}{htmlsummary.tags(marks, s.identity)} "
+        f'<small>{count}<span data-testid="cost">{_t(s.spend.text())}</span>, '
+        f"{'cache hit' if s.cache_hit else 'live'}</small></summary>",
+        # </p> is implied by the block after it
+        "<p>"
+        + ("" if _dataset_root(s) == datasets else f"dataset {_t(s.path)}; ")
+        + ("" if s.cache_hit else f"live latency {s.latency_s:.3f} s; ")
+        + f"tokens {n_in} in / {n_out} out",
     ]
     if trend is not None and len(trend.runs) > 1:
         rates, judges = trend.scenario(s.identity)
@@ -384,11 +232,11 @@ def _scenario(
             parts.append(f" judge {_e(metric)} ")
             parts.append(sparkline(series, top=5.0, label=f"judge {metric} of {s.identity}"))
         parts.append("</p>")
-    for t in s.trials:
-        if len(s.trials) > 1:
+    for t in trials:
+        if len(trials) > 1:
             parts.append(f"<h4>trial {_e(t.get('trial'))}: {_verdict(bool(t.get('passed')))}</h4>")
-        parts.append(_conversation(t))
-        parts.append(_checks(t, settings))
+        parts.append(conversation(t, shared))
+        parts.append(checks(t, settings))
     parts.append("</details>")
     return "".join(parts)
 
@@ -399,7 +247,12 @@ def _hierarchy(
     trend: Trend | None,
     marks: Mapping[str, str],
 ) -> Iterator[str]:
-    yield '<div data-testid="hierarchy">'
+    yield '<div id="hierarchy" data-testid="hierarchy">'
+    roots = {_dataset_root(s) for s in view.scenarios}
+    datasets = roots.pop() if len(roots) == 1 else None
+    if datasets is not None:  # said once here, not under each scenario
+        yield f'<p class="meta">each scenario\'s dataset: {_t(datasets)}/&lt;scenario&gt;.json</p>'
+    numbers = itertools.count()
     for agent, members in view.groups(by_tenant=False):
         ok = sum(1 for s in members if s.passed)
         cls = "group all-passed" if ok == len(members) else "group"
@@ -412,18 +265,29 @@ def _hierarchy(
         for s in members:
             tenants.setdefault(s.tenant, []).append(s)
         for tenant, scenarios in sorted(tenants.items()):
+            shared = shared_texts((s.trials for s in scenarios), f"p{next(numbers)}-")
             ok_t = sum(1 for s in scenarios if s.passed)
             cls_t = "group all-passed" if ok_t == len(scenarios) else "group"
+            # Laid out only when on screen; until then as tall as its closed scenarios and the
+            # open (failed) ones roughly are, so the scroll bar is about right.
+            high = 3 + 2.6 * ok_t + 16 * (len(scenarios) - ok_t)
             yield (
-                f'<section class="{cls_t} tenant" data-testid="tenant" data-tenant="{_e(tenant)}">'
+                f'<section class="{cls_t} tenant" data-testid="tenant" data-tenant="{_e(tenant)}" '
+                f'style="contain-intrinsic-size:auto {high:.0f}rem">'
                 f'<h3>{_e(tenant)} <span class="meta">{ok_t}/{len(scenarios)} passed, '
-                f"{_group_cost(scenarios)}</span></h3>"
+                f"{_group_cost(scenarios)}</span></h3>{shared_block(shared)}"
             )
             for s in scenarios:
-                yield _scenario(s, settings, trend, marks)
+                yield _scenario(s, settings, trend, marks, datasets, shared)
             yield "</section>"
         yield "</section>"
     yield "</div>"
+
+
+def _dataset_root(s: ScenarioView) -> str | None:
+    """The dataset directory `s.path` is under when it is `<root>/<identity>.json`."""
+    tail = f"/{s.identity}.json"
+    return s.path[: -len(tail)] if s.path.endswith(tail) else None
 
 
 def _group_cost(members: Sequence[ScenarioView]) -> str:

@@ -1,0 +1,250 @@
+"""One scenario's recorded conversation and checks as HTML (runner/htmlreport.py draws the page).
+
+Every call of every trial with every message it sent (system included) and its answer; what a
+call repeats of the conversation above it is folded into a count. A system text sent by several
+scenarios of one tenant is written once, under the tenant's heading, and each scenario's turn
+links to it (`Shared`): the text of a large suite's prompts was most of its page. With
+JavaScript on, opening a scenario fills each link in with the text (`textContent`, never markup).
+Every user-derived string goes through `e` (attributes) or `t` (element text).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
+from cachelint.settings import ReportSettings
+
+# A shorter text is no larger written out than its link.
+SHARE_MIN = 64
+
+# What `escape` changes: the characters html.escape replaces, and what sanitize_block makes visible.
+_NEEDS_ESCAPE = re.compile(f"[&<>\"']|{UNSAFE_IN_BLOCK.pattern}")
+
+
+def escape(value: Any) -> str:
+    # Model answers and dataset text: bidi marks, controls and lone surrogates shown as escapes.
+    # Most values need neither escaping nor sanitizing; one search says so (a page holds tens of
+    # thousands of values).
+    text = value if type(value) is str else str(value)
+    if _NEEDS_ESCAPE.search(text) is None:
+        return text
+    return html.escape(sanitize_block(text), quote=True)
+
+
+def text(value: Any) -> str:
+    """`escape` for an element's text (never an attribute): quotes stay quotes, a sixth of the bytes
+    of `&#x27;` in every reason and answer that holds one."""
+    text = value if type(value) is str else str(value)
+    if _NEEDS_ESCAPE.search(text) is None:
+        return text
+    return html.escape(sanitize_block(text), quote=False)
+
+
+def verdict(passed: bool) -> str:
+    return '<span class="pass">PASS</span>' if passed else '<span class="fail">FAIL</span>'
+
+
+VERDICT_B = {True: "<b class=pass>PASS</b>", False: "<b class=fail>FAIL</b>"}
+
+
+def _verdict_cell(passed: bool) -> str:
+    # A cell's end tag is implied by the next cell or row (HTML's optional end tags).
+    return "<td class=pass>PASS<td>" if passed else "<td class=fail>FAIL<td>"
+
+
+def _content(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _arguments(value: Any) -> str:
+    """Tool-call arguments one way, whether sent as a JSON string or an object, so a call's
+    answer and the next call's echo of it read alike."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+Turn = tuple[str, str]  # (role, text) as the page shows one part of a conversation
+
+
+Shared = Mapping[str, str]  # a system text sent by several scenarios -> the id it is shown under
+
+
+def _message(role: str, body: str, extra: str = "", shared: Shared | None = None) -> str:
+    # The role's name and colour come from the attribute (CSS `::before`, shown with JavaScript
+    # off too): no element but the text's own per turn, and a page holds 100,000s of turns.
+    note = f' data-note="{escape(extra)}"' if extra else ""
+    ident = shared.get(body) if shared and role == "system" else None
+    if ident is not None:
+        return (
+            f'<div data-role="system"{note}><a class=same href=#{ident}>text {ident} (above)</a>'
+            "</div>"
+        )
+    return f'<div data-role="{escape(role)}"{note}><pre>{text(body)}</pre></div>'
+
+
+def _system_texts(trial: Mapping[str, Any]) -> Iterable[str]:
+    for call in [*(trial.get("calls") or ()), *(trial.get("judge_calls") or ())]:
+        sent = call.get("messages")
+        for message in trial.get("messages") or () if sent is None else sent:
+            if message.get("role") == "system":
+                yield from (b for r, b in _turns(message) if r == "system")
+
+
+def shared_texts(trials: Iterable[Sequence[Mapping[str, Any]]], prefix: str) -> dict[str, str]:
+    """Of the scenarios' trials given, the system texts (of SHARE_MIN characters or more) that
+    two or more scenarios sent: text -> `<prefix><n>`, in first-sent order."""
+    counts: Counter[str] = Counter()
+    for scenario in trials:
+        counts.update(
+            {b for trial in scenario for b in _system_texts(trial) if len(b) >= SHARE_MIN}
+        )
+    return {b: f"{prefix}{i}" for i, b in enumerate(b for b, n in counts.items() if n > 1)}
+
+
+def shared_block(shared: Shared) -> str:
+    """Each shared text once, with the id the scenarios' turns link to."""
+    return "".join(
+        f'<div class="shared" data-role="system" data-note=" {ident}, sent by several scenarios '
+        f'below"><pre id="{ident}">{text(body)}</pre></div>'
+        for body, ident in shared.items()
+    )
+
+
+def _turns(message: Mapping[str, Any]) -> list[Turn]:
+    turns: list[Turn] = []
+    if message.get("content") not in (None, ""):
+        turns.append((str(message.get("role", "?")), _content(message.get("content"))))
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        turns.append(("tool call", f"{fn.get('name')}({_arguments(fn.get('arguments', ''))})"))
+    return turns
+
+
+def _answer(response: Any) -> list[Turn]:
+    """A recorded response as turns: its tool calls and its text, whatever the API."""
+    from cachelint.errors import CachelintError
+    from cachelint.runner.output import output_from_value
+
+    if response is None:
+        return []
+    try:
+        output = output_from_value(response)
+    except (CachelintError, TypeError, ValueError, AttributeError):
+        return [("response", _content(response))]
+    return _output_turns(output.text, [(c.name, c.arguments) for c in output.tool_calls])
+
+
+def _output_turns(text: Any, calls: Sequence[tuple[Any, Any]]) -> list[Turn]:
+    turns: list[Turn] = [("tool call", f"{name}({_arguments(args)})") for name, args in calls]
+    return turns + ([("assistant", str(text))] if text else [])
+
+
+def _calls(
+    calls: Sequence[Mapping[str, Any]], trial: Mapping[str, Any], label: str, shared: Shared
+) -> tuple[list[str], list[Turn]]:
+    """Every call's messages and answer, in call order. What a call repeats of the conversation
+    shown above it (a tool loop sends it all again) is folded into a count, never dropped."""
+    parts: list[str] = []
+    above: list[Turn] = []
+    for i, call in enumerate(calls, 1):
+        sent = call.get("messages")
+        if sent is None:  # results written before each call kept its messages: the scenario's
+            sent = trial.get("messages") or []
+        # A trial's one target call keeps its response on the trial (not written twice).
+        answer = _answer(call.get("response", trial.get("response")))
+        turns = [t for m in sent for t in _turns(m)]
+        same = 0
+        while same < min(len(turns), len(above)) and turns[same] == above[same]:
+            same += 1
+        hit = "cache hit" if call.get("cache_hit") else "live"
+        folded = f"; the first {same} message(s) as above" if same else ""
+        parts.append(
+            f'<div data-testid="call">{text(label)} {i} of {len(calls)}: model '
+            f"{text(call.get('model') or '?')}, {hit}{folded}</div>"
+        )
+        parts.extend(_message(role, body, "", shared) for role, body in turns[same:] + answer)
+        above = turns + answer
+    return parts, above
+
+
+def conversation(trial: Mapping[str, Any], shared: Shared) -> str:
+    """Every call of the trial, each with every message it sent (system included) and its
+    answer; then the target's final output where it is not the last answer; then the judges'
+    calls, folded."""
+    parts: list[str] = []
+    calls = trial.get("calls") or []
+    last: list[Turn] = []
+    if calls:
+        shown, last = _calls(calls, trial, "call", shared)
+        parts.extend(shown)
+    else:  # no call was answered (a miss, an error): what the scenario sends
+        sent = [turn for m in trial.get("messages") or [] for turn in _turns(m)]
+        parts.extend(_message(r, b, "", shared) for r, b in sent)
+    output = trial.get("output")
+    if output is not None:
+        calls_made = [(c.get("name"), c.get("arguments")) for c in output.get("tool_calls") or []]
+        final = _output_turns(output.get("text"), calls_made)
+        if final and final != last[-len(final) :]:
+            parts.extend(_message(role, body, " (final output)") for role, body in final)
+    judged = trial.get("judge_calls") or []
+    if judged:
+        shown, _ = _calls(judged, {}, "judge call", shared)
+        parts.append(f"<details><summary>judge calls ({len(judged)})</summary>")
+        parts.extend(shown)
+        parts.append("</details>")
+    return "".join(parts)
+
+
+def checks(trial: Mapping[str, Any], settings: ReportSettings) -> str:
+    # No header row: each row reads "contains | PASS | found 'refund'" (the page has one such
+    # table per trial, 20,000 in a large suite's).
+    rows = ["<table>"]
+    if trial.get("error"):
+        rows.append(f"<tr><td>run{_verdict_cell(False)}<pre>{text(trial['error'])}</pre>")
+    for a in trial.get("assertions") or []:
+        rows.append(
+            f"<tr><td>{text(a.get('type'))}{_verdict_cell(bool(a.get('passed')))}"
+            f"{text(a.get('reason'))}"
+        )
+    for j in trial.get("judges") or []:
+        score = j.get("score")
+        reading = settings.interpret(score if isinstance(score, int) else None)
+        shown = f"{score}/5" if isinstance(score, int) else "no score"
+        rows.append(
+            f'<tr class="judge"><td>judge {escape(j.get("metric"))}</td><td>{escape(shown)} '
+            f'<span class="{escape(reading.replace(" ", "-"))}">{escape(reading)}</span></td>'
+            f"<td>{escape(j.get('reason'))} (reported, not gating)</td></tr>"
+        )
+    for m in trial.get("metrics") or []:
+        rows.append(_metric_row(m))
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _metric_row(metric: Mapping[str, Any]) -> str:
+    """A custom evaluator's metric: its rating as the verdict, its value and reason."""
+    value = metric.get("value")
+    shown = ("true" if value else "false") if isinstance(value, bool) else f"{value}"
+    if isinstance(value, float):
+        shown = f"{value:g}"
+    rating = str(metric.get("rating") or "unknown")
+    gate = "" if metric.get("gating", True) else " (reported, not gating)"
+    failed = " FAILED" if metric.get("failed") else ""
+    return (
+        f'<tr class="metric"><td>metric {escape(metric.get("name"))}</td>'
+        f"<td>{escape(rating)}{failed}</td>"
+        f"<td>{escape(metric.get('name'))} = {escape(shown)} ({escape(rating)}): "
+        f"{escape(metric.get('reason'))}{gate}</td></tr>"
+    )
