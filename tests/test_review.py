@@ -4,6 +4,7 @@ change, in Markdown sized for a pull-request comment and in HTML."""
 
 from __future__ import annotations
 
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,9 @@ def test_diff_base_head_shows_old_and_new_answer_and_the_prompt_change(git_repo:
     assert "- Acme refunds within 30 days." in comment
     assert "+ Per policy 4.2, Acme refunds within 14 days." in comment
     assert comment.count("<details>") == 1 and len(comment) < COMMENT_LIMIT
-    # the latest execution (the re-record, which asserts "refunds within") is the 'now' verdict
-    assert "<b>support/acme/refund</b>: ? → PASS" in comment
+    # the latest execution (the re-record, which asserts "refunds within") is the 'now' verdict,
+    # a replay at HEAD the 'before' one
+    assert "<b>support/acme/refund</b>: PASS → PASS (still passing)" in comment
 
     page = (repo / "review.html").read_text(encoding="utf-8")
     parsed = _Text()
@@ -132,3 +134,76 @@ def test_markdown_stays_under_the_comment_limit_with_truncation_counts() -> None
         Review("A", "B", [AnswerChange("a/t/s", "call 1", ("x",), "```\n<b>hi</b>", "ok")])
     )
     assert "````diff" in fenced
+
+
+# The re-recorded prompt makes the model stop saying how refunds work: the assertion fails now.
+VAGUE: dict[str, Any] = {
+    "rules": [
+        {
+            "match": {"contains": "refund", "system_contains": "cite the policy"},
+            "reply": {"content": "Please see the policy page."},
+        },
+        {"match": {"contains": "refund"}, "reply": {"content": "Acme refunds within 30 days."}},
+    ],
+    "default": {"content": "I don't know."},
+}
+
+
+def test_diff_base_replays_the_old_verdict_at_the_ref(git_repo: Path) -> None:
+    """Two commits (recorded; prompt changed and re-recorded): `diff --base HEAD~1` without
+    --before shows the verdict a replay at HEAD~1 gives (PASS), not '?', beside today's FAIL."""
+    write_repo(git_repo, DEAD, BASIC)
+    outcome, _ = record(git_repo, VAGUE)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    commit_all(git_repo, "recorded")
+    (git_repo / "prompts/acme.md").write_text(CONCISE, encoding="utf-8")
+    outcome, _ = record(git_repo, VAGUE, execution="rerecorded")
+    assert outcome.rc == 1, outcome.out  # the new answer fails "refunds within"
+    commit_all(git_repo, "prompt changed, re-recorded")
+    # runs started within one second are ordered by name: the execution is named
+    status = run_cachelint(git_repo, "diff", "--base", "HEAD~1", "--execution", "rerecorded")
+    assert status.returncode == 0, status.stderr
+    assert "<b>support/acme/refund</b>: PASS → FAIL (regressed)" in status.stdout
+    assert "support/globex/refund" not in status.stdout
+    assert "old verdicts unknown" not in status.stdout
+    # the replay ran in a throwaway clone: nothing of it is left in the repository
+    assert "0 scenarios'" in run_cachelint(git_repo, "diff", "--base", "HEAD").stdout
+    listed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=git_repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "diff-base-replay" not in listed
+    assert (
+        subprocess.run(
+            ["git", "worktree", "list"], cwd=git_repo, capture_output=True, text=True, check=True
+        ).stdout.count("\n")
+        == 1
+    )
+    # --before still names the execution whose verdicts are 'before'
+    named = run_cachelint(
+        git_repo, "diff", "--base", "HEAD~1", "--execution", "rerecorded", "--before", "rerecorded"
+    )
+    assert "<b>support/acme/refund</b>: FAIL → FAIL (still failing)" in named.stdout
+
+
+def test_diff_base_says_why_an_old_verdict_is_unknown(git_repo: Path) -> None:
+    """A ref whose datasets cannot be replayed (here: its prompt file is missing) leaves the old
+    verdict '?' with one line saying why."""
+    write_repo(git_repo, DEAD, BASIC)
+    outcome, _ = record(git_repo, VAGUE)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    (git_repo / "prompts/acme.md").rename(git_repo / "acme.md.away")
+    commit_all(git_repo, "recorded, the prompt left out")
+    (git_repo / "prompts/acme.md").write_text(CONCISE, encoding="utf-8")
+    outcome, _ = record(git_repo, VAGUE, execution="rerecorded")
+    assert outcome.rc == 1, outcome.out
+    # runs started within one second are ordered by name: the execution is named
+    shown = run_cachelint(git_repo, "diff", "--base", "HEAD", "--execution", "rerecorded")
+    assert shown.returncode == 0, shown.stderr
+    assert "<b>support/acme/refund</b>: ? → FAIL" in shown.stdout
+    (note,) = [line for line in shown.stdout.splitlines() if "old verdicts unknown" in line]
+    assert note.startswith("- old verdicts unknown: the replay at HEAD failed \\(eval\\-datasets/")
+    assert "'prompts/acme\\.md' not found" in note and "cachelint\\-base" not in note, note

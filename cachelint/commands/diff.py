@@ -44,7 +44,7 @@ def add_parser(
         "--before",
         default=None,
         metavar="EXECUTION",
-        help="the execution whose verdicts are 'before'",
+        help="the execution whose verdicts are 'before' (default: a replay at REF)",
     )
     parser.add_argument("--html", metavar="PATH", type=Path, default=None, help="write HTML here")
     parser.add_argument(
@@ -84,6 +84,14 @@ def _verdicts(config: Config, name: str | None, *, latest: bool) -> dict[str, bo
     return {s.identity: s.passed for s in view.scenarios}
 
 
+def _inside(config: Config, path: Path | None) -> Path | None:
+    """--config as the replay at REF is given it: relative to the repository when inside."""
+    if path is None:
+        return None
+    resolved = path.resolve()
+    return resolved.relative_to(config.repo) if resolved.is_relative_to(config.repo) else resolved
+
+
 def diff(
     start: Path,
     *,
@@ -112,7 +120,15 @@ def diff(
         raise CachelintError(f"diff --base {base}: not a git ref; pass a branch, tag or commit")
     review = cache_review(config.repo, base, list(config.cache))
     now = _verdicts(config, execution, latest=True)
-    then = _verdicts(config, before, latest=False)
+    if before is None:  # the verdicts at REF: its scenarios replayed there (runner/basereplay.py)
+        from cachelint.runner.basereplay import replay_at
+
+        recorded = [c.scenario for c in review.changes if c.old is not None]
+        at_base = replay_at(config.repo, base, recorded, config=_inside(config, config_path))
+        then = at_base.passed
+        review = replace(review, notes=(*review.notes, *filter(None, [at_base.note])))
+    else:
+        then = _verdicts(config, before, latest=False)
     review = replace(
         review,
         changes=[
