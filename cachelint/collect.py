@@ -11,12 +11,13 @@ path the index lacks (`listing.gather`).
 from __future__ import annotations
 
 import os
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future
 from datetime import datetime
 from functools import partial
 from typing import NamedTuple, TextIO
 
-from cachelint import attrcheck, attrfiles, listing, sources
+from cachelint import attrcheck, attrfiles, listing, rulefacts, sources
 from cachelint.config import Config
 from cachelint.facts import TreeFacts
 from cachelint.gitutil import GitQueue, GitResult
@@ -41,11 +42,14 @@ def collect(
     entry_cache: bool = True,
     jobs: int | None = None,
     progress: BarFactory | None = None,
+    rules: AbstractSet[str] | None = None,
 ) -> TreeFacts:
     """Gather every fact the rules need. `entry_cache` reuses entries an earlier check verified
     whose files git holds unchanged (see `cachelint.entrycache`); False reads every entry.
     `jobs` is how many processes may read entries at once (see `cachelint.pooled`); `progress`
-    gives the bar, if any, that counts the entries read."""
+    gives the bar, if any, that counts the entries read; `rules` names the rules to run (None:
+    all), for the facts a single rule reads (`cachelint.rulefacts`)."""
+    wanted = rulefacts.Wanted.of(rules)
     repo = config.repo
     roots = [r for r in config.cache if os.path.isdir(repo / r) and not os.path.islink(repo / r)]
     # `:(literal)` so a root named like a glob is never expanded by git.
@@ -53,18 +57,16 @@ def collect(
     prefixes = cache_prefixes(roots)
     base = opening_base(repo)
     git = GitQueue(repo)
-    prepared: Future[sources.Prepared] | None = None
     try:
         # Queued first: none of these needs the walk, so they run while Python walks.
         git_dir = git.submit(["rev-parse", "--absolute-git-dir"])
         stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec])
         cache_dir = git_dir if entry_cache else None
-        prepared = git.call(
-            partial(sources.prepare, config, base, prefixes, stage, cache_dir, jobs)
-        )
+        prepared = git.call(partial(sources.prepare, config, stage, cache_dir))
         changed = git.submit(listing.DIFF_FILES + spec)
         # The pins' projects, unless the config names the pin files.
         projects = None if config.pins else git.submit(listing.PROJECTS)
+        worktree = rulefacts.worktree(git, config) if wanted.secret else None
         walk = walk_roots(config, base, roots)
         plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
         attrfiles.refuse_special(repo, config, walk)
@@ -73,18 +75,18 @@ def collect(
         )
         found = listing.gather(git, spec, walk, stage, changed)
         del stage  # its listing, parsed: not kept while entries are read
-        ready = prepared.result()
-        source = sources.entry_source(config, found, ready.reuse)
-        reading = Reading(base, config, jobs, progress, ready.helpers)
-        read = read_entries(walk, prefixes, source, reading)
+        source = sources.entry_source(config, found, prepared.result())
+        read = read_entries(walk, prefixes, source, Reading(base, config, jobs, progress))
         read.corrupt += [(d, UNREADABLE.format(why)) for d, why in walk.unreadable.items()]
-        source.finish(read.entries)
+        scanned = rulefacts.scan_entries(config, read, source) if wanted.secret else None
+        source.finish(read.entries, None if scanned is None else scanned.memory)
         attributes = attrs.result()
+        files = None if worktree is None else tuple(worktree.result())
     finally:
-        git.close()  # after which `prepared` is done or cancelled
-        sources.stop_helpers(prepared)
-    listed = _Listed(found, attributes, projects, git_dir)
-    return _assemble(config, now, roots, walk, listed, read)
+        git.close()
+    listed = _Listed(found, attributes, projects, git_dir, files)
+    facts = _assemble(config, now, roots, walk, listed, read, scanned)
+    return rulefacts.with_history(facts) if wanted.unstamped else facts
 
 
 class _Listed(NamedTuple):
@@ -94,10 +96,17 @@ class _Listed(NamedTuple):
     attributes: attrcheck.Attributes
     projects: Future[GitResult] | None
     git_dir: Future[GitResult]
+    worktree: tuple[str, ...] | None
 
 
 def _assemble(
-    config: Config, now: datetime, roots: list[str], walk: Walk, listed: _Listed, read: Read
+    config: Config,
+    now: datetime,
+    roots: list[str],
+    walk: Walk,
+    listed: _Listed,
+    read: Read,
+    scanned: rulefacts.Scanned | None,
 ) -> TreeFacts:
     repo, found, projects = config.repo, listed.found, listed.projects
     return TreeFacts(
@@ -129,5 +138,6 @@ def _assemble(
         projects=None if projects is None else listing.projects(projects.result()),
         git_dir=listing.git_dir(listed.git_dir.result()),
         env_file=listing.env_file_state(repo, config.target.env_file),
-        history=listing.history(repo),
+        worktree=listed.worktree,
+        entry_secrets=None if scanned is None else scanned.secrets,
     )

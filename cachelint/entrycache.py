@@ -17,7 +17,9 @@ every time, so its finding is always worded from the bytes on disk.
 The file (`<git dir>/cachelint/entries.jsonl`, never in the cache tree) is a header line (format,
 cachelint version, layout setting, number of entries, the blake3 of the index listing), then lines
 of columns: each a JSON array of one array per `store.COLUMNS` field, for up to `LINE_ENTRIES`
-entries, then a trailer holding the keyed blake3 (a MAC) of every line before it. The listing
+entries, then the secret scan's memory when it holds any (the content digests of entries scanned
+clean, and what they were judged by: `Clean`), then a trailer holding the keyed blake3 (a MAC) of
+every line before it. The listing
 itself is kept beside it, as git wrote it (`entries.index`). Losing either only costs time: an
 unreadable, foreign or damaged file is ignored and rewritten, and a failed write is not an error.
 `cachelint check --no-cache` skips them.
@@ -56,8 +58,8 @@ from cachelint.store import COLUMNS, UNREAD_REQUEST, Entry, unchanged
 # entry, so older files are dropped. 2 verified entry.json alone; 3 read MEAI dates more loosely
 # than MEAI does; 4 had no secret prefilter column; 5 no digest of the index listing; 6 had a
 # prefilter blind to a Turkish dotted or dotless I in `authorization`; 7 kept each entry's object
-# ids instead of the index listing; 8 had no MAC.
-FORMAT = 9
+# ids instead of the index listing; 8 had no MAC; 9 kept the secret scan's memory apart.
+FORMAT = 10
 DIRECTORY = "cachelint"
 CACHE_FILE = f"{DIRECTORY}/entries.jsonl"
 LISTING_FILE = f"{DIRECTORY}/entries.index"
@@ -66,18 +68,28 @@ KEY_FILE = "cachelint.key"
 # read into memory.
 MAX_FILE_BYTES = 512 * 1024 * 1024
 _TRAILER = b'{"mac":"'
+_CLEAN = b'{"clean":"'
 
 # Entries per line: decoding a line holds all of its columns at once.
 LINE_ENTRIES = 10_000
 
 
+class Clean(NamedTuple):
+    """The content digests (`store.entry_digest`) of entries the secret scan found clean, judged
+    as `scan` says (`entryscan.scan_header`: the patterns, the allowlist, the configured key)."""
+
+    scan: str = ""
+    digests: frozenset[str] = frozenset()
+
+
 class Cached(NamedTuple):
     """Entries by directory, verified while the index listing was the one whose blake3 is
     `index_digest`: while the listing is byte for byte the same and git reports no file
-    changed, every entry still holds."""
+    changed, every entry still holds. `clean` is the secret scan's memory."""
 
     entries: dict[str, Entry]
     index_digest: str = ""
+    clean: Clean = Clean()
 
 
 def cache_file(git_dir: Path) -> Path:
@@ -205,7 +217,7 @@ def _decoded(decode: Any, raw: list[Any]) -> Iterator[Any]:
 
 def written_from(git_dir: Path, layout: Layout) -> str:
     """The digest of the index listing the cache file was written from, read from its header
-    alone (not verified: it only decides whether to read ahead); "" when there is no usable
+    alone (not verified: it only names the kept listing to compare with); "" when there is no usable
     file."""
     if not _real_directory(git_dir):
         return ""
@@ -247,6 +259,7 @@ def _read_signed(fh: BinaryIO, layout: Layout, key: bytes) -> tuple[Cached, int]
     mac = blake3.blake3(first, key=key)
     entries: dict[str, Entry] = {}
     trailer = b""
+    clean: Clean | None = Clean()
     for line in fh:
         if trailer or line.startswith(_TRAILER):
             if trailer:  # anything after the trailer
@@ -254,22 +267,45 @@ def _read_signed(fh: BinaryIO, layout: Layout, key: bytes) -> tuple[Cached, int]
             trailer = line
             continue
         mac.update(line)
+        if line.startswith(_CLEAN):
+            clean = _decode_clean(line)
+            continue
         part = _decode_line(line)
-        if part is None:
+        if part is None or clean is None:
             return None
         entries.update(part)
-    if not hmac.compare_digest(trailer, _trailer(mac)):
+    if clean is None or not hmac.compare_digest(trailer, _trailer(mac)):
         return None
-    return Cached(entries, index), count
+    return Cached(entries, index, clean), count
+
+
+def _encode_clean(clean: Clean) -> bytes:
+    """The line of the secret scan's memory, after the entries' lines."""
+    fields = {"clean": clean.scan, "digests": sorted(clean.digests)}
+    return orjson.dumps(fields, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS)
+
+
+def _decode_clean(line: bytes) -> Clean | None:
+    try:
+        fields = orjson.loads(line)
+        scan, digests = fields["clean"], fields["digests"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    if type(scan) is not str or not _valid(digests, str, needed=True):
+        return None
+    return Clean(scan, frozenset(digests))
 
 
 def _trailer(mac: Any) -> bytes:
     return _TRAILER + mac.hexdigest().encode() + b'"}\n'
 
 
-def save(git_dir: Path, layout: Layout, entries: Sequence[Entry], index: str) -> None:
+def save(
+    git_dir: Path, layout: Layout, entries: Sequence[Entry], index: str, clean: Clean | None = None
+) -> None:
     """Replace the cache file with these entries, verified while the index listing was the one
-    whose digest is `index` (kept by `save_listing`), signed with this clone's key, atomically
+    whose digest is `index` (kept by `save_listing`), and the secret scan's memory `clean`
+    (none when it holds no digest), signed with this clone's key, atomically
     and without an fsync (a torn file reads as damaged and is rebuilt), one line encoded at a
     time so the file is never whole in memory. Failing to write is not an error; nothing is
     written through a link."""
@@ -280,7 +316,10 @@ def save(git_dir: Path, layout: Layout, entries: Sequence[Entry], index: str) ->
             keep += block
         else:
             keep += [entry for entry in block if _plainly_encodable((entry,)) or _encodable(entry)]
-    lines = (_encode_line(keep[i : i + LINE_ENTRIES])[0] for i in range(0, len(keep), LINE_ENTRIES))
+    lines = chain(
+        (_encode_line(keep[i : i + LINE_ENTRIES])[0] for i in range(0, len(keep), LINE_ENTRIES)),
+        (_encode_clean(clean),) if clean is not None and clean.digests else (),
+    )
     key = _key(git_dir, create=True) if _real_directory(git_dir, create=True) else None
     if key is None:
         return

@@ -2,14 +2,14 @@
 
 Rules never call git or walk the cache tree themselves; `cachelint.collect` gathers these facts
 once per check (git listings in `cachelint.listing`, entries through `cachelint.reading`) and
-hands them over frozen; the one git question asked later, and only when a rule needs it, is
-`history`. The derived views below are computed on first use, because most checks need
-only a few of them and a large tree makes each cost real time.
+hands them over frozen, so a rule is a function of these facts alone. The derived views below
+are computed on first use, because most checks need only a few of them and a large tree makes
+each cost real time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,10 +17,13 @@ from functools import cached_property
 from itertools import compress, repeat
 from operator import eq
 from pathlib import Path
-from typing import NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
 
 from cachelint.config import Config
 from cachelint.store import Entry
+
+if TYPE_CHECKING:
+    from cachelint.secretscan import Secret
 
 GITLINK = "160000"
 SYMLINK = "120000"
@@ -98,11 +101,18 @@ class TreeFacts:
     # The configured env-file as git sees it (`listing.env_file_state`): "tracked", "unignored"
     # or "ignored"; None when none is configured or it is not on disk.
     env_file: str | None = None
-    # Which paths under a directory changed since the commit that last wrote a file
-    # (`listing.history`): asked only when a stamp's seal differs. None: no history to ask.
-    history: Callable[[str, str], set[str] | None] | None = field(
-        default=None, repr=False, compare=False
-    )
+    # By stamp path, for each root whose committed, unchanged stamp no longer seals its entries
+    # (`rules.unstamped.unsealed`): the paths under the root's cache directory that differ
+    # between the working tree and the commit that last wrote the stamp (`listing.history`);
+    # None when the history lacks that commit (a shallow clone). Asked only for those roots,
+    # since `git log` walks the history.
+    stamp_changes: Mapping[str, AbstractSet[str] | None] = field(default_factory=dict)
+    # Every tracked or untracked-but-not-ignored path of the repository, sorted, when the config
+    # watches files (the secret rule scans the watched ones); None when it watches none.
+    worktree: tuple[str, ...] | None = None
+    # Each secret in a cache entry's file, with the file's path, in path order
+    # (`entryscan.scan_entries`); None when the check runs no secret rule.
+    entry_secrets: tuple[tuple[str, Secret], ...] | None = None
     _derived: dict[Callable[[TreeFacts], object], object] = field(
         default_factory=dict, repr=False, compare=False
     )

@@ -10,15 +10,9 @@ helpers have finished, rebuilt at C speed. When every entry is read or taken, th
 stopped.
 
 Nothing of the linter feeds a helper or waits on one: a helper is given its list once, and its
-lines wait in a file until the linter looks. So a helper can start before the linter needs it
-(`ahead`, on a check that will read the whole index: it is given the index listing and reads
-while the linter walks the tree), and its work never waits for the linter's GIL, as a worker of a
-process pool does for every slice it is handed and answers.
-
-A helper started ahead opens what the index names before the walk has said what is there. Like
-the linter, it never follows a link in a file's own name nor waits on a FIFO (`read_file`), and
-what it hands back for a directory the walk did not find holding two regular entry files is never
-looked at.
+lines wait in a file until the linter looks, so its work never waits for the linter's GIL, as a
+worker of a process pool does for every slice it is handed and answers. Like the linter, a helper
+never follows a link in a file's own name nor waits on a FIFO (`read_file`).
 
 Helpers only ever save time. Whatever they have not handed back (an entry they found corrupt, one
 whose name JSON cannot carry, everything of a helper that failed) the linter reads itself with the
@@ -40,7 +34,7 @@ from cachelint.childproc import module_command, usable_cores
 from cachelint.config import Layout
 from cachelint.entries import read_entry
 from cachelint.errors import CorruptEntry
-from cachelint.store import ENTRY_FILE, Entry
+from cachelint.store import Entry
 
 # An entry, or why it is corrupt.
 Outcome = Entry | str
@@ -56,8 +50,6 @@ SLICE = 500
 STEP = 100
 MAX_HELPERS = 8
 
-_ENTRY_END = f"/{ENTRY_FILE}".encode()
-
 
 class Helpers:
     """Running helper processes and the files their entries arrive in."""
@@ -67,11 +59,9 @@ class Helpers:
         self._partial: dict[int, bytes] = {}
         self._lists: list[str] = []
 
-    def start(self, base: str, layout: Layout, limit: int, count: int, source: list[str]) -> None:
-        """`count` helpers reading the entries `source` names: `["--stage", path, prefix, ...]`,
-        those the index listing in the file at `path` lists under the prefixes; `["--list",
-        path]`, the NUL-separated items in the file at `path`. A helper that cannot start is left
-        out: its share is read here."""
+    def start(self, base: str, layout: Layout, limit: int, count: int, listed: str) -> None:
+        """`count` helpers reading the entries the file at `listed` names (NUL-separated
+        items). A helper that cannot start is left out: its share is read here."""
         for index in range(count):
             try:
                 fd, out = tempfile.mkstemp(prefix="cachelint-read-")
@@ -81,7 +71,7 @@ class Helpers:
             args = [str(os.getpid()), base, layout.value, str(limit), out, str(index), str(count)]
             try:
                 proc = subprocess.Popen(
-                    [*module_command("cachelint.pooled"), *args, *source],
+                    [*module_command("cachelint.pooled"), *args, listed],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
@@ -121,22 +111,10 @@ class Helpers:
                 os.unlink(path)
         self._lists.clear()
 
-    def list_items(self, items: Sequence[Item]) -> list[str] | None:
-        """The `source` naming `items`, written to a file removed by `stop`; None when it cannot
-        be written."""
-        listed = b"".join(f"{d}\0{p}\0".encode("utf-8", "surrogateescape") for d, p in items)
-        path = self._list(listed)
-        return None if path is None else ["--list", path]
-
-    def list_stage(self, stage: bytes, prefixes: Sequence[str]) -> list[str] | None:
-        """The `source` naming the entries under `prefixes` of the index listing `stage`, as
-        `list_items` does."""
-        path = self._list(stage)
-        return None if path is None else ["--stage", path, *prefixes]
-
-    def _list(self, data: bytes) -> str | None:
-        """The path of a file holding `data`, removed by `stop`; None when it cannot be
+    def list_items(self, items: Sequence[Item]) -> str | None:
+        """The path of a file naming `items`, removed by `stop`; None when it cannot be
         written."""
+        data = b"".join(f"{d}\0{p}\0".encode("utf-8", "surrogateescape") for d, p in items)
         try:
             fd, path = tempfile.mkstemp(prefix="cachelint-list-")
         except OSError:
@@ -152,23 +130,6 @@ class Helpers:
         return path
 
 
-def ahead(
-    base: str, prefixes: Sequence[str], layout: Layout, limit: int, stage: bytes, jobs: int | None
-) -> Helpers | None:
-    """Helpers reading every entry the index listing `stage` (`git ls-files --stage` under the
-    cache roots) names, started before the linter knows which it must read: for a check that
-    will read them all (no entry cache to take from). None when too few to be worth it."""
-    helpers = _helpers(stage.count(_ENTRY_END + b"\0"), jobs)
-    if not helpers:
-        return None
-    running = Helpers()
-    source = running.list_stage(stage, prefixes)
-    if source is None:
-        return None
-    running.start(base, layout, limit, helpers, source)
-    return running
-
-
 def read_all(
     base: str,
     items: Sequence[Item],
@@ -176,18 +137,16 @@ def read_all(
     limit: int,
     jobs: int | None = None,
     advance: Callable[[int], object] | None = None,
-    helpers: Helpers | None = None,
 ) -> dict[str, Outcome]:
-    """What `read_entry` makes of each item, by directory: read here from the back while
-    `helpers` (started `ahead`, or here when there are enough items) read from the front. `jobs`
-    is how many processes may read at once (None: every core, and only when there are enough
-    entries to be worth it). `advance(n)` is told of every n items read or taken."""
-    if helpers is None:
-        count = _helpers(len(items), jobs)
-        helpers = Helpers()
-        source = helpers.list_items(items) if count else None
-        if source is not None:
-            helpers.start(base, layout, limit, count, source)
+    """What `read_entry` makes of each item, by directory: read here from the back while helper
+    processes, when there are enough items, read from the front. `jobs` is how many processes may
+    read at once (None: every core, and only when there are enough entries to be worth it).
+    `advance(n)` is told of every n items read or taken."""
+    count = _helpers(len(items), jobs)
+    helpers = Helpers()
+    listed = helpers.list_items(items) if count else None
+    if listed is not None:
+        helpers.start(base, layout, limit, count, listed)
     found: dict[str, Outcome] = {}
     wanted = {directory for directory, _ in items} if helpers and advance is not None else None
     try:
@@ -207,8 +166,7 @@ def read_all(
                 advance(len(part))
             position = start
     finally:
-        if helpers is not None:
-            helpers.stop()
+        helpers.stop()
     return found
 
 
@@ -235,9 +193,9 @@ def helper(argv: list[str]) -> None:
     """A helper's work: its share of the items, a line of valid entries per slice. A helper
     whose linter has died (killed by a CI timeout, say) stops and removes its files, which the
     linter would have removed; so does one that finds its list already removed by another."""
-    linter, base, layout, limit, out, index, count, source, listed, *prefixes = argv
+    linter, base, layout, limit, out, index, count, listed = argv
     try:
-        items = _from_stage(listed, prefixes) if source == "--stage" else _from_list(listed)
+        items = _from_list(listed)
     except OSError:  # the list is gone: its linter stopped, or died
         items = []
     share, every = int(index), int(count)
@@ -252,24 +210,6 @@ def helper(argv: list[str]) -> None:
         for path in (out, listed):
             with suppress(OSError):  # another helper's, or already gone
                 os.unlink(path)
-
-
-def _from_stage(path: str, prefixes: list[str]) -> list[Item]:
-    """The entry directories under `prefixes` that the index listing (`git ls-files -z -v
-    --stage`: "<tag> <mode> <object> <stage>\\t<path>" records) in the file at `path` names,
-    unmerged ones left out (the linter reads and reports those), in the listing's order."""
-    with open(path, "rb") as fh:
-        stage = fh.read()
-    items = []
-    for record in stage.split(b"\0"):
-        if record.endswith(_ENTRY_END):
-            fields, _, name = record.partition(b"\t")
-            if fields.endswith(b" 0"):
-                directory = name[: -len(_ENTRY_END)].decode("utf-8", "surrogateescape")
-                prefix = next((p for p in prefixes if directory.startswith(p)), None)
-                if prefix is not None:
-                    items.append((directory, prefix))
-    return items
 
 
 def _from_list(path: str) -> list[Item]:

@@ -5,14 +5,13 @@ an invalid one becomes a (path, reason) in `corrupt`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import repeat
 from operator import itemgetter
 from typing import NamedTuple, cast
 
 from cachelint.config import Config
 from cachelint.entries import special_file
 from cachelint.fsutil import TEMP_PREFIX
-from cachelint.pooled import Helpers, read_all
+from cachelint.pooled import read_all
 from cachelint.progressbar import BarFactory
 from cachelint.sources import EntrySource
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, ENTRY_FILES, Entry
@@ -45,7 +44,6 @@ class Reading(NamedTuple):
     config: Config
     jobs: int | None  # processes reading at once
     progress: BarFactory | None  # the bar counting them
-    helpers: Helpers | None  # started ahead of the read
 
 
 def read_entries(
@@ -55,9 +53,6 @@ def read_entries(
     directories with their entry and temp file names; an entry file it found special (a FIFO,
     say) is reported, never opened."""
     ordered = sorted(walk.holders, key=itemgetter(0))  # each directory once
-    whole = None if walk.special else _all_known(ordered, prefixes, source)
-    if whole is not None:
-        return whole
     read = Read()
     # Each entry in directory order, or (for those to read) its directory.
     slots, unread = _slots(ordered, prefixes, walk.special, source, read)
@@ -132,28 +127,10 @@ def _read_unread(unread: list[tuple[str, str]], reading: Reading) -> dict[str, E
             config.max_entry_bytes,
             reading.jobs,
             advance,
-            reading.helpers,
         )
     finally:
         if bar is not None:
             bar.close()
-
-
-def _all_known(
-    ordered: list[tuple[str, tuple[str, ...]]], prefixes: tuple[str, ...], source: EntrySource
-) -> Read | None:
-    """The usual warm check, taken whole without a step per directory: every directory holds
-    exactly an entry's two files under a cache root, and the source holds every one of them
-    unchanged. None when anything is otherwise."""
-    if not ordered or any(frozenset(found) != _PAIR for found in {f for _, f in ordered}):
-        return None
-    directories = [directory for directory, _ in ordered]
-    if not all(map(str.startswith, directories, repeat(prefixes))):
-        return None
-    entries = source.known_all(directories)
-    if entries is None:
-        return None
-    return Read(entries=entries, entry_dirs=dict.fromkeys(directories, _PAIR))
 
 
 def _special_file(directory: str, names: frozenset[str], special: set[str]) -> str | None:

@@ -1,8 +1,8 @@
 """Where a check's entries come from: the entry cache (entries an earlier check verified, whose
 files git holds unchanged: `cachelint.entrycache`), helper processes reading them on the other
-cores (`cachelint.pooled`), and the disk, read here. The first two only ever save time: what they
-do not supply is read from disk with the same `read_entry`, so every finding is worded from the
-bytes on disk either way."""
+cores (`cachelint.pooled`), and the disk. The first two only ever save time: what they do not
+supply is read from disk with the same `read_entry`, so every finding is worded from the bytes on
+disk either way. The entry cache also keeps the secret scan's memory (`entrycache.Clean`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from cachelint.config import Config, Layout
 from cachelint.errors import CachelintError
 from cachelint.facts import IndexEntry
 from cachelint.gitutil import GitResult
-from cachelint.pooled import Helpers, ahead
 from cachelint.store import CONTENTS_FILE, ENTRY_FILE, Entry
 
 
@@ -28,12 +27,12 @@ class EntrySource(Protocol):
     def known(self, directory: str) -> Entry | None:
         """An entry verified earlier whose two files are, by content, those on disk now."""
 
-    def known_all(self, directories: list[str]) -> list[Entry] | None:
-        """The entries of all of `directories`, in their order, when every one is known as
-        `known` would give it; None otherwise (then each is asked for with `known`)."""
+    def clean(self, scan: str) -> frozenset[str]:
+        """The digests of entries the secret scan found clean, judged as `scan` says."""
 
-    def finish(self, entries: Iterable[Entry]) -> None:
-        """Called once with every valid entry of this check (to refresh a cache, say)."""
+    def finish(self, entries: Iterable[Entry], clean: entrycache.Clean | None) -> None:
+        """Called once with every valid entry of this check and the secret scan's memory (None:
+        no scan ran, the memory kept as it is), to refresh a cache, say."""
 
 
 class DiskSource:
@@ -43,10 +42,10 @@ class DiskSource:
     def known(self, directory: str) -> Entry | None:
         return None
 
-    def known_all(self, directories: list[str]) -> list[Entry] | None:
-        return None
+    def clean(self, scan: str) -> frozenset[str]:
+        return frozenset()
 
-    def finish(self, entries: Iterable[Entry]) -> None:
+    def finish(self, entries: Iterable[Entry], clean: entrycache.Clean | None) -> None:
         return None
 
 
@@ -91,28 +90,24 @@ class CachedSource:
             self._used += 1
         return entry
 
-    def known_all(self, directories: list[str]) -> list[Entry] | None:
-        # Nothing changed since the cache was written, and it holds exactly these directories:
-        # every entry is known, and none needs looking at on its own.
-        cached = self._cached.entries
-        if self._unknown or len(cached) != len(directories) or list(cached) != directories:
-            return None
-        self._used = len(directories)
-        return list(cached.values())
+    def clean(self, scan: str) -> frozenset[str]:
+        memory = self._cached.clean
+        return memory.digests if memory.scan == scan else frozenset()
 
-    def finish(self, entries: Iterable[Entry]) -> None:
-        """Rewrite the cache file when this check verified entries it lacked, left some unused
-        or was verified against another index, in the check's own process (why not in a forked
-        child: benchmarks/README.md)."""
+    def finish(self, entries: Iterable[Entry], clean: entrycache.Clean | None) -> None:
+        """Rewrite the cache file when this check verified entries it lacked, left some unused,
+        was verified against another index or changed the secret scan's memory, in the check's
+        own process (why not in a forked child: benchmarks/README.md)."""
         entries = list(entries)
-        current = same_index(self._cached, self._index)
+        clean = self._cached.clean if clean is None else clean
+        current = same_index(self._cached, self._index) and clean == self._cached.clean
         if current and self._used == len(entries) == len(self._cached.entries):
             return  # every entry came from the cache and none went unused: nothing to rewrite
         if self._indexed is not None or self._changed:
             entries = [entry for entry in entries if self._cacheable(entry.directory)]
         if current and self._used == len(entries) == len(self._cached.entries):
             return  # the others were changed on disk: not cached either way
-        entrycache.save(self._git_dir, self._layout, entries, self._index)
+        entrycache.save(self._git_dir, self._layout, entries, self._index, clean)
 
 
 def _holds(paths: set[str], directory: str) -> bool:
@@ -137,44 +132,19 @@ class Reuse(NamedTuple):
     restaged: set[str] | None
 
 
-class Prepared(NamedTuple):
-    """What is settled once the index listing is in, on git's thread while the tree is walked."""
-
-    reuse: Reuse | None  # how the entry cache stands to the listing; None: no cache is used
-    helpers: Helpers | None  # reading entries ahead of the walk
-
-
 def prepare(
-    config: Config,
-    base: str,
-    prefixes: tuple[str, ...],
-    stage: Future[GitResult],
-    git_dir: Future[GitResult] | None,
-    jobs: int | None,
-) -> Prepared:
+    config: Config, stage: Future[GitResult], git_dir: Future[GitResult] | None
+) -> Reuse | None:
     """How the entry cache in the git directory `git_dir` names stands to the index listing
-    `stage`, and helpers reading the index's entries under `prefixes` while the tree is walked
-    when the check is to read them all: it keeps no entry cache, or has none to take entries
-    from."""
+    `stage` (None: no cache is used), settled on git's thread while the tree is walked."""
     directory = listing.git_dir(git_dir.result()) if git_dir is not None else None
+    if directory is None:
+        return None
     try:
         listed = stage.result().out
     except CachelintError:  # reported where the listing is parsed
-        return Prepared(None, None)
-    written = entrycache.written_from(directory, config.layout) if directory else ""
-    helpers = None
-    if not written:
-        helpers = ahead(base, prefixes, config.layout, config.max_entry_bytes, listed, jobs)
-    reuse = _reuse(directory, listed, written) if directory else None
-    return Prepared(reuse, helpers)
-
-
-def stop_helpers(prepared: Future[Prepared] | None) -> None:
-    """Stop the helpers `prepared` started, if it ran and started any."""
-    if prepared is not None and not prepared.cancelled() and prepared.exception() is None:
-        running = prepared.result().helpers
-        if running is not None:
-            running.stop()
+        return None
+    return _reuse(directory, listed, entrycache.written_from(directory, config.layout))
 
 
 def _reuse(directory: Path, stage: bytes, written: str) -> Reuse:

@@ -73,24 +73,24 @@ def test_helpers_start_for_many_entries_or_when_asked(
     broken: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Below `MIN_PARALLEL` entries (a hook's usual check) no helper starts; `--jobs 2` starts
-    one, ahead of the walk when the check keeps no entry cache, and for what is left to read
-    when the cache holds the rest."""
-    started: list[tuple[int, str]] = []
+    one, for every entry when the check keeps no entry cache, and for what is left to read when
+    the cache holds the rest."""
+    started: list[int] = []
     start = pooled.Helpers.start
 
     def counted(self: pooled.Helpers, *args: Any) -> None:
-        started.append((args[3], args[4][0]))
+        started.append(args[3])
         start(self, *args)
 
     monkeypatch.setattr(pooled.Helpers, "start", counted)
     collect(load(broken), now=NOW, entry_cache=False)
     assert started == []
     collect(load(broken), now=NOW, entry_cache=False, jobs=2)
-    assert started == [(1, "--stage")]
+    assert started == [1]
     shutil.rmtree(broken / ".git" / "cachelint")  # as on a fresh clone
-    collect(load(broken), now=NOW, entry_cache=True, jobs=3)  # writes the cache: ahead again
+    collect(load(broken), now=NOW, entry_cache=True, jobs=3)  # writes the cache
     collect(load(broken), now=NOW, entry_cache=True, jobs=3)  # reads the corrupt entries only
-    assert started[1:] == [(2, "--stage"), (2, "--list")]
+    assert started[1:] == [2, 2]
 
 
 def _items(repo: Path) -> list[tuple[str, str]]:
@@ -113,9 +113,8 @@ def _handed_back(helpers: pooled.Helpers, expected: set[str]) -> dict[str, Any]:
     return taken
 
 
-@pytest.mark.parametrize("source", ["--list", "--stage"])
 def test_helpers_hand_back_every_valid_entry_as_the_linter_reads_it(
-    broken: Path, source: str, monkeypatch: pytest.MonkeyPatch
+    broken: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In the repository's top directory, as a check runs: its modules (a pull request's
     json.py) are never imported in place of the real ones."""
@@ -130,23 +129,10 @@ def test_helpers_hand_back_every_valid_entry_as_the_linter_reads_it(
     # As are those whose name JSON cannot carry (a directory of undecodable bytes).
     carried = {d: e for d, e in valid.items() if not entrycache.pack([e])[1]}
     assert len(carried) < len(valid) or sys.platform != "linux"
-    if source == "--list":
-        helpers = pooled.Helpers()
-        listed = helpers.list_items(items)
-        assert listed is not None
-        helpers.start(str(broken), config.layout, config.max_entry_bytes, 2, listed)
-    else:
-        stage = subprocess.run(
-            ["git", "ls-files", "-z", "-v", "--stage", "--", PREFIX],
-            cwd=broken,
-            capture_output=True,
-            check=True,
-        ).stdout
-        ahead = pooled.ahead(
-            str(broken), [PREFIX], config.layout, config.max_entry_bytes, stage, jobs=3
-        )
-        assert ahead is not None
-        helpers = ahead
+    helpers = pooled.Helpers()
+    listed = helpers.list_items(items)
+    assert listed is not None
+    helpers.start(str(broken), config.layout, config.max_entry_bytes, 2, listed)
     assert _handed_back(helpers, set(carried)) == carried
     assert not marker.exists(), marker.read_text()
 
@@ -160,6 +146,12 @@ class _Handed:
 
     def __bool__(self) -> bool:
         return True
+
+    def list_items(self, items: list[tuple[str, str]]) -> str:
+        return "listed"
+
+    def start(self, *args: Any) -> None:
+        return None
 
     def take(self) -> dict[str, Any]:
         entries, self.entries = self.entries, {}
@@ -185,12 +177,10 @@ def test_the_linter_reads_only_what_helpers_did_not_hand_back(
         return read_slice(base, part, *args)
 
     monkeypatch.setattr(pooled, "read_slice", counted)
-    # A helper started ahead reads what the index names, which the walk may not have found.
-    handed = _Handed(
-        {**valid, "eval-cache/cache/gone/x/0123456789abcdef": valid[next(iter(valid))]}
-    )
+    handed = _Handed(dict(valid))
+    monkeypatch.setattr(pooled, "Helpers", lambda: handed)
     advanced: list[int] = []
-    found = pooled.read_all(base, items, layout, limit, advance=advanced.append, helpers=handed)
+    found = pooled.read_all(base, items, layout, limit, jobs=2, advance=advanced.append)
     assert {d: found[d] for d, _ in items} == everything
     assert sorted(read_here) == sorted(d for d in everything if d not in valid)
     assert sum(advanced) == len(items)
@@ -205,49 +195,6 @@ def test_jobs_must_be_a_positive_whole_number(git_repo: Path, value: str) -> Non
     assert "Traceback" not in result.stderr
 
 
-def test_helpers_started_ahead_change_nothing_where_the_tree_differs_from_the_index(
-    git_repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Helpers started ahead read what the index names, before the walk says what is there: a
-    deleted entry, a directory turned into a link to another entry, an edited file, a FIFO in
-    place of entry.json and an untracked entry. The linter waits for them to finish before it
-    reads anything, so it takes every entry they hand back, and the facts are still those of a
-    check reading alone."""
-    copy_bundled(git_repo)
-    shutil.rmtree(entry_dirs(git_repo, "eval-cache/cache/orders/acme/track")[0])
-    linked, target = entry_dirs(git_repo, "eval-cache/cache/returns/acme/window")
-    shutil.rmtree(linked)
-    linked.symlink_to(target.name)
-    contents = entry_dirs(git_repo, "eval-cache/cache/support/globex/refund")[0] / "contents.data"
-    contents.write_bytes(contents.read_bytes() + b" ")
-    if sys.platform == "linux":
-        fifo = entry_dirs(git_repo)[0] / "entry.json"
-        fifo.unlink()
-        os.mkfifo(fifo)
-    untracked = entry_dirs(git_repo, "eval-cache/cache/triage/acme/classify")[0]
-    shutil.copytree(untracked, untracked.parent / "ffffffffffffffff")
-    alone = collect(load(git_repo), now=NOW, entry_cache=False, jobs=1)
-    read_here: list[str] = []
-    take, read_slice = pooled.Helpers.take, pooled.read_slice
-
-    def after_the_helpers(self: pooled.Helpers) -> dict[str, Any]:
-        for process, _, _ in self._running:  # done with what the index names
-            process.wait(timeout=60)
-        return take(self)
-
-    def counted(base: str, part: list[tuple[str, str]], *args: Any) -> dict[str, Any]:
-        read_here.extend(d for d, _ in part)
-        return read_slice(base, part, *args)
-
-    monkeypatch.setattr(pooled.Helpers, "take", after_the_helpers)
-    monkeypatch.setattr(pooled, "read_slice", counted)
-    shared = collect(load(git_repo), now=NOW, entry_cache=False, jobs=2)
-    assert shared.corrupt == alone.corrupt
-    assert shared.entries == alone.entries
-    assert 0 < len(read_here) < len(alone.entries) + len(alone.corrupt)
-    assert (untracked.parent / "ffffffffffffffff").relative_to(git_repo).as_posix() in read_here
-
-
 # Starts helpers over a long list, as a linter does, and exits at once without stopping them;
 # with "gone", it first removes the list, as the first helper to see its linter dead does
 # (the others may not have read the list yet).
@@ -257,11 +204,11 @@ from cachelint import pooled
 from cachelint.config import Layout
 base, directory, prefix, gone = sys.argv[1:]
 helpers = pooled.Helpers()
-source = helpers.list_items([(directory, prefix)] * 200_000)
-helpers.start(base, Layout.AUTO, 1 << 20, 2, source)
+listed = helpers.list_items([(directory, prefix)] * 200_000)
+helpers.start(base, Layout.AUTO, 1 << 20, 2, listed)
 print(len(os.listdir(tempfile.gettempdir())))
 if gone == "gone":
-    os.unlink(source[1])
+    os.unlink(listed)
 """
 
 
@@ -296,10 +243,9 @@ from cachelint import pooled
 from cachelint.config import Layout
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-record = b"H 100644 %s 0\\teval-cache/cache/s/%04d/entry.json\\0"
-stage = b"".join(record % (b"0" * 40, n) for n in range(pooled.MIN_PARALLEL))
-started = pooled.ahead(".", ["eval-cache/cache/"], Layout.AUTO, 1 << 20, stage, jobs=2)
-print(started, os.listdir(tempfile.gettempdir()))
+items = [(f"eval-cache/cache/s/{n:04d}", "eval-cache/cache/") for n in range(pooled.MIN_PARALLEL)]
+listed = pooled.Helpers().list_items(items)
+print(listed, os.listdir(tempfile.gettempdir()))
 """
 
 

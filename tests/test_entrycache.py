@@ -77,6 +77,8 @@ def rows(repo: Path) -> list[Row]:
     assert trailer.startswith(b'{"mac":"')
     found = []
     for line in lines:
+        if line.startswith(b'{"clean":'):
+            continue  # the secret scan's memory, not entries
         columns = orjson.loads(line)
         assert len(columns) == len(FIELDS)
         found += [dict(zip(FIELDS, values, strict=True)) for values in zip(*columns, strict=True)]
@@ -432,6 +434,20 @@ def test_one_damaged_line_leaves_the_whole_file_unused(
     assert len(rows(repo)) == 3
 
 
+def test_the_secret_scans_memory_is_kept_with_the_entries_under_the_same_mac(repo: Path) -> None:
+    """The digests the secret scan found clean ride in the entry cache: a digest added by hand
+    (which would hide a secret from the scan) leaves the whole file unused."""
+    entries = facts_of(repo).entries
+    memory = entrycache.Clean("scan", frozenset({"a" * 64}))
+    entrycache.save(repo / ".git", Layout.AUTO, entries, "", memory)
+    assert entrycache.load(repo / ".git", Layout.AUTO).clean == memory
+    kept = b'"%s"' % (b"a" * 64)
+    forged = cache_path(repo).read_bytes().replace(kept, kept + b',"%s"' % (b"b" * 64))
+    assert forged != cache_path(repo).read_bytes()
+    cache_path(repo).write_bytes(forged)
+    assert entrycache.load(repo / ".git", Layout.AUTO) == entrycache.Cached({})
+
+
 def test_a_file_of_the_row_format_is_ignored_and_rewritten(repo: Path) -> None:
     """Format 1 held a row per entry; a cache file left by an older cachelint must not be read."""
     cold = facts_of(repo, entry_cache=False)
@@ -445,30 +461,15 @@ def test_a_file_of_the_row_format_is_ignored_and_rewritten(repo: Path) -> None:
     assert len(rows(repo)) == 3
 
 
-def test_an_unchanged_tree_is_taken_whole_and_anything_else_entry_by_entry(
-    repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The warm fast path: same index, nothing changed, every directory a whole entry: the
-    cached entries are taken as one list. A leftover temp file in one entry directory sends the
-    check back to asking for each entry, and its finding is there."""
+def test_a_leftover_temp_file_beside_a_cached_entry_is_reported(repo: Path) -> None:
+    """A warm check takes the entry from the cache and still reports the temp file beside it."""
     from cachelint.fsutil import TEMP_PREFIX
-    from cachelint.sources import CachedSource
 
     cold = facts_of(repo, entry_cache=False)
     facts_of(repo)
-    asked: list[str] = []
-    known = CachedSource.known
-
-    def counted(self: CachedSource, directory: str) -> Entry | None:
-        asked.append(directory)
-        return known(self, directory)
-
-    monkeypatch.setattr(CachedSource, "known", counted)
-    warm = facts_of(repo)
-    assert warm.entries == cold.entries and asked == []
     (entry_file(repo, "a").parent / f"{TEMP_PREFIX}x").write_text("torn")
     warm = facts_of(repo)
-    assert len(asked) == 3 and warm.entries == cold.entries
+    assert warm.entries == cold.entries
     assert [reason for _, reason in warm.corrupt] == [
         "leftover temp file from an interrupted write"
     ]

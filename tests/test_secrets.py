@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cachelint import entrycache
+from cachelint.config import Layout
 from cachelint.secretscan import (
     fingerprint,
     mask,
@@ -126,17 +128,21 @@ def test_check_finds_secrets_in_answers_and_datasets_masked(git_repo: Path) -> N
 
 def test_entries_scanned_clean_are_remembered_by_content(git_repo: Path) -> None:
     """With the configured key set, every entry must be read for its value: one scanned clean
-    is remembered by its content digest; without a key, an entry whose bytes hold no anchor of
-    any format is never read again, and nothing needs remembering."""
+    is remembered by its content digest, in the entry cache; without a key, an entry whose bytes
+    hold no anchor of any format is never read again, and nothing needs remembering."""
     write_repo(git_repo, DEAD, ACME)
     assert record(git_repo)[0].rc == 0
     commit_all(git_repo)
     assert check_secrets(git_repo)[0] == 0
-    memory = git_repo / ".git/cachelint/secrets-clean.txt"
-    assert not memory.exists()
+
+    def memory() -> frozenset[str]:
+        return entrycache.load(git_repo / ".git", Layout.AUTO).clean.digests
+
+    assert memory() == frozenset()
     keyed = {"CACHELINT_TEST_KEY": CONFIGURED}
     assert check_secrets(git_repo, env=keyed)[0] == 0
-    assert len(memory.read_text().splitlines()) == 2  # the header and the one entry's digest
+    assert len(memory()) == 1  # the one entry's digest
+    assert not (git_repo / ".git/cachelint/secrets-clean.txt").exists()  # no store of its own
     assert record(git_repo, ECHO)[0].rc == 0  # the same entry, now with a key in its answer
     commit_all(git_repo)
     for env in (None, keyed):
@@ -153,6 +159,27 @@ def test_secret_in_the_stamp_is_found(git_repo: Path) -> None:
     rc, output = check_secrets(git_repo)
     assert rc == 1 and "eval-cache/.eval-cache-stamp.json: eval-cache-secret" in output
     assert GOOGLE not in output
+
+
+def test_watched_files_git_lists_are_scanned_and_ignored_ones_are_not(git_repo: Path) -> None:
+    """The watched files are those git lists (tracked, or untracked and not ignored), as the
+    watch gate sees them: an ignored watched file holding a key is no finding."""
+    write_repo(git_repo, DEAD, ACME)
+    assert record(git_repo)[0].rc == 0
+    text = (git_repo / "pyproject.toml").read_text(encoding="utf-8")
+    watch = 'watch = ["prompts/**"]\n'
+    text = text.replace('cache = "eval-cache"\n', 'cache = "eval-cache"\n' + watch)
+    (git_repo / "pyproject.toml").write_text(text, encoding="utf-8")
+    (git_repo / ".gitignore").write_text("prompts/local.md\n", encoding="utf-8")
+    (git_repo / "prompts/leak.md").write_text(f"use {GITHUB}\n", encoding="utf-8")
+    (git_repo / "prompts/local.md").write_text(f"use {SLACK}\n", encoding="utf-8")
+    commit_all(git_repo)
+    (git_repo / "prompts/new.md").write_text(f"use {AWS}\n", encoding="utf-8")  # untracked
+    rc, output = check_secrets(git_repo)
+    assert rc == 1, output
+    assert "prompts/leak.md: eval-cache-secret" in output
+    assert "prompts/new.md: eval-cache-secret" in output
+    assert "prompts/local.md" not in output
 
 
 def test_the_configured_keys_value_is_found(git_repo: Path) -> None:

@@ -184,6 +184,7 @@ def check(
             entry_cache=entry_cache,
             jobs=jobs,
             progress=entry_bars(err),
+            rules=frozenset(rule.code for rule in rules),
         )
         findings = sort_findings([f for rule in rules for f in rule.check(facts)])
     from cachelint.credentials import configured_keys

@@ -24,6 +24,7 @@ NAMED = 10  # entry directories a finding names; the rest are counted
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
+    broken = {state.path for state in unsealed(facts)}
     for state in facts_stamps(facts):
         stamp = state.stamp
         if stamp is None:
@@ -38,9 +39,32 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             )
             continue
         yield from sealed_findings(facts, state, CODE)  # the root's SQLite cassettes
-        if stamp.entries == len(state.entries) and stamp.seal == seal(state.root, state.entries):
-            continue
-        yield Finding(state.path, CODE, _message(facts, state, stamp.entries or 0))
+        if state.path in broken:
+            yield Finding(state.path, CODE, _message(facts, state, stamp.entries or 0))
+
+
+def unsealed(facts: TreeFacts) -> list[RootStamp]:
+    """The roots whose stamp has a seal that no longer seals their entries, computed once per
+    check (collect asks git's history about them, this rule reports them)."""
+    return facts.derived(_unsealed)
+
+
+def _unsealed(facts: TreeFacts) -> list[RootStamp]:
+    return [
+        state
+        for state in facts_stamps(facts)
+        if state.stamp is not None
+        and state.stamp.seal is not None
+        and (
+            state.stamp.entries != len(state.entries)
+            or state.stamp.seal != seal(state.root, state.entries)
+        )
+    ]
+
+
+def cache_dir(state: RootStamp) -> str:
+    """The directory under which a root's entries lie."""
+    return f"{state.root.rstrip('/')}/{CACHE_DIR}"
 
 
 def _message(facts: TreeFacts, state: RootStamp, stamped: int) -> str:
@@ -59,17 +83,21 @@ def _message(facts: TreeFacts, state: RootStamp, stamped: int) -> str:
 
 def _changed_since_stamp(facts: TreeFacts, state: RootStamp) -> list[str]:
     """Entry directories under the root that differ between the working tree and the commit that
-    last wrote the stamp, by git; none when the stamp itself is uncommitted or changed (then it
-    was written for the working tree) or the history is not there."""
-    stamp_path = state.path
-    if stamp_path in facts.modified or stamp_path not in facts.index or facts.history is None:
+    last wrote the stamp, by git (`TreeFacts.stamp_changes`); none when the stamp itself is
+    uncommitted or changed (then it was written for the working tree) or the history is not
+    there."""
+    changed = facts.stamp_changes.get(state.path)
+    if changed is None:
         return []
-    cache = f"{state.root.rstrip('/')}/{CACHE_DIR}"
-    paths = facts.history(stamp_path, cache)
-    if paths is None:
-        return []
-    paths.update(p for p in facts.untracked if p.startswith(cache + "/"))
+    cache = cache_dir(state)
+    paths = changed | {p for p in facts.untracked if p.startswith(cache + "/")}
     return sorted({p.rpartition("/")[0] for p in paths if p.rpartition("/")[2] in ENTRY_FILES})
+
+
+def asks_history(facts: TreeFacts, state: RootStamp) -> bool:
+    """Whether git's history is asked about an unsealed root: only when its stamp is committed
+    and unchanged (else it was written for the working tree, not a commit)."""
+    return state.path not in facts.modified and state.path in facts.index
 
 
 RULE = Rule(
