@@ -66,7 +66,6 @@ def collect(
         changed = git.submit(listing.DIFF_FILES + spec)
         # The pins' projects, unless the config names the pin files.
         projects = None if config.pins else git.submit(listing.PROJECTS)
-        worktree = rulefacts.worktree(git, config) if wanted.secret else None
         walk = walk_roots(config, base, roots)
         plain = [p for p in walk.files if p not in walk.symlinks and p not in walk.special]
         attrfiles.refuse_special(repo, config, walk)
@@ -75,6 +74,8 @@ def collect(
         )
         found = listing.gather(git, spec, walk, stage, changed)
         del stage  # its listing, parsed: not kept while entries are read
+        # Last in git's queue, so no listing the read needs waits for it.
+        worktree = rulefacts.worktree(git, config) if wanted.secret else None
         source = sources.entry_source(config, found, prepared.result())
         read = read_entries(walk, prefixes, source, Reading(base, config, jobs, progress))
         read.corrupt += [(d, UNREADABLE.format(why)) for d, why in walk.unreadable.items()]
