@@ -301,7 +301,7 @@ def _offline(client: Any, allow: Any = ()) -> Iterator[list[str]]:
         netguard.allowing(allow),  # the agent's own services (`allow-hosts`)
         netguard.armed(replay=True, advice=netguard.Advice(_CALLS, _RECORD)),
         netguard.played(client.scenario) as hosts,
-        offline_target_children(client.endpoint.port) as drain,
+        offline_target_children(client.endpoint.port, client.endpoint.token) as drain,
     ):
         try:
             yield hosts

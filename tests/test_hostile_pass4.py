@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import commit_all, git, run_cachelint
 from tests.helpers import (
     BASIC,
+    CHILD_ANSWER,
+    CHILD_SCRIPT,
     DEAD,
+    RUN_NOW,
+    do_run,
     python_target,
     record,
+    record_requests,
     result,
     write_repo,
     write_targets_repo,
@@ -169,3 +178,44 @@ def test_a_python_assertion_under_an_installed_package_is_refused_before_importi
     assert shown.returncode == 2, shown.stdout + shown.stderr
     assert "Zen of Python" not in shown.stdout + shown.stderr
     assert "function 'this.x:check': not a function of the repository" in shown.stderr
+
+
+# ---- a python target's own children that ignore Python and Node.js: the proxy sees them -------
+
+CURLING = """
+import subprocess
+
+
+def answer(scenario, client):
+    reply = client.chat(scenario.messages)
+    subprocess.run(
+        ["curl", "-sS", "--max-time", "5", "https://api.example.invalid/v1/models"],
+        capture_output=True,
+    )
+    return reply
+"""
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_curl_started_by_a_python_target_fails_its_scenario_in_replay(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CACHELINT_TEST_KEY", raising=False)
+    monkeypatch.delenv("CACHELINT_EXECUTION", raising=False)
+    monkeypatch.setenv("CACHELINT_NOW", RUN_NOW)
+    write_targets_repo(
+        git_repo,
+        targets=python_target("curling:answer"),
+        scenarios={"support/acme/refund": CHILD_ANSWER},
+        files={"curling.py": CURLING},
+    )
+    recorded, _ = record_requests(git_repo, CHILD_SCRIPT)
+    assert recorded.rc == 0, recorded.out + recorded.err
+    monkeypatch.delitem(sys.modules, "curling", raising=False)
+
+    replay = do_run(git_repo)
+
+    assert replay.rc == 1, replay.out
+    error = str(result(git_repo, "support/acme/refund")["trials"][0]["error"])
+    assert error.startswith("scenario support/acme/refund: tried to reach api.example.invalid:443")
+    assert "HTTPS_PROXY" not in os.environ  # only the C-level environment had it, put back

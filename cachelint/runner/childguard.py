@@ -16,8 +16,9 @@ scenario, which it cannot reach. Without root and without compiled code, three l
   and its password the run's key: a proxy request without it (another local process's) gets a
   407 and blames no scenario. NO_PROXY keeps the endpoint's own address direct.
 
-A python target's children get the first two layers (`offline_target_children`), through the
-environment of the process the target runs in.
+A python target's children get all three (`offline_target_children`), through the environment
+of the process the target runs in; their proxy credentials name no scenario, so a refusal blames
+the scenarios running then (the one, with `--jobs 1`).
 
 Each refusal is reported to netguard (`report_refused`) and fails the scenario with its name and
 the host. A program that ignores the proxy variables and is neither Python nor Node.js can still
@@ -44,6 +45,9 @@ SITE_DIR = str(Path(__file__).resolve().parent.parent / "offline_site")
 NODE_GUARD = str(Path(SITE_DIR) / "node_guard.cjs")
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 _MAX_LOG_BYTES = 64 * 1024
+# The proxy user of a python target's children: no scenario's name (identities hold a slash), so
+# a refusal blames every scenario running then.
+_ANY_SCENARIO = "python-target"
 
 Response = tuple[int, dict[str, str], bytes]
 
@@ -53,11 +57,16 @@ def child_env(
 ) -> dict[str, str]:
     """The variables that keep a replayed command's children offline (added to its env); the
     proxy's credentials are the scenario and the run's key `token` (the trial when none)."""
+    return {**guard_env(port, log, inherited), **_proxy_env(scenario, token or str(trial), port)}
+
+
+def _proxy_env(scenario: str, secret: str, port: int) -> dict[str, str]:
+    """The proxy variables that send every program honouring them to the refusing proxy, with
+    `scenario` and `secret` as its credentials; loopback and `allow-hosts` stay direct."""
     from cachelint.runner.endpoint import LOOPBACK  # imports this module: not at the top
 
-    secret = quote(token or str(trial), safe="")
-    proxy = f"http://{quote(scenario, safe='')}:{secret}@{LOOPBACK}:{port}"
-    env = guard_env(port, log, inherited)
+    proxy = f"http://{quote(scenario, safe='')}:{quote(secret, safe='')}@{LOOPBACK}:{port}"
+    env: dict[str, str] = {}
     # `allow-hosts` are reached directly, not through the refusing proxy: NO_PROXY names hosts
     # (the guards still check the port; docs/security.md says what a program with neither does).
     direct = dict.fromkeys([LOOPBACK, *(h for h, _ in netguard.allowed_hosts())])
@@ -112,13 +121,15 @@ def offline_children(client: Any, inherited: Mapping[str, str]) -> Iterator[dict
 
 
 @contextmanager
-def offline_target_children(port: int) -> Iterator[Callable[[], None]]:
-    """While inside, every Python or Node.js process a python target starts is kept off the
-    network as a command's children are, by the same guards (`guard_env`, set in this process's
-    environment, which they inherit); the refusing proxy is left out, since this process's own
-    HTTP clients read the proxy variables too. Yields `drain`, called as each scenario ends:
-    the hosts the children refused since are reported to netguard against the scenarios
-    running then (the one that ends, with `--jobs 1`)."""
+def offline_target_children(port: int, token: str = "") -> Iterator[Callable[[], None]]:
+    """While inside, every process a python target starts is kept off the network as a
+    command's children are: the Python and Node.js guards through this process's environment,
+    which they inherit, and, given the run's key `token`, the refusing proxy through the C-level
+    environment only (`os.putenv`), which a child started with the inherited environment gets
+    (`subprocess` without `env=`, `os.system`) but this process's own HTTP clients, which read
+    `os.environ`, do not: netguard refuses those with its own advice. Yields `drain`, called as
+    each scenario ends: the hosts the children refused since are reported to netguard against
+    the scenarios running then (the one that ends, with `--jobs 1`)."""
     read = 0
     lock = threading.Lock()
     with _refused_log() as log:
@@ -134,10 +145,23 @@ def offline_target_children(port: int) -> Iterator[Callable[[], None]]:
                 netguard.report_refused(None, host)
 
         put_back = netguard.put_in_environ(guard_env(port, log, os.environ))
+        proxied = _proxy_env(_ANY_SCENARIO, token, port) if token else {}
+        for name, value in proxied.items():
+            os.putenv(name, value)
         try:
             yield drain
         finally:
+            for name in proxied:
+                _put_back_outside(name)
             put_back()
+
+
+def _put_back_outside(name: str) -> None:
+    """The C-level environment's `name` as `os.environ` holds it (unset when it holds none)."""
+    if name in os.environ:
+        os.putenv(name, os.environ[name])
+    else:
+        os.unsetenv(name)
 
 
 @contextmanager

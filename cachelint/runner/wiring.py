@@ -84,7 +84,8 @@ class Wiring:
             return
         from cachelint.runner.childguard import offline_target_children
 
-        self._drain = self._guard.enter_context(offline_target_children(self.endpoint.port))
+        guarded = offline_target_children(self.endpoint.port, self.endpoint.token)
+        self._drain = self._guard.enter_context(guarded)
 
     def _draining(self, target: Target) -> Target:
         """`target`, then what its children refused reported before its scenario ends."""
