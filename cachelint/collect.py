@@ -85,7 +85,7 @@ def collect(
         files = None if worktree is None else tuple(worktree.result())
     finally:
         git.close()
-    listed = _Listed(found, attributes, projects, git_dir, files)
+    listed = _Listed(found, attributes, projects, files)
     facts = _assemble(config, now, roots, walk, listed, read, scanned)
     return rulefacts.with_history(facts) if wanted.unstamped else facts
 
@@ -96,7 +96,6 @@ class _Listed(NamedTuple):
     found: listing.Listings
     attributes: attrcheck.Attributes
     projects: Future[GitResult] | None
-    git_dir: Future[GitResult]
     worktree: tuple[str, ...] | None
 
 
@@ -137,7 +136,6 @@ def _assemble(
         walked_names=walk.names,
         all_indexed=not found.strays,
         projects=None if projects is None else listing.projects(projects.result()),
-        git_dir=listing.git_dir(listed.git_dir.result()),
         env_file=listing.env_file_state(repo, config.target.env_file),
         worktree=listed.worktree,
         entry_secrets=None if scanned is None else scanned.secrets,

@@ -95,9 +95,6 @@ class TreeFacts:
     # The .NET project files in git's index (`listing.PROJECTS`), which the pins are read from;
     # None: not listed (the pins then list them themselves).
     projects: tuple[str, ...] | None = None
-    # The repository's git directory (`rev-parse --absolute-git-dir`), where the secret rule keeps
-    # its memory of entries scanned clean; None when git names none.
-    git_dir: Path | None = None
     # The configured env-file as git sees it (`listing.env_file_state`): "tracked", "unignored"
     # or "ignored"; None when none is configured or it is not on disk.
     env_file: str | None = None
