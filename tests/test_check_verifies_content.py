@@ -86,6 +86,28 @@ def test_a_deleted_entry_directory_committed_is_unstamped(native: Path) -> None:
     assert_caught(native, "eval-cache-unstamped", words)
 
 
+def test_every_rule_runs_on_the_facts_alone_with_git_gone(
+    native: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rules are functions of the facts: what eval-cache-unstamped names from git's history (and
+    whatever else a rule needs of git) is gathered by collect, so with git gone once the facts
+    are in, every rule still runs and the entry is still named."""
+    from cachelint.collect import collect
+    from cachelint.config import load
+    from cachelint.rules import all_rules
+    from tests.helpers import NOW
+
+    gone = entry_dirs(native)[0]
+    git(native, "rm", "-r", "-q", str(gone.relative_to(native)))
+    commit_all(native, "drop an entry")
+    facts = collect(load(native), now=NOW)
+    monkeypatch.setenv("PATH", "")
+    found = [f for rule in all_rules() for f in rule.check(facts)]
+    unstamped = [f for f in found if f.code == "eval-cache-unstamped"]
+    assert len(unstamped) == 1
+    assert gone.relative_to(native).as_posix() in unstamped[0].message
+
+
 @pytest.mark.parametrize(
     "damage",
     [
