@@ -25,7 +25,6 @@ UTILITIES = frozenset(
         "childproc",
         "display",
         "errors",
-        "forked",
         "fsutil",
         "gcpolicy",
         "gitutil",

@@ -424,11 +424,8 @@ def publish(plan: RunPlan, outcome: Outcome, *, out: TextIO, err: TextIO) -> int
         shard=plan.shard,
         filtered=plan.filtered,
     )
-    try:
-        report = replace(report, notes=tuple(published.notes))
-        return _conclude(plan, outcome, report, published, listing, out=out, err=err)
-    finally:
-        published.pages.join()
+    report = replace(report, notes=tuple(published.notes))
+    return _conclude(plan, outcome, report, published, listing, out=out, err=err)
 
 
 def _conclude(

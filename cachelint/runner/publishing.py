@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from cachelint.config import Config
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
-from cachelint.forked import Forked
 from cachelint.fsutil import atomic_write_chunks
 from cachelint.runner.cost import money
 from cachelint.runner.views import RUN_FILE, ExecutionView, scenario_view
@@ -371,7 +370,6 @@ class Published:
     notes: list[str]  # budget, baseline and cost lines for every report
     failed: bool  # a budget or baseline verdict fails the run
     text: str | None  # the stdout text, when this module renders the chosen format
-    pages: Forked  # the HTML pages being written; join() before the run ends
 
 
 def publish_more(
@@ -389,28 +387,21 @@ def publish_more(
     filtered: bool = False,
 ) -> Published:
     """Write run.json, the HTML pages and the baseline of a run judged by `run_verdict` (`view`
-    carries its failures, `notes` its cost and baseline lines); `Published.pages.join()` waits
-    for the pages."""
+    carries its failures, `notes` its cost and baseline lines)."""
     summary = write_run_summary(
         results_dir, report_dict, view, config, started=started, shard=shard, filtered=filtered
     )
     notes = list(notes)
-    shown = list(notes)  # the page shows the notes as they are now
+    page = results_dir / "report.html"
+    write_html_page(page, view, config, summary, notes=notes, durable=False)
+    if html is not None:
+        from cachelint.fsutil import open_regular
 
-    def write_pages() -> None:
-        page = results_dir / "report.html"
-        write_html_page(page, view, config, summary, notes=shown, durable=False)
-        if html is not None:
-            from cachelint.fsutil import open_regular
-
-            try:  # the page just written, copied as the regular file it is, never a link
-                with open_regular(page) as fh:
-                    atomic_write_chunks(html, iter(lambda: fh.read(1 << 20), b""))
-            except OSError as exc:
-                raise CachelintError(f"{html}: cannot write report: {exc.strerror}") from None
-
-    # Nothing below reads the page: it is written on the second core while the run finishes.
-    pages = Forked(write_pages)
+        try:  # the page just written, copied as the regular file it is, never a link
+            with open_regular(page) as fh:
+                atomic_write_chunks(html, iter(lambda: fh.read(1 << 20), b""))
+        except OSError as exc:
+            raise CachelintError(f"{html}: cannot write report: {exc.strerror}") from None
     if extras.save_baseline is not None:
         from cachelint.runner import baselines
 
@@ -418,11 +409,11 @@ def publish_more(
         notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
     failed = bool(view.failures)
     if fmt == "json":
-        return Published(notes, failed, json_text(report_dict, summary["cost"]), pages)
+        return Published(notes, failed, json_text(report_dict, summary["cost"]))
     if fmt not in PR_FORMATS:
-        return Published(notes, failed, None, pages)
+        return Published(notes, failed, None)
     text = pr_text(fmt, view, config, notes)
     append_step_summary(
         text if fmt == "markdown" else pr_text("markdown", view, config, notes), os.environ
     )
-    return Published(notes, failed, text, pages)
+    return Published(notes, failed, text)
