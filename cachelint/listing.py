@@ -4,6 +4,7 @@ decoded with surrogateescape so an undecodable name survives the round trip back
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cachelint.facts import GITLINK, SYMLINK, IgnoreSource, IndexEntry
+from cachelint.fsutil import read_regular
 from cachelint.gitutil import GitQueue, GitResult, run_git, split_z, stage_record
 from cachelint.walk import Walk
 
@@ -125,22 +127,25 @@ def index_objects(stage: bytes, wanted: set[str]) -> dict[str, str]:
 
 def really_modified(repo: Path, candidates: Iterable[str], recorded: dict[str, str]) -> set[str]:
     """diff-files compares stat data, so a file rewritten with the same bytes (or touched) shows
-    up; hash the candidates once with `git hash-object` (which applies the same filters as
-    `git add`) and keep only those whose content differs from the index (`recorded`: their
-    object ids there). The caller passes regular files only: hash-object would block on a FIFO."""
-    check = sorted(candidates)
-    # --stdin-paths is line based: a name with a newline cannot be hashed this way, keep it.
-    odd = {p for p in check if "\n" in p}
-    plain = [p for p in check if p not in odd]
-    if not plain:
-        return odd
-    result = run_git(
-        ["hash-object", "--stdin-paths"],
-        cwd=repo,
-        stdin="".join(p + "\n" for p in plain).encode("utf-8", "surrogateescape"),
-    )
-    shas = result.out.decode("ascii").split()
-    return odd | {p for p, sha in zip(plain, shas, strict=True) if sha != recorded.get(p)}
+    up; hash each candidate's bytes as git hashes a blob and keep only those whose object id
+    differs from the index's (`recorded`). The bytes are read here, not by `git hash-object`,
+    which would follow a link that replaced the file since the walk: a file that is no longer a
+    regular one (or is gone, or unreadable) counts as modified. They are hashed as stored, as
+    git stores a `-text` path, which every cache path must be (`eval-cache-text-attr`)."""
+    return {p for p in candidates if _blob_id(repo / p, recorded.get(p, "")) != recorded.get(p)}
+
+
+def _blob_id(path: Path, recorded: str) -> str | None:
+    """The object id of `path`'s bytes as a blob, in the hash of the repository (a 64-digit
+    `recorded` id: SHA-256); None when it is not a regular file that can be read."""
+    try:
+        data = read_regular(path)
+    except OSError:
+        return None
+    digest = hashlib.sha256() if len(recorded) == 64 else hashlib.sha1()  # git's object ids
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def ignore_sources(repo: Path, ignored: set[str]) -> dict[str, IgnoreSource]:
@@ -265,7 +270,7 @@ def gather(
 
 def modified(repo: Path, walk: Walk, found: Listings, limit: int) -> set[str]:
     """Tracked files whose content differs from the index: git's candidates, hashed; one above
-    `limit` (max-entry-bytes) is not hashed (hash-object would read it whole) and counts as
+    `limit` (max-entry-bytes) is not read (it would be read whole) and counts as
     modified, as a FIFO does."""
     on_disk = set(walk.files)
     index = found.index

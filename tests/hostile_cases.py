@@ -16,8 +16,9 @@ which covers 48 of the 52 cases. Passed on the old code: the two glob-speed test
 picks RE2 by itself when google-re2 is installed, as it is in this venv), hence the test without
 RE2, which hangs on the old code. Not shown failing: L-layout-probe-link (its test imports
 meai.guess_layout, which did not exist: could not be run), M-gitattributes-link (not run: on the
-old code it reads /dev/zero until memory runs out), L-swap-during-check (not fixed: xfail on both)
-and M-deep-baselines (its test stops at the shard run.json on the old code before it reaches the
+old code it reads /dev/zero until memory runs out), L-swap-during-check (fixed later: the test
+passes on the fix, was a strict xfail before it) and M-deep-baselines (its test stops at the
+shard run.json on the old code before it reaches the
 baselines). Not sampled: the other parametrisations, the pytest-session kill tests and the
 prune swapped midway.
 """
@@ -270,7 +271,6 @@ CASES: list[Case] = [
         "L-swap-during-check",
         "a cache file swapped for a symlink during check is hashed through the link",
         (GAP + "test_a_cache_file_swapped_for_a_link_during_check_is_not_hashed_through_it",),
-        fixed=False,
     ),
     Case(
         "L-weak-stat-checks",

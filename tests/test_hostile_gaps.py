@@ -127,11 +127,6 @@ def test_the_security_docs_say_what_the_network_guard_cannot_see() -> None:
     assert "**not a security\nboundary**" in security or "**not a security boundary**" in security
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 37 NOT FIXED: git hash-object --stdin-paths follows a link that replaced a "
-    "cache file after the walk (cachelint/listing.py really_modified)",
-)
 def test_a_cache_file_swapped_for_a_link_during_check_is_not_hashed_through_it(
     git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
