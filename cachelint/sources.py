@@ -99,7 +99,9 @@ class CachedSource:
         was verified against another index or changed the secret scan's memory, in the check's
         own process (why not in a forked child: benchmarks/README.md)."""
         entries = list(entries)
-        clean = self._cached.clean if clean is None else clean
+        if clean is None or not clean.digests:
+            # None: no scan ran. A memory of no digest is none, whatever it was judged by.
+            clean = self._cached.clean if clean is None else entrycache.Clean()
         current = same_index(self._cached, self._index) and clean == self._cached.clean
         if current and self._used == len(entries) == len(self._cached.entries):
             return  # every entry came from the cache and none went unused: nothing to rewrite

@@ -434,6 +434,15 @@ def test_one_damaged_line_leaves_the_whole_file_unused(
     assert len(rows(repo)) == 3
 
 
+def test_a_warm_check_with_nothing_changed_leaves_the_cache_file_as_it_is(repo: Path) -> None:
+    """Nothing verified anew, nothing unused, the secret scan's memory the same: no rewrite."""
+    facts_of(repo)
+    before = cache_path(repo).stat()
+    assert facts_of(repo).entries
+    after = cache_path(repo).stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
 def test_the_secret_scans_memory_is_kept_with_the_entries_under_the_same_mac(repo: Path) -> None:
     """The digests the secret scan found clean ride in the entry cache: a digest added by hand
     (which would hide a secret from the scan) leaves the whole file unused."""
