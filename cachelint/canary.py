@@ -81,8 +81,8 @@ class Canary:
         self.before: Listing = {}
         self.racy: dict[str, str] = {}  # racy files: repo-relative path -> blake3 at `begin`
         # Each file the store read: path, fstat when read, blake3, packed one after another in one
-        # buffer. Objects made per read would sit between the run's results on the heap, and the
-        # forked child that writes the HTML page would then copy twice as many pages of it.
+        # buffer: the run holds them to its end, a few objects per read would hold several times
+        # the bytes.
         self._reads = bytearray()
         self._prefix = os.path.join(os.fspath(repo), "")
         self._after: Listing | None = None
