@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cachelint.config import load
+from cachelint.credentials import configured_keys
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
@@ -95,7 +96,7 @@ def guard(start: Path, *, config_path: Path | None, command: Sequence[str], out:
     findings: list[Finding] = mutation_findings(change, during=during)
     if meai:
         findings = _explained(findings, change, meai, during)
-    out.write(render(findings))
+    out.write(render(findings, configured_keys(config)))
     out.flush()
     return rc if rc != 0 else int(ExitCode.FINDINGS)
 
@@ -124,11 +125,12 @@ def describe(command: Sequence[str], limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def render(findings: list[Finding]) -> str:
-    """Pure text reporter: one line per finding (as check prints it) and a count."""
+def render(findings: list[Finding], keys: Sequence[str] = ()) -> str:
+    """Pure text reporter: one line per finding (as check prints it, the configured `keys`
+    masked) and a count."""
     from cachelint.reporters import finding_lines
 
-    lines = finding_lines(findings)
+    lines = finding_lines(findings, keys=keys)
     lines.append(
         f"cachelint guard: {len(findings)} {'file' if len(findings) == 1 else 'files'} under the "
         "cache roots changed"

@@ -301,10 +301,11 @@ def wire(plan: RunPlan) -> Wiring:
 
 def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
+    from cachelint.credentials import configured_keys
     from cachelint.formats import ReportFormat
     from cachelint.netguard import armed
     from cachelint.progressbar import bars_on
-    from cachelint.runner.engine import ResultWriter, run_scenarios
+    from cachelint.runner.engine import ResultWriter, run_scenarios, slim_result
     from cachelint.runner.evaluators import eval_context
     from cachelint.runner.progress import live_progress
     from cachelint.runner.report import text_head
@@ -325,7 +326,11 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
         selected=selected,
     )
     writer = ResultWriter(
-        results_dir, execution=plan.execution, mode=plan.mode.value, expected=len(selected)
+        results_dir,
+        execution=plan.execution,
+        mode=plan.mode.value,
+        expected=len(selected),
+        priced=(config.target.model, config.prices),
     )
 
     on_done = _on_done(writer, progress, lines)
@@ -339,6 +344,8 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
                 jobs=plan.options.jobs,
                 on_done=on_done,
                 context=eval_context(repo, selected, config),
+                keep=slim_result if writer.slims else None,  # a large suite: memory stays flat
+                keys=configured_keys(config),  # masked in every output, whatever their shape
             )
     finally:
         wiring.close()
@@ -374,13 +381,19 @@ def _on_done(
 def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, Snapshot] | None]:
     """What the canary saw the run change in the cache tree, and the tree's contents after a run
     a green record may vouch for (whole and unchanged); neither without a canary."""
+    from cachelint.credentials import configured_keys
     from cachelint.hashing import mutation_findings
+    from cachelint.reporters import masked
 
     if plan.canary is None:
         return [], None
-    mutations = mutation_findings(
+    found = mutation_findings(
         plan.canary.mutations(), during=f"`cachelint run` (mode {plan.mode.value})"
     )
+    # Every format prints these findings (the text's FAIL lines through finding_lines, the JSON,
+    # the page): masked once, here, as check masks its own.
+    keys = configured_keys(plan.config) if found else ()
+    mutations = [masked(f, keys) for f in found]
     if mutations or plan.filtered:  # only a green record reads the contents
         return mutations, None
     return mutations, plan.canary.contents()
@@ -448,8 +461,10 @@ def _conclude(
     record_run(config, report, filtered=filtered)
     if plan.options.junit is not None:
         _write_report(plan.options.junit, render_junit(report))
-    if published.text is not None:
+    if isinstance(published.text, str):
         out.write(published.text)
+    elif published.text is not None:
+        out.writelines(published.text)  # --format json, in pieces
     else:
         out.write(text_tail(report) if outcome.streamed else render(report, plan.report_format))
     out.flush()
@@ -491,7 +506,7 @@ def _start_green_listing(plan: RunPlan, outcome: Outcome) -> GitProcess | None:
 def _run_summary(report: RunReport) -> dict[str, Any]:
     from cachelint.runner.report import report_dict
 
-    return report_dict(report)
+    return report_dict(report, streamed=True)
 
 
 def _write_report(path: Path, text: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from cachelint.config import Config, load
+from cachelint.credentials import configured_keys
 from cachelint.display import sanitize, shell_command
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
@@ -129,7 +130,7 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
             "no green record is staged, but watched files are; run the evals until they pass "
             f"({commands}), then `{add_record}`" + worktree_hint,
         )
-        out.write(render([finding], None))
+        out.write(render([finding], None, configured_keys(config)))
         return int(ExitCode.FINDINGS)
     try:
         record = green.parse_record(contents[record_blob], f"{record_name} (staged)")
@@ -139,13 +140,13 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
             _CODE_INVALID,
             f"{exc}; rerun {commands} to rewrite it, then `{add_record}`",
         )
-        out.write(render([finding], None))
+        out.write(render([finding], None, configured_keys(config)))
         return int(ExitCode.FINDINGS)
     findings, stale = _part_findings(config, record, state, in_use, with_cache=bool(cache_staged))
     if not findings:
         return int(ExitCode.OK)
     fix = f"{_commands(stale)}, then `{add_record}`" + worktree_hint
-    out.write(render(findings, fix))
+    out.write(render(findings, fix, configured_keys(config)))
     return int(ExitCode.FINDINGS)
 
 
@@ -340,14 +341,20 @@ def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
             f"no green record, but files are watched ({why}); run the evals until they pass "
             f"({fix})",
         )
-        out.write(render([finding], None))
+        out.write(render([finding], None, configured_keys(config)))
         return int(ExitCode.FINDINGS)
     except OSError as exc:
         raise CachelintError(f"{name}: cannot read the green record ({exc.strerror})") from None
     try:
         record = green.parse_record(raw, name)
     except ValueError as exc:
-        out.write(render([Finding(name, _CODE_INVALID, f"{exc}; rewrite it with {fix}")], None))
+        out.write(
+            render(
+                [Finding(name, _CODE_INVALID, f"{exc}; rewrite it with {fix}")],
+                None,
+                configured_keys(config),
+            )
+        )
         return int(ExitCode.FINDINGS)
     state = green.worktree_state(config)
     findings, stale = _part_findings(config, record, state, in_use, with_cache=True)
@@ -357,7 +364,13 @@ def _watch_worktree(config: Config, *, out: TextIO, why: str) -> int:
             + "\n"
         )
         return int(ExitCode.OK)
-    out.write(render(findings, f"{_commands(stale)}, then commit {shell_command(name)}"))
+    out.write(
+        render(
+            findings,
+            f"{_commands(stale)}, then commit {shell_command(name)}",
+            configured_keys(config),
+        )
+    )
     return int(ExitCode.FINDINGS)
 
 
@@ -391,11 +404,12 @@ def _stale_findings(
     return findings
 
 
-def render(findings: list[Finding], fix: str | None) -> str:
-    """Pure text reporter: one line per finding (as check prints it), then the fix."""
+def render(findings: list[Finding], fix: str | None, keys: Sequence[str] = ()) -> str:
+    """Pure text reporter: one line per finding (as check prints it, the configured `keys`
+    masked), then the fix."""
     from cachelint.reporters import finding_lines
 
-    lines = finding_lines(findings)
+    lines = finding_lines(findings, keys=keys)
     if fix is not None:
         count = len(findings)
         noun = "path differs" if count == 1 else "paths differ"

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachelint import resultsink
 from cachelint.childproc import module_command
@@ -30,9 +30,13 @@ from cachelint.runner.client import CacheMiss, CachingClient, CallRecord
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.evaluators import EvalContext, evaluate_all
 from cachelint.runner.judges import JUDGE_OPTIONS, judge_messages, parse_score
+from cachelint.runner.masking import Masker
 from cachelint.runner.metrics import Metric
 from cachelint.runner.output import Output, output_from_completion
 from cachelint.runner.pytarget import Target
+
+if TYPE_CHECKING:
+    from cachelint.runner.cost import Price
 
 RESULT_FORMAT = 1
 
@@ -228,16 +232,23 @@ def run_scenarios(
     jobs: int = 1,
     on_done: Callable[[ScenarioResult], None] | None = None,
     context: EvalContext | None = None,
+    keep: Callable[[ScenarioResult], ScenarioResult] | None = None,
+    keys: Sequence[str] = (),
 ) -> list[ScenarioResult]:
-    """Run every scenario; the result list is in the order given, whatever finishes first."""
+    """Run every scenario; the result list is in the order given, whatever finishes first.
+    Each result has the configured `keys` masked (`runner.masking`) before anything sees it."""
+    masker = Masker(keys)
 
     def one(scenario: Scenario) -> ScenarioResult:
         result = run_scenario(
             scenario, trials=trials, make_client=make_client, target=target, context=context
         )
+        if masker:
+            result = masker.value(result)
         if on_done is not None:
             on_done(result)
-        return result
+        # What the run holds of it to the end (`slim_result` for a large suite).
+        return result if keep is None else keep(result)
 
     if jobs <= 1 or len(scenarios) <= 1:
         return [one(s) for s in scenarios]
@@ -366,6 +377,27 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
     }
 
 
+def slim_result(result: ScenarioResult) -> ScenarioResult:
+    """`result` as the end of a large run holds it: without the messages, answers and output
+    its results file has (the text, JSON and JUnit reports and the entries used read none)."""
+
+    def light(calls: tuple[CallRecord, ...]) -> tuple[CallRecord, ...]:
+        return tuple(dataclasses.replace(c, messages=(), response=None, tools=()) for c in calls)
+
+    trials = tuple(
+        dataclasses.replace(
+            t, output=None, calls=light(t.calls), judge_calls=light(t.judge_calls)
+        )
+        for t in result.trials
+    )
+    return ScenarioResult(result.scenario, trials)
+
+
+# Up to this many scenarios a run keeps each results document whole for the reports; above, only
+# what the reports other than the page read (`views.slim_record`), the page reading each file
+# back as it is drawn, so memory stays flat however large the suite.
+HOLD_MAX_SCENARIOS = 5_000
+
 # From this many scenarios a child creates the results files: below it, its start-up (~40 ms of
 # the other core, and a wait at the end) is more than the files cost here.
 SINK_MIN_SCENARIOS = 200
@@ -384,10 +416,22 @@ class ResultWriter:
     benchmarks/README.md).
     A failed write stops further writes and is one `CachelintError` line at `close` (or on leaving
     the context manager), after the scenarios have run. If the child fails in any other way, the
-    files are written here at `close`.
+    files are written here at `close` (a large suite's, whose documents are not held: one line).
+
+    `records` holds each document by identity for the reports, whole up to `HOLD_MAX_SCENARIOS`
+    expected scenarios; above, with `priced` (the config's model and prices), each as the
+    `ScenarioView` of its slim document and its file (`views.scenario_view`).
     """
 
-    def __init__(self, directory: Path, *, execution: str, mode: str, expected: int = 0) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        execution: str,
+        mode: str,
+        expected: int = 0,
+        priced: tuple[str, Mapping[str, Price]] | None = None,
+    ) -> None:
         self.directory = directory
         self.execution = execution
         self.mode = mode
@@ -399,7 +443,8 @@ class ResultWriter:
         self._sink_broken = False
         # Each written document by scenario identity: the reports read the same documents, and
         # building them again cost as much as writing them.
-        self.records: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, Any] = {}
+        self._priced = priced if expected > HOLD_MAX_SCENARIOS else None
 
     def __enter__(self) -> ResultWriter:
         return self
@@ -412,7 +457,7 @@ class ResultWriter:
         # The identity is validated as a relative agent/tenant/name path when datasets load.
         path = f"{self._base}/{result.scenario.identity}.json"
         record = scenario_record(result, execution=self.execution, mode=self.mode)
-        self.records[result.scenario.identity] = record
+        self.records[result.scenario.identity] = self._kept(result.scenario.identity, record)
         if self._failure is not None:
             return
         data = (_compact(record) + "\n").encode("utf-8")
@@ -426,10 +471,27 @@ class ResultWriter:
         if self._sink is None:
             self._write_here(path, data)
 
+    @property
+    def slims(self) -> bool:
+        """Whether `records` holds slim documents (a large suite): the run then keeps
+        `slim_result`s too."""
+        return self._priced is not None
+
+    def _kept(self, identity: str, record: dict[str, Any]) -> Any:
+        if self._priced is None:
+            return record
+        from cachelint.runner.views import scenario_view
+
+        return scenario_view(record, *self._priced, source=(self.directory, f"{identity}.json"))
+
     def close(self) -> None:
         if self._sink is not None:
             sink, self._sink = self._sink, None
-            if not self._finish_sink(sink):
+            written = self._finish_sink(sink)
+            if not written and self._priced is not None:
+                # A large suite's documents are not held: they cannot be written here instead.
+                self._failure = (self._base, "the process writing the results files failed")
+            elif not written:
                 for identity, record in self.records.items():  # the child failed: do it here
                     if self._failure is None:
                         data = (_compact(record) + "\n").encode("utf-8")
