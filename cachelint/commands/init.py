@@ -30,6 +30,7 @@ from cachelint.commands.init_files import (
     Report,
     append,
     ensure_pin,
+    read_existing,
     read_toml,
     write_whole,
 )
@@ -106,6 +107,8 @@ def init(start: Path, *, dotnet: bool | None, force: bool, out: TextIO) -> int:
             f"{start}: not the repository's root; run `cachelint init` in {repo}, where it "
             "writes the config and the workflow"
         )
+    for name in (".gitattributes", ".gitignore"):
+        read_existing(repo, name)  # the git commands below read them: a FIFO would hang them
     is_dotnet = _detect_dotnet(repo) if dotnet is None else dotnet
     report = Report()
     source = _installed_from()
@@ -270,7 +273,7 @@ def _write_config(repo: Path, config: tuple[str, str], report: Report, *, force:
         write_whole(repo, "cachelint.toml", header + body, report, force=force)
         return
     path = repo / "pyproject.toml"
-    text = path.read_text(encoding="utf-8")
+    text = read_existing(repo, "pyproject.toml") or ""
     block = f"{header}[tool.cachelint]\n{body}"
     if block in text:
         report.did("unchanged", "pyproject.toml", "[tool.cachelint]")
@@ -379,7 +382,7 @@ def _ensure_precommit(repo: Path, source: Source, report: Report) -> None:
     if not path.is_file():
         write_whole(repo, PRE_COMMIT, "repos:\n" + block, report, force=False)
         return
-    text = path.read_text(encoding="utf-8")
+    text = read_existing(repo, PRE_COMMIT) or ""
     if "id: cachelint-check" in text:
         report.did("unchanged", PRE_COMMIT, "cachelint's hooks are there")
         return
@@ -423,7 +426,7 @@ def _dotnet_advice(repo: Path, cache: str) -> list[str]:
     ]
     files = [p for p in _tracked(repo) if p.lower().endswith((".props", ".csproj", ".fsproj"))]
     locked = any(
-        "<restorepackageswithlockfile>true" in (repo / p).read_text("utf-8", "replace").lower()
+        "<restorepackageswithlockfile>true" in (read_existing(repo, p) or "").lower()
         for p in files
         if (repo / p).is_file()
     )

@@ -48,11 +48,32 @@ def _diff(old: str, new: str, path: str) -> str:
     return "".join(sanitize(line.rstrip("\n")) + "\n" for line in lines)
 
 
+READ_BYTES = 4 * 1024 * 1024  # a file init edits (config, attributes, hooks): more is no such file
+
+
+def read_existing(repo: Path, rel: str) -> str | None:
+    """The text of the repository's file `rel`, or None when there is none. Read as every file
+    of a repository is (`confine.read_inside`): a committed link is never followed (its target's
+    text would be printed in a diff) and a FIFO never opened (init waited on it), each one line."""
+    from cachelint.confine import read_inside
+
+    try:
+        data = read_inside(repo, rel, "init: file", READ_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CachelintError(
+            f"{rel}: {exc.strerror or exc}; init reads and edits only regular files of the "
+            "repository: replace it with one, rerun `cachelint init`"
+        ) from None
+    return data.decode("utf-8", errors="replace")
+
+
 def write_whole(repo: Path, rel: str, text: str, report: Report, *, force: bool) -> bool:
     """Create `rel` with `text`; True when it now holds exactly that."""
     path = repo / rel
-    if path.is_file():
-        old = path.read_text(encoding="utf-8", errors="replace")
+    old = read_existing(repo, rel) if path.is_file() or path.is_symlink() else None
+    if old is not None:
         if old == text:
             report.did("unchanged", rel)
             return True
@@ -74,7 +95,7 @@ def write_whole(repo: Path, rel: str, text: str, report: Report, *, force: bool)
 def append(repo: Path, rel: str, block: str, report: Report, what: str, gap: bool = True) -> None:
     """Add `block` at the end of `rel` (created if absent), after a blank line with `gap`."""
     path = repo / rel
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    old = read_existing(repo, rel) or ""
     if old and not old.endswith("\n"):
         old += "\n"
     atomic_write(path, (old + ("\n" if old and gap else "") + block).encode("utf-8"))
@@ -83,8 +104,8 @@ def append(repo: Path, rel: str, block: str, report: Report, what: str, gap: boo
 
 def read_toml(path: Path) -> dict[str, object]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return tomllib.loads(read_existing(path.parent, path.name) or "")
+    except tomllib.TOMLDecodeError as exc:
         raise CachelintError(
             f"{path.name}: cannot read it as TOML ({exc}); fix it, rerun"
         ) from None
@@ -161,7 +182,7 @@ def _add_pin(repo: Path, report: Report) -> Install | None:
         )
         return None
     kind, name = place
-    text = pyproject.read_text(encoding="utf-8")
+    text = read_existing(repo, "pyproject.toml") or ""
     new = _pin_into(text, kind, name, line)
     wanted = '"cachelint": "' + __version__ if kind == "poetry" else f'"{line}"'
     if new is None or wanted not in json.dumps(_toml_text(new)):
