@@ -70,7 +70,7 @@ def _verdicts(config: Config, name: str | None, *, latest: bool) -> dict[str, bo
     """Scenario identity -> passed, from an execution's results (none: empty)."""
     from cachelint.runner.evidence import verified
     from cachelint.runner.results import execution_name
-    from cachelint.runner.views import list_executions, load_execution
+    from cachelint.runner.views import execution_directory, list_executions, load_execution
 
     root = config.repo / config.results
     if name is None:
@@ -79,8 +79,10 @@ def _verdicts(config: Config, name: str | None, *, latest: bool) -> dict[str, bo
             return {}
         name = names[-1]
     execution_name(name)
-    summary = dict(verified(root / name).document)
-    view = load_execution(root / name, config.target.model, config.prices, summary)
+    # A linked execution is refused as report --execution refuses it: read from elsewhere.
+    directory = execution_directory(config.repo, config.results, name)
+    summary = dict(verified(directory).document)
+    view = load_execution(directory, config.target.model, config.prices, summary)
     return {s.identity: s.passed for s in view.scenarios}
 
 

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from cachelint.config import load
-from cachelint.display import sanitize
+from cachelint.config import Config, load
+from cachelint.display import sanitize, shell_command
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.gitutil import repo_root
 
@@ -69,7 +69,9 @@ def green(
         raise CachelintError("green record not written: " + "; ".join(standing))
     # Evidence, not claims: the run summary and every scenario's results file, read bounded and
     # without following a link, must agree; a verdict that is not true or false is refused.
-    summary = verified(config.repo / config.results / execution_name(execution))
+    name = execution_name(execution)
+    _refuse_committed(config, f"{config.results}/{name}".removeprefix("./"))
+    summary = verified(config.repo / config.results / name)
     entries = {s.identity: s.passed for s in summary.scenarios}
     pairs = suite_pairs(config)
     # The record pins the primary identities, as `cachelint run` writes it; every matrix pair
@@ -95,3 +97,20 @@ def green(
     rel = path.relative_to(config.repo).as_posix()
     out.write(sanitize(f"green record: {rel} ({len(every)} scenarios)") + "\n")
     return int(ExitCode.OK)
+
+
+def _refuse_committed(config: Config, rel: str) -> None:
+    """An execution is what a run wrote here, never what a commit brought: a pull request can
+    commit a forged one (run and report --merge then write to NAME-2 beside it), so a directory
+    git tracks anything under is no evidence."""
+    from cachelint.gitutil import run_git, split_z
+
+    listed = run_git(["ls-files", "-z", "--", f":(literal){rel}"], cwd=config.repo)
+    tracked = split_z(listed.out)
+    if tracked:
+        raise CachelintError(
+            f"green: execution directory {rel} is tracked by git ({tracked[0]}): a committed "
+            "execution is no evidence of a run; run the evals (`cachelint run`) and name the "
+            "execution they write, and remove the committed one "
+            f"(`{shell_command('git', 'rm', '-r', '--cached', '--', rel)}`)"
+        )

@@ -101,10 +101,10 @@ class HttpTransport:
         raise TransportError(f"{where} failed after {attempt} attempts: {failure}")
 
     def _excerpt(self, text: str) -> str:
-        excerpt = text[:EXCERPT]
+        # Masked before it is cut: a key across the cut would leave its first part in the excerpt.
         if self.api_key:
-            excerpt = excerpt.replace(self.api_key, "***")
-        return json.dumps(excerpt, ensure_ascii=False)
+            text = text.replace(self.api_key, "***")
+        return json.dumps(text[:EXCERPT], ensure_ascii=False)
 
     def close(self) -> None:
         self._client.close()
