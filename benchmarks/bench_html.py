@@ -147,8 +147,7 @@ def _one_load(browser: Browser, page: Path, rounds: int, got: dict[str, Any]) ->
     )
     got["load"].append(browser.js("performance.getEntriesByType('navigation')[0].loadEventEnd"))
     browser.click("#search")
-    # typed at once after the load: the search text of scenarios not yet indexed while the
-    # browser was idle is lowered now
+    # typed at once after the load (the search index is built before the box is shown)
     got["first_key"].append(_timed(browser, lambda: browser.type("c")))
     for _ in range(rounds):
         for char in "ase-0001":

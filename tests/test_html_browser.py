@@ -107,6 +107,18 @@ def test_plain_run_cards_and_search(
         )
         == 0
     )
+    # a tenant hidden whole keeps its scenarios' old state until it is shown again, then is put
+    # right: 'globex/' hides acme whole, a pasted answer's words (one input event) show one of it
+    for _ in "no such words anywhere":
+        browser.key("Backspace", 8)
+    browser.settled()
+    assert browser.js(VISIBLE) == total
+    browser.type("globex/")
+    browser.settled()
+    browser.js("document.getElementById('search').select()")
+    browser.send("Input.insertText", text="leaking tent")
+    browser.settled()
+    assert browser.js(SHOWN) == ["support/acme/refund"]
     assert browser.errors == []
 
 

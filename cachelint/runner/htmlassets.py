@@ -8,13 +8,17 @@ results file can run; the page's Content-Security-Policy forbids every fetch bes
 Search and filter must answer in a page of 20,000 scenarios (benchmarks/bench_html.py):
 - the status filter is one class on <body> that CSS rules read (`body.failed-only
   details.scenario:not(.failed)`), never a write per scenario;
-- the search index is one lowercased string per scenario in an array, built from the page's text
-  while the browser is idle after loading (or at the first key, when that comes first); a key
-  that extends the query tests only the scenarios still shown, and a scenario's class changes
-  only when its match does;
-- which groups are empty and how many scenarios are shown are counted in the arrays, not read
+- the search index is one lowercased string per scenario in an array, built as the script starts,
+  before the search box is shown (built at the first key instead, it made that key the slowest);
+- one pass over the scenarios, tenant by tenant, answers the search and the filter together: a
+  key that extends the query tests only the scenarios still shown; a tenant with nothing shown
+  is hidden whole (one attribute) and its scenarios' attributes are written only when it is
+  shown again; elsewhere a scenario's `hidden` changes only when its match does (the attribute,
+  not a class: no `classList` object is made per scenario);
+- keys typed within one frame are answered once, in that frame (requestAnimationFrame);
+- which groups are empty and how many scenarios are shown are counted in the pass, not read
   back from the page;
-- `content-visibility:auto` lets the browser lay out only the scenarios on screen.
+- `content-visibility:auto` lets the browser lay out only the sections and scenarios on screen.
 A turn that links to a shared system text (runner/htmlscenario.py) is filled in with that text
 when its scenario is opened.
 """
@@ -70,7 +74,7 @@ text-transform:uppercase;color:#555}
 .shared{background:var(--soft)}
 body.failed-only details.scenario:not(.failed),body.failed-only .group.all-passed,
 body.regressed-only details.scenario:not(.regressed),
-body.missed-only details.scenario:not(.missed),.nomatch,.empty{display:none}
+body.missed-only details.scenario:not(.missed){display:none}
 [hidden]{display:none!important}
 .meta{color:#57606a;font-size:.9em}svg{vertical-align:middle}
 .note{margin:.2rem 0}
@@ -83,72 +87,90 @@ JS = """
   var count = document.getElementById('shown-count');
   var hierarchy = document.getElementById('hierarchy');
   var scenarios = Array.prototype.slice.call(document.querySelectorAll('details.scenario'));
-  var groups = Array.prototype.slice.call(document.querySelectorAll('section.group'));
   var rows = Array.prototype.slice.call(document.querySelectorAll('table.matrix tr.row'));
   var n = scenarios.length;
-  var where = new Map(groups.map(function (g, i) { return [g, i]; }));
-  var up = scenarios.map(function (s) {  // the tenant's and the agent's section
-    return [where.get(s.parentNode), where.get(s.parentNode && s.parentNode.parentNode)];
-  });
+  // The scenarios come tenant by tenant: each run of them under one section is a part, and
+  // the agent's section holds its tenants' parts.
+  var parts = [];
+  var agents = [];
+  for (var i = 0; i < n; i++) {
+    var section = scenarios[i].parentNode;
+    var part = parts[parts.length - 1];
+    if (part && part.el === section) { part.to = i + 1; continue; }
+    var outer = section.parentNode;
+    var agent = agents[agents.length - 1];
+    if (!agent || agent.el !== outer) {
+      agent = {el: outer, empty: 0, shown: 0};
+      agents.push(agent);
+    }
+    parts.push({el: section, agent: agent, from: i, to: i + 1, empty: 0});
+  }
   var marks = scenarios.map(function (s) { return ' ' + s.className + ' '; });
   var matched = new Uint8Array(n).fill(1);
-  var empty = new Uint8Array(groups.length);
-  var texts = new Array(n);
-  var built = 0;
+  var hidden = new Uint8Array(n);  // the scenario's `hidden`, as last written
+  // One lowercased text per scenario, built before the search box is shown: the first key
+  // then costs what every other key does.
+  var texts = scenarios.map(function (s) {
+    return (s.id.slice(2) + ' ' + s.textContent).toLowerCase();
+  });
   var last = '';
-  var later = window.requestIdleCallback || function (f) {
-    return setTimeout(function () { f({timeRemaining: function () { return 50; }}); }, 1);
-  };
+  var queued = false;
   document.getElementById('tools').hidden = false;
-  function index(upTo) {
-    for (; built < upTo; built++) {
-      var s = scenarios[built];
-      texts[built] = (s.id.slice(2) + ' ' + s.textContent).toLowerCase();
-    }
-  }
-  function idle(deadline) {
-    while (built < n && deadline.timeRemaining() > 3) { index(Math.min(n, built + 250)); }
-    if (built < n) { later(idle); }
-  }
   function status() {
     var checked = document.querySelector('input[name="status"]:checked');
     return checked ? checked.value : 'all';
   }
-  function match(query) {
-    if (query === last) { return; }
-    index(query ? n : 0);
-    var narrower = last !== '' && query.indexOf(last) !== -1;
-    for (var i = 0; i < n; i++) {
-      if (narrower && !matched[i]) { continue; }
-      var ok = !query || texts[i].indexOf(query) !== -1 ? 1 : 0;
-      if (ok !== matched[i]) { matched[i] = ok; scenarios[i].classList.toggle('nomatch', !ok); }
-    }
-    last = query;
-  }
-  function apply() {
-    var query = search.value.trim().toLowerCase();
-    var st = status();
-    match(query);
-    body.className = st === 'all' ? '' : st + '-only';
+  function tenant(p, query, narrower, mark) {  // a tenant's scenarios: how many are shown
     var shown = 0;
-    var per = new Uint32Array(groups.length);
-    var mark = ' ' + st + ' ';
-    for (var i = 0; i < n; i++) {
-      if (matched[i] && (st === 'all' || marks[i].indexOf(mark) !== -1)) {
-        shown++;
-        if (up[i][0] !== undefined) { per[up[i][0]]++; }
-        if (up[i][1] !== undefined) { per[up[i][1]]++; }
+    for (var i = p.from; i < p.to; i++) {
+      if (query !== last && !(narrower && !matched[i])) {
+        matched[i] = !query || texts[i].indexOf(query) !== -1 ? 1 : 0;
+      }
+      if (matched[i] && (mark === ' all ' || marks[i].indexOf(mark) !== -1)) { shown++; }
+    }
+    // A section with nothing shown is hidden whole; its scenarios' attributes wait until it
+    // is shown again, so a key that hides whole tenants writes one attribute per tenant.
+    for (var j = shown ? p.from : p.to; j < p.to; j++) {
+      if (hidden[j] === matched[j]) {
+        hidden[j] = 1 - matched[j];
+        scenarios[j].hidden = !matched[j];
       }
     }
-    for (var g = 0; g < groups.length; g++) {
-      var none = per[g] === 0 ? 1 : 0;
-      if (none !== empty[g]) { empty[g] = none; groups[g].classList.toggle('empty', !!none); }
+    var none = shown ? 0 : 1;
+    if (none !== p.empty) { p.empty = none; p.el.hidden = !!none; }
+    return shown;
+  }
+  function apply() {
+    queued = false;
+    var query = search.value.trim().toLowerCase();
+    var st = status();
+    var narrower = last !== '' && query.indexOf(last) !== -1;
+    var mark = ' ' + st + ' ';
+    var shown = 0;
+    var filter = st === 'all' ? '' : st + '-only';
+    if (body.className !== filter) { body.className = filter; }
+    agents.forEach(function (a) { a.shown = 0; });
+    for (var k = 0; k < parts.length; k++) {
+      var got = tenant(parts[k], query, narrower, mark);
+      parts[k].agent.shown += got;
+      shown += got;
     }
+    last = query;
+    agents.forEach(function (a) {
+      var none = a.shown ? 0 : 1;
+      if (none !== a.empty && a.el.classList.contains('group')) {
+        a.empty = none;
+        a.el.hidden = !!none;
+      }
+    });
     for (var r = 0; r < rows.length; r++) {
       var keep = !query || rows[r].getAttribute('data-search').indexOf(query) !== -1;
       if (rows[r].hidden === keep) { rows[r].hidden = !keep; }
     }
     count.textContent = shown + ' of ' + n + ' scenarios shown';
+  }
+  function later() {  // keys typed within one frame are answered once, before it is drawn
+    if (!queued) { queued = true; requestAnimationFrame(apply); }
   }
   function fill(links) {  // a shared system text, where a turn links to it
     for (var k = 0; k < links.length; k++) {
@@ -166,17 +188,16 @@ JS = """
       }
     }, true);
   }
-  search.addEventListener('input', apply);
+  search.addEventListener('input', later);
   document.querySelectorAll('input[name="status"]').forEach(function (box) {
-    box.addEventListener('change', apply);
+    box.addEventListener('change', later);
   });
   var fromHash = document.getElementById('status-' + location.hash.slice(1));
   if (fromHash) { fromHash.checked = true; }
   apply();
   window.addEventListener('load', function () {
-    later(function () {
+    (window.requestIdleCallback || setTimeout)(function () {
       fill(document.querySelectorAll('details.scenario[open] a.same'));
-      later(idle);
     });
   });
 })();
