@@ -77,6 +77,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "a watched file git lists, lstat'ed first (links hashed as git does), regular only"
     ),
     ("cachelint/hashing.py", "hash_file", "os.open"): CACHE_ENTRY,
+    ("cachelint/listing.py", "_blob_id", "read_regular"): (
+        "a tracked file whose stat data changed, hashed as a blob: never through a link, bounded"
+    ),
     ("cachelint/hashing.py", "_hash_entry", "os.open"): CACHE_ENTRY,
     ("cachelint/hook.py", "_read_table", "read_regular"): (
         "the lean hook's config probe: the top-level config files, regular and bounded"
