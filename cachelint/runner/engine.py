@@ -385,9 +385,7 @@ def slim_result(result: ScenarioResult) -> ScenarioResult:
         return tuple(dataclasses.replace(c, messages=(), response=None, tools=()) for c in calls)
 
     trials = tuple(
-        dataclasses.replace(
-            t, output=None, calls=light(t.calls), judge_calls=light(t.judge_calls)
-        )
+        dataclasses.replace(t, output=None, calls=light(t.calls), judge_calls=light(t.judge_calls))
         for t in result.trials
     )
     return ScenarioResult(result.scenario, trials)

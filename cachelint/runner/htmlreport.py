@@ -265,7 +265,8 @@ def _hierarchy(
         for s in members:
             tenants.setdefault(s.tenant, []).append(s)
         for tenant, scenarios in sorted(tenants.items()):
-            shared = shared_texts((s.trials for s in scenarios), f"p{next(numbers)}-")
+            # Whole documents (a large run reads each back: views.ScenarioView.whole).
+            shared = shared_texts((s.whole().trials for s in scenarios), f"p{next(numbers)}-")
             ok_t = sum(1 for s in scenarios if s.passed)
             cls_t = "group all-passed" if ok_t == len(scenarios) else "group"
             # Laid out only when on screen; until then as tall as its closed scenarios and the
@@ -278,7 +279,7 @@ def _hierarchy(
                 f"{_group_cost(scenarios)}</span></h3>{shared_block(shared)}"
             )
             for s in scenarios:
-                yield _scenario(s, settings, trend, marks, datasets, shared)
+                yield _scenario(s.whole(), settings, trend, marks, datasets, shared)
             yield "</section>"
         yield "</section>"
     yield "</div>"

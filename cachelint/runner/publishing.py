@@ -6,20 +6,21 @@ Called once from `commands/run.py::publish`; the renderers it calls are pure, th
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachelint.config import Config
-from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write_chunks
+from cachelint.jsonstream import Streamed, json_chunks
 from cachelint.runner.cost import money
-from cachelint.runner.views import RUN_FILE, ExecutionView, scenario_view
+from cachelint.runner.views import RUN_FILE, ExecutionView, ScenarioView, scenario_view
 
 if TYPE_CHECKING:
     from cachelint.runner.htmlreport import TrendRun
@@ -76,24 +77,28 @@ def view_of(
     report: Any,
     config: Config,
     started: str | None,
-    written: Mapping[str, Mapping[str, Any]] | None = None,
+    written: Mapping[str, Any] | None = None,
 ) -> ExecutionView:
     """The run's results as the reports read them (the same documents the results files hold:
-    `written`, the ResultWriter's, where it has the scenario's)."""
+    `written`, the ResultWriter's, where it has the scenario's: a document, or for a large run
+    the `ScenarioView` of its slim document)."""
     from cachelint.runner.engine import scenario_record
 
     known = written or {}
-    records = [
-        known.get(r.scenario.identity)
-        or scenario_record(r, execution=report.execution, mode=report.mode)
-        for r in report.results
-    ]
-    prices = config.prices
+    model, prices = config.target.model, config.prices
+
+    def view(r: Any) -> ScenarioView:
+        found = known.get(r.scenario.identity)
+        if isinstance(found, ScenarioView):
+            return found
+        record = found or scenario_record(r, execution=report.execution, mode=report.mode)
+        return scenario_view(record, model, prices)
+
     return ExecutionView(
         name=report.execution,
         mode=report.mode,
         started=started,
-        scenarios=[scenario_view(rec, config.target.model, prices) for rec in records],
+        scenarios=[view(r) for r in report.results],
         mutations=[
             {"code": f.code, "path": f.path, "message": f.message} for f in report.mutations
         ],
@@ -117,38 +122,46 @@ def cost_summary(view: ExecutionView) -> dict[str, Any]:
     }
 
 
-def json_text(report_dict: Mapping[str, Any], cost: Mapping[str, Any]) -> str:
-    """`--format json`: the report with the cost figures."""
-    data = {**report_dict, "cost": cost}
-    return json_dumps(data) + "\n"
+def json_text(report_dict: Mapping[str, Any], cost: Mapping[str, Any]) -> Iterator[str]:
+    """`--format json`: the report with the cost figures, in pieces."""
+    yield from json_chunks({**report_dict, "cost": cost})
+    yield "\n"
+
+
+def _trend_scenario(s: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "scenario": s.get("scenario"),
+        "passed": s.get("passed"),
+        "pass_rate": s.get("pass_rate"),
+        "trials": [
+            {
+                "judges": [
+                    {"metric": j.get("metric"), "score": j.get("score")}
+                    for j in t.get("judges") or []
+                ]
+            }
+            for t in s.get("trials") or []
+        ],
+    }
 
 
 def trend_point(summary: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a run summary the trend lines read: the next runs' pages read this small
-    document instead of parsing every earlier run.json whole."""
+    document instead of parsing every earlier run.json whole. Its scenarios are `Streamed` when
+    the summary's are."""
+    listed = summary.get("scenarios") or []
+    scenarios: Any
+    if isinstance(listed, Streamed):
+        scenarios = Streamed(len(listed), lambda: map(_trend_scenario, listed))
+    else:
+        scenarios = [_trend_scenario(s) for s in listed]
     return {
         "started": summary.get("started"),
         "execution": summary.get("execution"),
         "mode": summary.get("mode"),
         "filtered": summary.get("filtered"),
         "shard": summary.get("shard"),
-        "scenarios": [
-            {
-                "scenario": s.get("scenario"),
-                "passed": s.get("passed"),
-                "pass_rate": s.get("pass_rate"),
-                "trials": [
-                    {
-                        "judges": [
-                            {"metric": j.get("metric"), "score": j.get("score")}
-                            for j in t.get("judges") or []
-                        ]
-                    }
-                    for t in s.get("trials") or []
-                ],
-            }
-            for s in summary.get("scenarios") or []
-        ],
+        "scenarios": scenarios,
     }
 
 
@@ -358,18 +371,33 @@ def write_run_summary(
         summary["shard"] = f"{shard[0]}/{shard[1]}"
     # Compact: the indenting encoder is pure Python, the compact one runs in C.
     # Results are not committed data: no fsync, as for the per-scenario files.
-    data = json_dumps(summary, compact=True)
-    atomic_write_chunks(results_dir / RUN_FILE, ((data + "\n").encode("utf-8"),), durable=False)
-    point = json_dumps(trend_point(summary), compact=True)
-    atomic_write_chunks(results_dir / TREND_FILE, ((point + "\n").encode("utf-8"),), durable=False)
+    # Written in pieces (`jsonstream`): a large run's summary is never one string.
+    for name, document in ((RUN_FILE, summary), (TREND_FILE, trend_point(summary))):
+        pieces = itertools.chain(json_chunks(document, compact=True), ("\n",))
+        atomic_write_chunks(results_dir / name, _encoded(pieces), durable=False)
     return summary
+
+
+def _encoded(pieces: Iterable[str], size: int = 1 << 16) -> Iterator[bytes]:
+    """`pieces` as UTF-8, joined into writes of about `size` characters."""
+    batch: list[str] = []
+    held = 0
+    for piece in pieces:
+        batch.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield "".join(batch).encode("utf-8")
+            batch, held = [], 0
+    if batch:
+        yield "".join(batch).encode("utf-8")
 
 
 @dataclass(frozen=True)
 class Published:
     notes: list[str]  # budget, baseline and cost lines for every report
     failed: bool  # a budget or baseline verdict fails the run
-    text: str | None  # the stdout text, when this module renders the chosen format
+    # The stdout text, when this module renders the chosen format (`--format json`: in pieces).
+    text: str | Iterable[str] | None
 
 
 def publish_more(

@@ -17,6 +17,7 @@ from typing import Any
 from cachelint.display import json_dumps, sanitize, sanitize_block
 from cachelint.findings import Finding
 from cachelint.formats import ReportFormat
+from cachelint.jsonstream import Streamed
 from cachelint.reporters import finding_lines
 from cachelint.runner.cost import Spend
 from cachelint.runner.engine import ScenarioResult, TrialResult, summary_counts
@@ -205,7 +206,28 @@ def _trial_dict(t: TrialResult) -> dict[str, Any]:
     }
 
 
-def report_dict(report: RunReport) -> dict[str, Any]:
+def _scenario_dict(r: ScenarioResult) -> dict[str, Any]:
+    return {
+        "scenario": r.scenario.identity,
+        "agent": r.scenario.agent,
+        "tenant": r.scenario.tenant,
+        "path": r.scenario.path,
+        "passed": r.passed,
+        "pass_rate": r.pass_rate,
+        "pass_policy": r.policy.describe(),
+        "trials": [_trial_dict(t) for t in r.trials],
+    }
+
+
+def report_dict(report: RunReport, *, streamed: bool = False) -> dict[str, Any]:
+    """The JSON report; with `streamed`, its scenarios a `jsonstream.Streamed` list, made again
+    as each writer reads them (a large run's would be held whole otherwise)."""
+    results = report.results
+    scenarios: Any
+    if streamed:
+        scenarios = Streamed(len(results), lambda: map(_scenario_dict, results))
+    else:
+        scenarios = [_scenario_dict(r) for r in results]
     return {
         "format": REPORT_FORMAT,
         "execution": report.execution,
@@ -218,19 +240,7 @@ def report_dict(report: RunReport) -> dict[str, Any]:
         "by_tenant": {
             n: {"passed": p, "total": t} for n, p, t in _group_counts(report.results, True)
         },
-        "scenarios": [
-            {
-                "scenario": r.scenario.identity,
-                "agent": r.scenario.agent,
-                "tenant": r.scenario.tenant,
-                "path": r.scenario.path,
-                "passed": r.passed,
-                "pass_rate": r.pass_rate,
-                "pass_policy": r.policy.describe(),
-                "trials": [_trial_dict(t) for t in r.trials],
-            }
-            for r in report.results
-        ],
+        "scenarios": scenarios,
         "mutations": [
             {"code": f.code, "path": f.path, "message": f.message} for f in report.mutations
         ],

@@ -25,6 +25,16 @@ class ScenarioView:
     record: Mapping[str, Any]  # the per-scenario results document (engine.scenario_record)
     spend: Spend  # USD of the priced calls, and the calls no price covers
     tokens: tuple[int, int]  # input, output (target and judge calls)
+    # Where the whole document is, when `record` is its `slim_record` (a large run keeps only
+    # that in memory): the results directory and the file's path below it.
+    source: tuple[Path, str] | None = None
+
+    def whole(self) -> ScenarioView:
+        """This scenario with its whole results document (read back from its file when only
+        the slim one is held): what the page draws the conversation from."""
+        if self.source is None:
+            return self
+        return ScenarioView(_record(*self.source), self.spend, self.tokens)
 
     @property
     def cost(self) -> float | None:
@@ -134,12 +144,40 @@ def group_spend(members: Sequence[ScenarioView]) -> Spend:
     return sum((s.spend for s in members), Spend())
 
 
+# What a report other than the page's conversations never reads of a results document: the
+# messages sent and the answers (most of its size), in each trial and each call.
+_HEAVY = ("messages", "output", "response")
+
+
+def slim_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """`record` without what only the page's conversations read (`_HEAVY`)."""
+
+    def calls(listed: Any) -> Any:
+        if not isinstance(listed, list):
+            return listed
+        return [{k: v for k, v in c.items() if k not in _HEAVY} for c in listed]
+
+    trials = [
+        {
+            **{k: v for k, v in t.items() if k not in _HEAVY},
+            "calls": calls(t.get("calls")),
+            "judge_calls": calls(t.get("judge_calls")),
+        }
+        for t in record.get("trials") or ()
+    ]
+    return {**record, "trials": trials}
+
+
 def scenario_view(
-    record: Mapping[str, Any], model: str, prices: Mapping[str, Price]
+    record: Mapping[str, Any],
+    model: str,
+    prices: Mapping[str, Price],
+    source: tuple[Path, str] | None = None,
 ) -> ScenarioView:
     """The scenario's tokens and cost: each call priced as the `cost` assertion prices it
     (`cost.pricing_model`: a scenario may call several models, and judges their own), `model`
-    for records that do not say. A call no price covers is counted as unpriced, never as free."""
+    for records that do not say. A call no price covers is counted as unpriced, never as free.
+    With a `source` (the file `record` was written to), the view keeps the slim record only."""
     usages: list[Any] = []
     spend = Spend()
     for t in record.get("trials") or ():
@@ -154,6 +192,8 @@ def scenario_view(
             spend += call_spend(call.get("usage"), call.get("model"), response, model, prices)
     n_in = sum(tokens(u)[0] for u in usages)
     n_out = sum(tokens(u)[1] for u in usages)
+    if source is not None:
+        return ScenarioView(slim_record(record), spend, (n_in, n_out), source)
     return ScenarioView(record, spend, (n_in, n_out))
 
 
