@@ -81,10 +81,10 @@ def answer(scenario, client):
 SCENARIO = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "refunds"}]}
 
 
-def _record(repo: Path, **kw: Any) -> None:
+def _record(repo: Path, script: dict[str, Any] = SCRIPT, **kw: Any) -> None:
     pyproject = repo / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
-    with fake_server(SCRIPT) as fake:
+    with fake_server(script) as fake:
         pyproject.write_text(text.replace(DEAD, fake.url), encoding="utf-8")
         try:
             recorded = do_run(repo, refresh=True, **kw)
@@ -108,6 +108,34 @@ def test_a_single_call_targets_own_system_turn_is_on_the_page(git_repo: Path) ->
     assert ("user", "How do refunds work?") in page.messages
     assert ("assistant", "Acme refunds within 30 days.") in page.messages
     assert page.testids.count("call") == 1
+
+
+LONG = "".join(
+    f"Step {i}: keep the receipt; refunds reach the card in 5 days.\n" for i in range(80)
+)
+
+
+def test_a_long_answer_is_cut_with_a_count_and_is_on_the_page_once(git_repo: Path) -> None:
+    write_targets_repo(
+        git_repo,
+        targets=python_target("agent:answer"),
+        scenarios={"support/acme/refund": SCENARIO},
+        files={"agent.py": OWN_SYSTEM},
+    )
+    _record(git_repo, {"rules": [], "default": {"content": LONG}}, execution="recorded")
+    assert run_cachelint(git_repo, "run", "--execution", "replay").returncode == 0
+    html = (git_repo / "eval-results/replay/report.html").read_text(encoding="utf-8")
+    cut = re.search(
+        r'<div data-role="assistant"><pre>(.*?)</pre><details class=more><summary>… ([\d,]+) '
+        r"more characters</summary><pre>(.*?)</pre></details></div>",
+        html,
+        re.S,
+    )
+    assert cut, html[html.find('data-role="assistant"') - 200 :][:800]
+    head, count, rest = cut.groups()
+    assert len(LONG) > 1500 and head == LONG[:1500] and head + rest == LONG
+    assert count == f"{len(LONG) - 1500:,}"
+    assert html.count("Step 79:") == 1  # the whole text once, nowhere repeated
 
 
 # A tool round trip on two models, then a judge: three calls and a judge call, all recorded.

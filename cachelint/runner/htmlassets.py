@@ -60,6 +60,7 @@ padding:.35rem .7rem}
 details.scenario.failed{border-left:4px solid var(--bad)}
 details.scenario.passed{border-left:4px solid var(--ok)}
 details.scenario>summary{cursor:pointer}
+details.more>summary{cursor:pointer;color:#57606a;font-size:.85em}
 details.scenario{content-visibility:auto;contain-intrinsic-size:auto 2.4rem}
 section.tenant{content-visibility:auto}
 details.scenario>p,[data-testid=call],summary small{color:#57606a;font-size:.9em;margin:.2rem 0}

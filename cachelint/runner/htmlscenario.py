@@ -5,6 +5,8 @@ call repeats of the conversation above it is folded into a count. A system text 
 scenarios of one tenant is written once, under the tenant's heading, and each scenario's turn
 links to it (`Shared`): the text of a large suite's prompts was most of its page. With
 JavaScript on, opening a scenario fills each link in with the text (`textContent`, never markup).
+An answer longer than the review's cut (1,500 characters) shows its start and the rest behind a
+closed <details> that counts it.
 Every user-derived string goes through `e` (attributes) or `t` (element text).
 """
 
@@ -18,10 +20,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
+from cachelint.runner.reviewviews import ANSWER_CHARS
 from cachelint.settings import ReportSettings
 
 # A shorter text is no larger written out than its link.
 SHARE_MIN = 64
+
+# The turns that are answers: one longer than ANSWER_CHARS (the review's cut, 1,500) shows its
+# start, and the rest behind a closed <details> that says how many characters it holds.
+_ANSWERS = frozenset({"assistant", "response"})
 
 # What `escape` changes: the characters html.escape replaces, and what sanitize_block makes visible.
 _NEEDS_ESCAPE = re.compile(f"[&<>\"']|{UNSAFE_IN_BLOCK.pattern}")
@@ -91,7 +98,22 @@ def _message(role: str, body: str, extra: str = "", shared: Shared | None = None
             f'<div data-role="system"{note}><a class=same href=#{ident}>text {ident} (above)</a>'
             "</div>"
         )
-    return f'<div data-role="{escape(role)}"{note}><pre>{text(body)}</pre></div>'
+    shown = _long(body) if role in _ANSWERS else f"<pre>{text(body)}</pre>"
+    return f'<div data-role="{escape(role)}"{note}>{shown}</div>'
+
+
+def _long(body: str) -> str:
+    """An answer, cut after ANSWER_CHARS characters with the rest in a closed <details> saying
+    how many more there are: the scenario list stays short, and the text is still on the page
+    once and whole (in the search, in the browser's find, which opens the details, and with
+    JavaScript off)."""
+    if len(body) <= ANSWER_CHARS:
+        return f"<pre>{text(body)}</pre>"
+    head, rest = body[:ANSWER_CHARS], body[ANSWER_CHARS:]
+    return (
+        f"<pre>{text(head)}</pre><details class=more><summary>… {len(rest):,} more "
+        f"characters</summary><pre>{text(rest)}</pre></details>"
+    )
 
 
 def _system_texts(trial: Mapping[str, Any]) -> Iterable[str]:
