@@ -12,11 +12,11 @@ from cachelint.runner.assertions import (
     DETERMINISTIC,
     AssertionResult,
     evaluate,
-    find_pii,
     has_deterministic,
     validate_assertion,
 )
 from cachelint.runner.output import Output, ToolCall, output_from_completion, output_from_value
+from cachelint.runner.pii import find_pii
 
 REFUND = Output("We have issued your Refund of $20.\nAnything else?")
 JSON_OUT = Output('{"order": {"id": 42, "items": [{"sku": "A-1", "qty": 2}]}, "ok": true, "n": 1}')

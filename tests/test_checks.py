@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from cachelint.errors import CachelintError
-from cachelint.runner.assertions import AssertionResult
-from cachelint.runner.checks import has_deterministic, validate
+from cachelint.runner.assertions import AssertionResult, has_deterministic
+from cachelint.runner.assertions import validate_assertion as validate
 from cachelint.runner.evaluators import EvalContext, evaluate_all
 from cachelint.runner.output import Output, ToolCall
 from tests.helpers import scenario_with

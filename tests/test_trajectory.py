@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cachelint.errors import CachelintError
-from cachelint.runner.checks import validate
+from cachelint.runner.assertions import validate_assertion as validate
 from tests.conftest import run_cachelint
 from tests.example import make_example_repo
 from tests.fakes import fake_server

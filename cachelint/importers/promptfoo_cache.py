@@ -299,7 +299,7 @@ _SAME_ASSERTIONS = {
 def _assertions(given: Any) -> list[dict[str, Any]]:
     """The test's assertions cachelint evaluates the same way (others are left out: the
     dataset note says to add their equivalents)."""
-    from cachelint.runner.checks import validate
+    from cachelint.runner.assertions import validate_assertion
 
     out = []
     for item in given if isinstance(given, list) else []:
@@ -309,7 +309,7 @@ def _assertions(given: Any) -> list[dict[str, Any]]:
             continue
         spec = {"type": kind, field: item["value"]}
         try:
-            validate(spec, "promptfoo assertion")
+            validate_assertion(spec, "promptfoo assertion")
         except CachelintError:
             continue
         out.append(spec)

@@ -25,8 +25,8 @@ from cachelint.fsutil import DEFAULT_MAX_BYTES
 from cachelint.green import content_hash
 from cachelint.jsontext import lone_surrogate, may_hold_surrogate
 from cachelint.passpolicy import ALL, PassPolicy, parse_policy
-from cachelint.runner.assertions import json_kind
-from cachelint.runner.checks import validate as validate_assertion
+from cachelint.runner.assertions import validate_assertion
+from cachelint.runner.jsonpath import json_kind
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
 from cachelint.winpath import problem

@@ -24,8 +24,7 @@ from cachelint.childproc import module_command
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.passpolicy import PassPolicy
-from cachelint.runner.assertions import AssertionResult
-from cachelint.runner.checks import has_deterministic
+from cachelint.runner.assertions import AssertionResult, has_deterministic
 from cachelint.runner.client import CacheMiss, CachingClient, CallRecord
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.evaluators import EvalContext, evaluate_all

@@ -25,7 +25,6 @@ from typing import Any
 from cachelint.config import Config
 from cachelint.errors import ConfigError
 from cachelint.paths import is_inside
-from cachelint.runner import checks
 from cachelint.runner.assertions import AssertionResult, evaluate
 from cachelint.runner.client import CallRecord
 from cachelint.runner.cost import Price, call_spend, format_dollars, unpriced_reason
@@ -241,11 +240,8 @@ def evaluate_all(
             results.append(_latency(spec, calls))
         elif kind == "cost":
             results.append(_cost(spec, calls, context))
-        elif kind in checks.EXTENSIONS:
-            results.append(checks.EXTENSIONS[kind].evaluate(spec, output, calls, scenario.tools))
         else:
-            own = checks.evaluate_output(spec, output)
-            results.append(own if own is not None else evaluate(spec, output))
+            results.append(evaluate(spec, output, calls, scenario.tools))
     return tuple(results), tuple(metrics)
 
 

@@ -8,13 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner import assertions as base
-from cachelint.runner import checks
-from cachelint.runner.assertions import AssertionResult
+from cachelint.runner.assertions import NEEDS_A_RUN, AssertionResult, evaluate, validate_assertion
 from cachelint.runner.client import CallRecord
 from cachelint.runner.output import Output, output_from_value
-
-_NEEDS_A_RUN = frozenset({"python", "latency-ms", "cost"})
 
 
 def _last_answer(calls: Sequence[CallRecord]) -> Output:
@@ -30,19 +26,14 @@ def check_specs(
     output = output_from_value(answer) if answer is not None else _last_answer(calls)
     results = []
     for i, raw in enumerate(specs):
-        spec = checks.validate(raw, f"cachelint.expect: spec {i}")
+        spec = validate_assertion(raw, f"cachelint.expect: spec {i}")
         kind = spec["type"]
-        if kind in _NEEDS_A_RUN:
+        if kind in NEEDS_A_RUN:
             raise CachelintError(
                 f"cachelint.expect: spec {i}: {kind!r} needs `cachelint run`; in a test, assert "
                 "on the value directly"
             )
-        module = checks.EXTENSIONS.get(kind)
-        if module is not None:
-            results.append(module.evaluate(spec, output, calls, ()))
-        else:
-            own = checks.evaluate_output(spec, output)
-            results.append(own if own is not None else base.evaluate(spec, output))
+        results.append(evaluate(spec, output, calls))
     return results
 
 

@@ -15,26 +15,23 @@ A schema is checked when the dataset loads, so a typo in it is a dataset error, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from cachelint.errors import CachelintError
-from cachelint.runner import assertions as base
-from cachelint.runner.assertions import AssertionResult, _show
+from cachelint.runner.checks import (
+    bad,
+    check_fields,
+    parse_json,
+    search_bounded,
+    show,
+    validate_json_path,
+)
 from cachelint.runner.client import CallRecord
+from cachelint.runner.jsonpath import json_kind, parse_json_path, resolve
 from cachelint.runner.output import Output, ToolCall
+from cachelint.runner.trajectory import steps
 
-FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "json-schema": (frozenset({"schema"}), frozenset({"path"})),
-    "tool-call-schema": (frozenset(), frozenset({"tool"})),
-}
-TYPES = frozenset(FIELDS)
 _SHOWN_ERRORS = 3
-
-
-def _bad(where: str, field: str, message: str) -> CachelintError:
-    return CachelintError(f"{where}: field {field!r}: {message}")
 
 
 def _validator_class() -> Any:
@@ -43,7 +40,7 @@ def _validator_class() -> Any:
 
     def pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[Any]:
         if validator.is_type(instance, "string"):
-            if not base.search_bounded(patrn, instance, 0, f"schema pattern {patrn!r}"):
+            if not search_bounded(patrn, instance, 0, f"schema pattern {patrn!r}"):
                 yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
 
     def pattern_properties(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -51,7 +48,7 @@ def _validator_class() -> Any:
             return
         for patrn, subschema in value.items():
             for key, item in instance.items():
-                if base.search_bounded(patrn, key, 0, f"schema patternProperties {patrn!r}"):
+                if search_bounded(patrn, key, 0, f"schema patternProperties {patrn!r}"):
                     yield from validator.descend(item, subschema, path=key, schema_path=patrn)
 
     return jsonschema.validators.extend(
@@ -68,25 +65,25 @@ def check_schema(schema: Any, where: str, field: str) -> None:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         at = "/".join(map(str, exc.absolute_path)) or "(top)"
-        raise _bad(
+        raise bad(
             where, field, f"not a valid JSON Schema (draft 2020-12) at {at}: {exc.message}"
         ) from None
 
 
-def validate(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
-    kind = spec["type"]
-    required, optional = FIELDS[kind]
-    base.check_fields(spec, required, optional, where)
-    if kind == "json-schema":
-        if not isinstance(spec["schema"], (Mapping, bool)):
-            raise _bad(
-                where, "schema", f"expected a JSON Schema object, got {_show(spec['schema'])}"
-            )
-        check_schema(spec["schema"], where, "schema")
-        if "path" in spec:
-            base.validate_assertion({"type": "json-path", "path": spec["path"]}, where)
-    elif "tool" in spec and (not isinstance(spec["tool"], str) or not spec["tool"]):
-        raise _bad(where, "tool", f"expected a non-empty tool name, got {_show(spec['tool'])}")
+def validate_json_schema(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    check_fields(spec, {"schema"}, {"path"}, where)
+    if not isinstance(spec["schema"], (Mapping, bool)):
+        raise bad(where, "schema", f"expected a JSON Schema object, got {show(spec['schema'])}")
+    check_schema(spec["schema"], where, "schema")
+    if "path" in spec:
+        validate_json_path({"type": "json-path", "path": spec["path"]}, where)
+    return dict(spec)
+
+
+def validate_tool_call_schema(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    check_fields(spec, (), {"tool"}, where)
+    if "tool" in spec and (not isinstance(spec["tool"], str) or not spec["tool"]):
+        raise bad(where, "tool", f"expected a non-empty tool name, got {show(spec['tool'])}")
     return dict(spec)
 
 
@@ -111,21 +108,20 @@ def _joined(errors: Sequence[str]) -> str:
     return "; ".join(errors[:_SHOWN_ERRORS]) + more
 
 
-def _json_schema(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
+def json_schema(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:
     path = spec.get("path")
     label = f"json-schema{f' at {path!r}' if path else ''}"
-    try:
-        value = json.loads(out.text)
-    except (ValueError, RecursionError) as exc:
-        return False, f"{label}: response is not valid JSON ({exc}) {base._snippet(out.text)}"
+    value, error = parse_json(out.text)
+    if error:
+        return False, f"{label}: {error}"
     if path:
-        found, value, why = base.resolve(value, base.parse_json_path(path))
+        found, value, why = resolve(value, parse_json_path(path))
         if not found:
             return False, f"{label}: {why}"
     errors = schema_errors(spec["schema"], value)
     if errors:
         return False, f"{label}: invalid: {_joined(errors)}"
-    return True, f"{label}: valid ({base.json_kind(value)})"
+    return True, f"{label}: valid ({json_kind(value)})"
 
 
 def declared_parameters(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -150,8 +146,6 @@ def _calls_with_tools(
 ) -> list[tuple[str, ToolCall, dict[str, Any]]]:
     """(where, tool call, declared parameters by name) for each tool call of the trajectory; with
     no recorded call, those of the output against the scenario's tools."""
-    from cachelint.runner.trajectory import steps
-
     trajectory = steps(calls)
     target = [c for c in calls if c.purpose == "target"]
     if not trajectory:
@@ -164,7 +158,7 @@ def _calls_with_tools(
     return found
 
 
-def _tool_call_schema(
+def tool_call_schema(
     spec: Mapping[str, Any],
     output: Output,
     calls: Sequence[CallRecord],
@@ -181,26 +175,10 @@ def _tool_call_schema(
             offered = ", ".join(sorted(declared)) or "none"
             problems.append(f"{where}: {call.name!r} is not a declared tool (declared: {offered})")
         elif isinstance(call.arguments, str):
-            problems.append(f"{where}: {call.name} arguments are not JSON: {_show(call.arguments)}")
+            problems.append(f"{where}: {call.name} arguments are not JSON: {show(call.arguments)}")
         else:
             errors = schema_errors(declared[call.name], call.arguments)
             problems += [f"{where}: {call.name} {error}" for error in errors[:_SHOWN_ERRORS]]
     if problems:
         return False, f"{label}: {_joined(problems)}"
     return True, f"{label}: {len(checked)} tool call(s) valid against their declared parameters"
-
-
-def evaluate(
-    spec: Mapping[str, Any],
-    output: Output,
-    calls: Sequence[CallRecord],
-    tools: Sequence[Mapping[str, Any]],
-) -> AssertionResult:
-    try:
-        if spec["type"] == "json-schema":
-            passed, reason = _json_schema(spec, output)
-        else:
-            passed, reason = _tool_call_schema(spec, output, calls, tools)
-    except base.Undecided as exc:  # a schema pattern that timed out decides nothing: it fails
-        passed, reason = False, exc.reason
-    return AssertionResult(spec["type"], passed, reason)

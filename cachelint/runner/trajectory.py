@@ -18,22 +18,19 @@ Judge calls are not part of the trajectory. Reference with examples: docs/assert
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner import assertions as base
-from cachelint.runner.assertions import AssertionResult, _show, json_equal
+from cachelint.runner.checks import Validate, bad, check_fields, show
 from cachelint.runner.client import CallRecord
+from cachelint.runner.jsonpath import json_equal, resolve_dotted
 from cachelint.runner.output import Output, ToolCall, output_from_value
 
 PREFIX = "trajectory:"
 MODES = ("in-order", "exact")
 UNITS = ("calls", "tool-calls")
-# Output assertions that need more than one answer (or the calls, or a price) cannot be nested.
-NOT_NESTED = frozenset({"python", "latency-ms", "cost", "tool-call-schema"})
-
 # type -> (required fields, optional fields)
 FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "trajectory:tool-called": (frozenset({"name"}), frozenset({"args", "min", "max"})),
@@ -42,12 +39,6 @@ FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "trajectory:step-count": (frozenset(), frozenset({"min", "max", "of"})),
     "trajectory:answer": (frozenset({"assert"}), frozenset({"call"})),
 }
-TYPES = frozenset(FIELDS)
-
-
-def _bad(where: str, field: str, message: str) -> CachelintError:
-    return CachelintError(f"{where}: field {field!r}: {message}")
-
 
 # ---- validation ---------------------------------------------------------------------------------
 
@@ -55,41 +46,41 @@ def _bad(where: str, field: str, message: str) -> CachelintError:
 def _count(spec: Mapping[str, Any], field: str, where: str) -> None:
     value = spec.get(field)
     if field in spec and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise _bad(where, field, f"expected a whole number >= 0, got {_show(value)}")
+        raise bad(where, field, f"expected a whole number >= 0, got {show(value)}")
 
 
 def _bounds(spec: Mapping[str, Any], where: str, *, need: bool) -> None:
     for field in ("min", "max"):
         _count(spec, field, where)
     if need and "min" not in spec and "max" not in spec:
-        raise _bad(where, "max", "give 'min', 'max' or both")
+        raise bad(where, "max", "give 'min', 'max' or both")
     if "min" in spec and "max" in spec and spec["min"] > spec["max"]:
-        raise _bad(where, "min", f"{spec['min']} is above max {spec['max']}")
+        raise bad(where, "min", f"{spec['min']} is above max {spec['max']}")
 
 
 def _args(value: Any, where: str, field: str) -> None:
     if not isinstance(value, Mapping) or not value:
-        raise _bad(where, field, f"expected an object of dotted path -> value, got {_show(value)}")
+        raise bad(where, field, f"expected an object of dotted path -> value, got {show(value)}")
     for path in value:
         if any(not part for part in str(path).split(".")):
-            raise _bad(where, field, f"dotted path {path!r} has an empty part")
+            raise bad(where, field, f"dotted path {path!r} has an empty part")
 
 
 def _name(value: Any, where: str, field: str) -> None:
     if not isinstance(value, str) or not value:
-        raise _bad(where, field, f"expected a non-empty tool name, got {_show(value)}")
+        raise bad(where, field, f"expected a non-empty tool name, got {show(value)}")
 
 
 def _sequence(spec: Mapping[str, Any], where: str) -> None:
     tools = spec["tools"]
     if not isinstance(tools, list) or not tools:
-        raise _bad(where, "tools", f"expected a non-empty list of tool names, got {_show(tools)}")
+        raise bad(where, "tools", f"expected a non-empty list of tool names, got {show(tools)}")
     for i, item in enumerate(tools):
         field = f"tools[{i}]"
         if isinstance(item, Mapping):
             if set(item) - {"name", "args"} or "name" not in item:
-                raise _bad(
-                    where, field, f'expected {{"name": ..., "args": {{...}}}}, got {_show(item)}'
+                raise bad(
+                    where, field, f'expected {{"name": ..., "args": {{...}}}}, got {show(item)}'
                 )
             _name(item["name"], where, f"{field}.name")
             if "args" in item:
@@ -97,29 +88,13 @@ def _sequence(spec: Mapping[str, Any], where: str) -> None:
         else:
             _name(item, where, field)
     if spec.get("mode", "in-order") not in MODES:
-        raise _bad(where, "mode", f"expected one of {', '.join(MODES)}, got {_show(spec['mode'])}")
-
-
-def _answer(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
-    from cachelint.runner import checks  # checks registers this module: imported when used
-
-    call = spec.get("call", "any")
-    if call != "any" and (isinstance(call, bool) or not isinstance(call, int)):
-        raise _bad(
-            where, "call", f'expected a call index (0 first, -1 last) or "any", got {_show(call)}'
-        )
-    inner = spec["assert"]
-    kind = inner.get("type") if isinstance(inner, Mapping) else None
-    if isinstance(kind, str) and (kind in NOT_NESTED or kind.startswith(PREFIX)):
-        raise _bad(where, "assert", f"{kind!r} checks more than one answer; nest an output check")
-    return {**spec, "assert": checks.validate(inner, f"{where}.assert")}
+        raise bad(where, "mode", f"expected one of {', '.join(MODES)}, got {show(spec['mode'])}")
 
 
 def validate(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
-    """A validated copy of a trajectory spec (its type is one of `TYPES`)."""
+    """A validated copy of a trajectory spec other than `trajectory:answer`."""
     kind = spec["type"]
-    required, optional = FIELDS[kind]
-    base.check_fields(spec, required, optional, where)
+    check_fields(spec, *FIELDS[kind], where)
     if kind in ("trajectory:tool-called", "trajectory:tool-not-called"):
         _name(spec["name"], where, "name")
         if "args" in spec:
@@ -130,10 +105,26 @@ def validate(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     elif kind == "trajectory:step-count":
         _bounds(spec, where, need=True)
         if spec.get("of", "calls") not in UNITS:
-            raise _bad(where, "of", f"expected one of {', '.join(UNITS)}, got {_show(spec['of'])}")
-    elif kind == "trajectory:answer":
-        return _answer(spec, where)
+            raise bad(where, "of", f"expected one of {', '.join(UNITS)}, got {show(spec['of'])}")
     return dict(spec)
+
+
+def validate_answer(
+    spec: Mapping[str, Any], where: str, *, nested: Validate, not_nested: Collection[str]
+) -> Mapping[str, Any]:
+    """`trajectory:answer`, its `assert` validated by `nested` unless its type is one of
+    `not_nested` (those that need more than one answer: the calls, a price, a run)."""
+    check_fields(spec, *FIELDS["trajectory:answer"], where)
+    call = spec.get("call", "any")
+    if call != "any" and (isinstance(call, bool) or not isinstance(call, int)):
+        raise bad(
+            where, "call", f'expected a call index (0 first, -1 last) or "any", got {show(call)}'
+        )
+    inner = spec["assert"]
+    kind = inner.get("type") if isinstance(inner, Mapping) else None
+    if isinstance(kind, str) and (kind in not_nested or kind.startswith(PREFIX)):
+        raise bad(where, "assert", f"{kind!r} checks more than one answer; nest an output check")
+    return {**spec, "assert": nested(inner, f"{where}.assert")}
 
 
 # ---- the trajectory -----------------------------------------------------------------------------
@@ -167,13 +158,13 @@ def args_match(call: ToolCall, wanted: Mapping[str, Any] | None) -> tuple[bool, 
     if not wanted:
         return True, ""
     if isinstance(call.arguments, str):
-        return False, f"arguments are not valid JSON: {_show(call.arguments)}"
+        return False, f"arguments are not valid JSON: {show(call.arguments)}"
     for path, want in wanted.items():
-        found, value, why = base._resolve_dotted(call.arguments, base._dotted(str(path)))
+        found, value, why = resolve_dotted(call.arguments, str(path))
         if not found:
             return False, why
         if not json_equal(value, want):
-            return False, f"{path} is {_show(value)}, not {_show(want)}"
+            return False, f"{path} is {show(value)}, not {show(want)}"
     return True, ""
 
 
@@ -181,18 +172,18 @@ def shown_calls(trajectory: Sequence[Step]) -> str:
     calls = tool_calls(trajectory)
     if not calls:
         return f"no tool call in {len(trajectory)} model call(s)"
-    return ", ".join(f"{c.name}{_show(c.arguments)} (call {i})" for i, c in calls)
+    return ", ".join(f"{c.name}{show(c.arguments)} (call {i})" for i, c in calls)
 
 
 # ---- evaluation ---------------------------------------------------------------------------------
 
 
 def _label(spec: Mapping[str, Any]) -> str:
-    args = f" with {_show(spec['args'])}" if spec.get("args") else ""
+    args = f" with {show(spec['args'])}" if spec.get("args") else ""
     return f"{spec['type']} {spec['name']!r}{args}"
 
 
-def _tool_use(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple[bool, str]:
+def tool_use(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple[bool, str]:
     wanted = spec["type"] == "trajectory:tool-called"
     label = _label(spec)
     named = [(i, c) for i, c in tool_calls(trajectory) if c.name == spec["name"]]
@@ -218,10 +209,10 @@ def _item_matches(item: Any, call: ToolCall) -> bool:
 
 
 def _item_text(item: Any) -> str:
-    return item if isinstance(item, str) else f"{item['name']}{_show(item.get('args', {}))}"
+    return item if isinstance(item, str) else f"{item['name']}{show(item.get('args', {}))}"
 
 
-def _tool_sequence(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple[bool, str]:
+def tool_sequence(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple[bool, str]:
     wanted, mode = spec["tools"], spec.get("mode", "in-order")
     calls = [c for _, c in tool_calls(trajectory)]
     label = f"trajectory:tool-sequence ({mode}) [{', '.join(map(_item_text, wanted))}]"
@@ -238,7 +229,7 @@ def _tool_sequence(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple
     return False, f"{label}: {_item_text(wanted[position])} not found in order ({seen})"
 
 
-def _step_count(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple[bool, str]:
+def step_count(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple[bool, str]:
     unit = spec.get("of", "calls")
     count = len(trajectory) if unit == "calls" else len(tool_calls(trajectory))
     bounds = [f"{b} {spec[b]}" for b in ("min", "max") if b in spec]
@@ -250,17 +241,13 @@ def _step_count(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple[bo
     return True, f"{label}: {count} {unit}"
 
 
-def _on_output(spec: Mapping[str, Any], out: Output) -> AssertionResult:
-    from cachelint.runner import checks
-
-    module = checks.EXTENSIONS.get(spec["type"])
-    if module is not None:
-        return module.evaluate(spec, out, (), ())
-    own = checks.evaluate_output(spec, out)
-    return own if own is not None else base.evaluate(spec, out)
-
-
-def _answer_check(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple[bool, str]:
+def answer(
+    spec: Mapping[str, Any],
+    trajectory: Sequence[Step],
+    *,
+    nested: Callable[[Mapping[str, Any], Output], tuple[bool, str]],
+) -> tuple[bool, str]:
+    """`trajectory:answer`: the verdict of `nested` on its `assert` over the chosen answers."""
     call, inner = spec.get("call", "any"), spec["assert"]
     label = f"trajectory:answer (call {call})"
     if not trajectory:
@@ -276,32 +263,8 @@ def _answer_check(spec: Mapping[str, Any], trajectory: Sequence[Step]) -> tuple[
         if step.answer is None:
             reasons.append(f"call {step.index}: {step.why_not}")
             continue
-        result = _on_output(inner, step.answer)
-        if result.passed:
-            return True, f"{label}: call {step.index}: {result.reason}"
-        reasons.append(f"call {step.index}: {result.reason}")
+        passed, reason = nested(inner, step.answer)
+        if passed:
+            return True, f"{label}: call {step.index}: {reason}"
+        reasons.append(f"call {step.index}: {reason}")
     return False, f"{label}: " + "; ".join(reasons)
-
-
-_CHECKS = {
-    "trajectory:tool-called": _tool_use,
-    "trajectory:tool-not-called": _tool_use,
-    "trajectory:tool-sequence": _tool_sequence,
-    "trajectory:step-count": _step_count,
-    "trajectory:answer": _answer_check,
-}
-
-
-def evaluate(
-    spec: Mapping[str, Any],
-    output: Output,
-    calls: Sequence[CallRecord],
-    tools: Sequence[Mapping[str, Any]],
-) -> AssertionResult:
-    """One trajectory spec over the target's recorded `calls` (`output` and `tools`, the
-    scenario's declared tools, are what every registered check is handed)."""
-    try:
-        passed, reason = _CHECKS[spec["type"]](spec, steps(calls))
-    except base.Undecided as exc:  # a nested pattern that timed out fails
-        passed, reason = False, exc.reason
-    return AssertionResult(spec["type"], passed, reason)
