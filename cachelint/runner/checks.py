@@ -70,6 +70,18 @@ def check_fields(
         raise bad(where, field, f"missing, {kind!r} needs: {', '.join(sorted(required))}")
 
 
+def check_bounds(spec: Mapping[str, Any], where: str, *, need: bool) -> None:
+    """`min` and `max` counts (whole numbers >= 0, min not above max); with `need`, one of them."""
+    for field in ("min", "max"):
+        value = spec.get(field, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise bad(where, field, f"expected a whole number >= 0, got {show(value)}")
+    if need and "min" not in spec and "max" not in spec:
+        raise bad(where, "max", "give 'min', 'max' or both")
+    if "min" in spec and "max" in spec and spec["min"] > spec["max"]:
+        raise bad(where, "min", f"{spec['min']} is above max {spec['max']}")
+
+
 def need_str(spec: Mapping[str, Any], field: str, where: str) -> str:
     value = spec[field]
     if not isinstance(value, str) or not value:
@@ -230,14 +242,7 @@ def validate_no_pii(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
 
 def validate_length(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     check_fields(spec, (), {"min", "max", "unit"}, where)
-    if "min" not in spec and "max" not in spec:
-        raise bad(where, "max", "give 'min', 'max' or both")
-    for field in ("min", "max"):
-        value = spec.get(field, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise bad(where, field, f"expected a whole number >= 0, got {show(value)}")
-    if spec.get("min", 0) > spec.get("max", spec.get("min", 0)):
-        raise bad(where, "min", f"{spec['min']} is above max {spec['max']}")
+    check_bounds(spec, where, need=True)
     if spec.get("unit", "chars") not in UNITS:
         raise bad(where, "unit", f"expected one of {', '.join(UNITS)}, got {show(spec['unit'])}")
     return dict(spec)

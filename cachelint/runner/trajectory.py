@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner.checks import Validate, bad, check_fields, show
+from cachelint.runner.checks import Validate, bad, check_bounds, check_fields, show
 from cachelint.runner.client import CallRecord
 from cachelint.runner.jsonpath import json_equal, resolve_dotted
 from cachelint.runner.output import Output, ToolCall, output_from_value
@@ -41,21 +41,6 @@ FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 
 # ---- validation ---------------------------------------------------------------------------------
-
-
-def _count(spec: Mapping[str, Any], field: str, where: str) -> None:
-    value = spec.get(field)
-    if field in spec and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise bad(where, field, f"expected a whole number >= 0, got {show(value)}")
-
-
-def _bounds(spec: Mapping[str, Any], where: str, *, need: bool) -> None:
-    for field in ("min", "max"):
-        _count(spec, field, where)
-    if need and "min" not in spec and "max" not in spec:
-        raise bad(where, "max", "give 'min', 'max' or both")
-    if "min" in spec and "max" in spec and spec["min"] > spec["max"]:
-        raise bad(where, "min", f"{spec['min']} is above max {spec['max']}")
 
 
 def _args(value: Any, where: str, field: str) -> None:
@@ -99,11 +84,11 @@ def validate(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
         _name(spec["name"], where, "name")
         if "args" in spec:
             _args(spec["args"], where, "args")
-        _bounds(spec, where, need=False)
+        check_bounds(spec, where, need=False)
     elif kind == "trajectory:tool-sequence":
         _sequence(spec, where)
     elif kind == "trajectory:step-count":
-        _bounds(spec, where, need=True)
+        check_bounds(spec, where, need=True)
         if spec.get("of", "calls") not in UNITS:
             raise bad(where, "of", f"expected one of {', '.join(UNITS)}, got {show(spec['of'])}")
     return dict(spec)
