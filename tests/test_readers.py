@@ -30,7 +30,6 @@ CACHE_ENTRY = "a cache entry: read_regular (no link, no special file, max-entry-
 CACHE_ENTRY += "walk refused links in its directories; read_inside per entry costs 100,000 walks"
 OWN = "cachelint's own file in the git directory (entry cache, its key): read_regular, bounded"
 PINS = "pins._common.read_text, which reads through confine.read_inside"
-INIT = "cachelint init: files it is about to rewrite at the user's request"
 
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("cachelint/attrfiles.py", "_read_attributes_file", "read_regular"): (
@@ -44,13 +43,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "_installed_from",
         "metadata.distribution('cachelint').read_text",
     ): "cachelint's own installed metadata",
-    ("cachelint/commands/init.py", "_write_config", "path.read_text"): INIT,
-    ("cachelint/commands/init.py", "_ensure_precommit", "path.read_text"): INIT,
-    ("cachelint/commands/init.py", "_dotnet_advice", "(repo / p).read_text"): INIT,
-    ("cachelint/commands/init_files.py", "write_whole", "path.read_text"): INIT,
-    ("cachelint/commands/init_files.py", "append", "path.read_text"): INIT,
-    ("cachelint/commands/init_files.py", "read_toml", "path.read_text"): INIT,
-    ("cachelint/commands/init_files.py", "_add_pin", "pyproject.read_text"): INIT,
     ("cachelint/commands/prune.py", "_remove", "os.open"): (
         "prune: opens directories (O_DIRECTORY|O_NOFOLLOW) to delete inside them, reads nothing"
     ),
