@@ -119,7 +119,11 @@ def _timed(browser: Browser, act: Any) -> float:
 
 
 def measure(page: Path, rounds: int, profile: Path, loads: int) -> dict[str, Any]:
-    """Open the page `loads` times in one browser, typing and clicking after each load."""
+    """Open the page `loads` times in one browser, typing and clicking after each load.
+
+    At 20,000 scenarios the slowest key is, in Chromium's traces, a major garbage collection of
+    V8's heap with the page's DOM (0.3 to 1 s on this shared machine) run inside that key's
+    frame: it comes once, in the first keys after a load, and in some loads not at all."""
     got: dict[str, Any] = {
         "paint": [],
         "load": [],
@@ -163,7 +167,14 @@ def _one_load(browser: Browser, page: Path, rounds: int, got: dict[str, Any]) ->
 
 
 def _ms(values: list[float]) -> str:
-    return f"median {statistics.median(values):.0f} ms, max {max(values):.0f} ms"
+    shown = f"median {statistics.median(values):.0f} ms"
+    if len(values) >= 20:  # one slow key in 240 is a garbage collection (see measure's note)
+        shown += f", 95th percentile {statistics.quantiles(values, n=20)[-1]:.0f} ms"
+    return f"{shown}, max {max(values):.0f} ms"
+
+
+def _over(values: list[float], limit: float = 300) -> str:
+    return f"{sum(1 for v in values if v >= limit)} of {len(values)} at {limit:.0f} ms or more"
 
 
 def main() -> int:
@@ -186,8 +197,8 @@ def main() -> int:
     print(f"first contentful paint {_ms(got['paint'])} (goal < 2000 ms)")
     print(f"load event:           {_ms(got['load'])}; navigate to painted {_ms(got['wall'])}")
     print(f"search, first key:    {_ms(got['first_key'])}")
-    print(f"search, each key:     {_ms(keys)} over {len(keys)} key presses (goal < 300 ms)")
-    print(f"status filter click:  {_ms(clicks)} over {len(clicks)} clicks (goal < 300 ms)")
+    print(f"search, each key:     {_ms(keys)}; {_over(keys)} (goal < 300 ms)")
+    print(f"status filter click:  {_ms(clicks)}; {_over(clicks)} (goal < 300 ms)")
     print(f"console errors:       {len(got['errors'])}")
     return 0 if not got["errors"] else 1
 
