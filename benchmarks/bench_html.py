@@ -122,8 +122,10 @@ def measure(page: Path, rounds: int, profile: Path, loads: int) -> dict[str, Any
     """Open the page `loads` times in one browser, typing and clicking after each load.
 
     At 20,000 scenarios the slowest key is, in Chromium's traces, a major garbage collection of
-    V8's heap with the page's DOM (0.3 to 1 s on this shared machine) run inside that key's
-    frame: it comes once, in the first keys after a load, and in some loads not at all."""
+    V8's heap with the page's DOM (0.3 to 2 s on this shared machine) run inside that key's
+    frame: it comes once, in the first keys after a load, and in some loads not at all; it comes
+    as well with the search index left out (ids only), and lands in the first key when the index
+    is built there instead of before the search box is shown."""
     got: dict[str, Any] = {
         "paint": [],
         "load": [],
