@@ -106,6 +106,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("cachelint/runner/evidence.py", "read_json", "read_regular"): (
         "results cachelint wrote, regular and bounded (link-free results directory checked)"
     ),
+    ("cachelint/runner/evidence.py", "read_own", "read_regular"): (
+        "a results file this run wrote, read back for the page: regular, bounded, no link on "
+        "the way, and used only when its bytes are the ones written (else read_json reads it)"
+    ),
     ("cachelint/runner/publishing.py", "_started_at_end", "open_regular"): (
         "the last 128 bytes of an earlier execution's trend.json: no link, no special file, in "
         "an execution directory that is no link; the rest is read by evidence.read_json"

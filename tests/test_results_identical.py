@@ -7,6 +7,8 @@ recorded through the fake provider (passing, failing, judged, several trials, pr
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 import types
 from pathlib import Path
@@ -14,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from cachelint.runner import client, engine
+from cachelint.errors import CachelintError
+from cachelint.runner import client, engine, views
+from tests.conftest import run_cachelint
 from tests.helpers import DEAD, SCRIPT, do_run, record, refund, write_repo
 
 NOW = "2026-01-31T12:00:00Z"
@@ -86,3 +90,68 @@ def test_reports_are_identical_held_or_read_back(
     read_back = _replay(git_repo, fmt, "same")
     assert len(held) > 200
     assert read_back == held
+
+
+def _judged_suite(repo: Path) -> None:
+    judged = refund({"judge": ["relevance"]}, prompt="prompts/acme.md")
+    write_repo(repo, DEAD, {f"support/acme/case-{i}": judged for i in range(3)})
+    recorded, _ = record(repo, SCRIPT)
+    assert recorded.rc == 0, recorded.err
+    shutil.rmtree(repo / "eval-results")
+
+
+def test_the_page_is_the_same_bytes_whatever_the_string_hash_seed(git_repo: Path) -> None:
+    """A judged scenario first sends two texts the page shares (its prompt and the judge's):
+    they are listed in the order sent, never in the order of a set, which PYTHONHASHSEED
+    changes from one process to the next."""
+    _judged_suite(git_repo)
+    pages = []
+    for seed in ("1", "4"):  # the two orders of the set before the fix
+        env = {"PYTHONHASHSEED": seed, "CACHELINT_NOW": NOW}
+        done = run_cachelint(git_repo, "run", "--execution", "seeded", env=env)
+        assert done.returncode == 0, done.stderr
+        pages.append((git_repo / "eval-results/seeded/report.html").read_bytes())
+        shutil.rmtree(git_repo / "eval-results")  # no trend of the run before
+    assert pages[0].count(b"sent by several scenarios") == 2
+    assert pages[0] == pages[1]
+
+
+def test_a_large_run_reads_each_results_file_back_once(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the page shares of the scenarios' system texts is gathered as the files are written:
+    the page opens each results file once, to draw its scenario."""
+    _judged_suite(git_repo)
+    monkeypatch.setattr(engine, "HOLD_MAX_SCENARIOS", 0)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counted(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if not flags & (os.O_WRONLY | os.O_RDWR) and "eval-results" in str(path):
+            opened.append(Path(path).name)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counted)  # an OS edge: counting the files opened
+    outcome = do_run(git_repo, execution="once")
+    assert outcome.rc == 0, outcome.err
+    assert sorted(opened) == ["case-0.json", "case-1.json", "case-2.json"]
+
+
+def test_a_results_file_changed_since_the_run_wrote_it_is_read_as_evidence(
+    git_repo: Path,
+) -> None:
+    """The read-back takes a results file as the run's own only while it holds the bytes the run
+    wrote; changed since, it is checked as a file from elsewhere is (here nested too deep: one
+    error line)."""
+    _judged_suite(git_repo)
+    assert do_run(git_repo, execution="kept").rc == 0
+    directory = git_repo / "eval-results" / "kept"
+    path = directory / "support/acme/case-0.json"
+    data = path.read_bytes()
+    record = json.loads(data)
+    source = views.Sources(directory).of(record, data)
+    view = views.scenario_view(record, "scripted-v1", {}, source=source)
+    assert view.whole().record == record
+    path.write_bytes(b"[" * 150 + b"]" * 150)
+    with pytest.raises(CachelintError, match="nested deeper than 100 levels"):
+        view.whole()

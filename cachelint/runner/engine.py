@@ -36,6 +36,7 @@ from cachelint.runner.pytarget import Target
 
 if TYPE_CHECKING:
     from cachelint.runner.cost import Price
+    from cachelint.runner.views import Sources
 
 RESULT_FORMAT = 1
 
@@ -442,6 +443,11 @@ class ResultWriter:
         # building them again cost as much as writing them.
         self.records: dict[str, Any] = {}
         self._priced = priced if expected > HOLD_MAX_SCENARIOS else None
+        self._sources: Sources | None = None
+        if self._priced is not None:
+            from cachelint.runner.views import Sources
+
+            self._sources = Sources(directory)
 
     def __enter__(self) -> ResultWriter:
         return self
@@ -454,10 +460,10 @@ class ResultWriter:
         # The identity is validated as a relative agent/tenant/name path when datasets load.
         path = f"{self._base}/{result.scenario.identity}.json"
         record = scenario_record(result, execution=self.execution, mode=self.mode)
-        self.records[result.scenario.identity] = self._kept(result.scenario.identity, record)
+        data = (_compact(record) + "\n").encode("utf-8")
+        self.records[result.scenario.identity] = self._kept(record, data)
         if self._failure is not None:
             return
-        data = (_compact(record) + "\n").encode("utf-8")
         if self._sink is not None and not self._sink_broken:
             try:
                 assert self._sink.stdin is not None
@@ -474,12 +480,12 @@ class ResultWriter:
         `slim_result`s too."""
         return self._priced is not None
 
-    def _kept(self, identity: str, record: dict[str, Any]) -> Any:
-        if self._priced is None:
+    def _kept(self, record: dict[str, Any], data: bytes) -> Any:
+        if self._priced is None or self._sources is None:
             return record
         from cachelint.runner.views import scenario_view
 
-        return scenario_view(record, *self._priced, source=(self.directory, f"{identity}.json"))
+        return scenario_view(record, *self._priced, source=self._sources.of(record, data))
 
     def close(self) -> None:
         if self._sink is not None:

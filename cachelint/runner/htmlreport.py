@@ -265,8 +265,8 @@ def _hierarchy(
         for s in members:
             tenants.setdefault(s.tenant, []).append(s)
         for tenant, scenarios in sorted(tenants.items()):
-            # Whole documents (a large run reads each back: views.ScenarioView.whole).
-            shared = shared_texts((s.whole().trials for s in scenarios), f"p{next(numbers)}-")
+            # From what the views hold: a large run reads each document back once, to draw it.
+            shared = shared_texts((s.system_texts() for s in scenarios), f"p{next(numbers)}-")
             ok_t = sum(1 for s in scenarios if s.passed)
             cls_t = "group all-passed" if ok_t == len(scenarios) else "group"
             # Laid out only when on screen; until then as tall as its closed scenarios and the

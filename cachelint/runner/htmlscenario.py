@@ -12,6 +12,7 @@ Every user-derived string goes through `e` (attributes) or `t` (element text).
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -124,15 +125,32 @@ def _system_texts(trial: Mapping[str, Any]) -> Iterable[str]:
                 yield from (b for r, b in _turns(message) if r == "system")
 
 
-def shared_texts(trials: Iterable[Sequence[Mapping[str, Any]]], prefix: str) -> dict[str, str]:
-    """Of the scenarios' trials given, the system texts (of SHARE_MIN characters or more) that
-    two or more scenarios sent: text -> `<prefix><n>`, in first-sent order."""
-    counts: Counter[str] = Counter()
-    for scenario in trials:
-        counts.update(
-            {b for trial in scenario for b in _system_texts(trial) if len(b) >= SHARE_MIN}
-        )
-    return {b: f"{prefix}{i}" for i, b in enumerate(b for b, n in counts.items() if n > 1)}
+def system_texts(trials: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The system texts of SHARE_MIN characters or more the trials sent, each once, first sent
+    first (an order that never depends on string hashing, so neither does the page)."""
+    sent = (b for trial in trials for b in _system_texts(trial) if len(b) >= SHARE_MIN)
+    return list(dict.fromkeys(sent))
+
+
+def text_key(body: str) -> bytes:
+    """A system text's key for `shared_texts`: 16 bytes however long the text (a large run keeps
+    the keys of every scenario's texts, and only the texts two scenarios sent)."""
+    return hashlib.blake2b(body.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def shared_texts(sent: Iterable[Sequence[tuple[bytes, str | None]]], prefix: str) -> dict[str, str]:
+    """Of the scenarios given, each as its `system_texts` by `text_key` (with the text, or None
+    where it is not held: another scenario's pair then gives it), the texts two or more scenarios
+    sent: text -> `<prefix><n>`, in first-sent order."""
+    counts: Counter[bytes] = Counter()
+    texts: dict[bytes, str] = {}
+    for scenario in sent:
+        for key, body in scenario:
+            counts[key] += 1
+            if body is not None:
+                texts.setdefault(key, body)
+    shared = (texts[key] for key, n in counts.items() if n > 1 and key in texts)
+    return {body: f"{prefix}{i}" for i, body in enumerate(shared)}
 
 
 def shared_block(shared: Shared) -> str:

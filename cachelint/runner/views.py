@@ -25,16 +25,27 @@ class ScenarioView:
     record: Mapping[str, Any]  # the per-scenario results document (engine.scenario_record)
     spend: Spend  # USD of the priced calls, and the calls no price covers
     tokens: tuple[int, int]  # input, output (target and judge calls)
-    # Where the whole document is, when `record` is its `slim_record` (a large run keeps only
-    # that in memory): the results directory and the file's path below it.
-    source: tuple[Path, str] | None = None
+    # The file the whole document was written to, when `record` is its `slim_record` (a large
+    # run keeps only that in memory).
+    source: Source | None = None
 
     def whole(self) -> ScenarioView:
         """This scenario with its whole results document (read back from its file when only
         the slim one is held): what the page draws the conversation from."""
         if self.source is None:
             return self
-        return ScenarioView(_record(*self.source), self.spend, self.tokens)
+        directory, rel = self.source.run.directory, f"{self.identity}.json"
+        return ScenarioView(_record(directory, rel, self.source.digest), self.spend, self.tokens)
+
+    def system_texts(self) -> list[tuple[bytes, str | None]]:
+        """Its system texts the page may share (`htmlscenario.system_texts`) by `text_key`, each
+        with its text, or None where a large run did not hold it (only one scenario sent it)."""
+        from cachelint.runner.htmlscenario import system_texts, text_key
+
+        if self.source is None:
+            return [(text_key(body), body) for body in system_texts(self.trials)]
+        held = self.source.run.texts
+        return [(key, held.get(key)) for key in self.source.systems]
 
     @property
     def cost(self) -> float | None:
@@ -144,6 +155,43 @@ def group_spend(members: Sequence[ScenarioView]) -> Spend:
     return sum((s.spend for s in members), Spend())
 
 
+@dataclass(frozen=True, slots=True)
+class Source:
+    """What a large run keeps of a results file it wrote, beside the slim document."""
+
+    run: Sources
+    digest: bytes  # `evidence.written_digest` of the bytes written: `read_own` reads them back
+    systems: tuple[bytes, ...]  # its `ScenarioView.system_texts`' keys
+
+
+class Sources:
+    """A large run's results directory, and the system texts of its scenarios as the page shares
+    them: each scenario's keys, and the texts that two or more scenarios sent (a text one scenario
+    sent is never shared, and the page reads it from that scenario's file), so the page reads
+    each results file once, as it draws it."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.texts: dict[bytes, str] = {}
+        self._seen: set[bytes] = set()
+        self._keys: dict[tuple[bytes, ...], tuple[bytes, ...]] = {}
+
+    def of(self, record: Mapping[str, Any], data: bytes) -> Source:
+        """The `Source` of `record`, written as `data`."""
+        from cachelint.runner.evidence import written_digest
+        from cachelint.runner.htmlscenario import system_texts, text_key
+
+        texts = system_texts(record.get("trials") or ())
+        keys = tuple(text_key(body) for body in texts)
+        for key, body in zip(keys, texts, strict=True):
+            if key in self._seen:
+                self.texts.setdefault(key, body)
+            else:
+                self._seen.add(key)
+        # One tuple for all the scenarios that sent the same texts.
+        return Source(self, written_digest(data), self._keys.setdefault(keys, keys))
+
+
 # What a report other than the page's conversations never reads of a results document: the
 # messages sent and the answers (most of its size), in each trial and each call.
 _HEAVY = ("messages", "output", "response")
@@ -172,7 +220,7 @@ def scenario_view(
     record: Mapping[str, Any],
     model: str,
     prices: Mapping[str, Price],
-    source: tuple[Path, str] | None = None,
+    source: Source | None = None,
 ) -> ScenarioView:
     """The scenario's tokens and cost: each call priced as the `cost` assertion prices it
     (`cost.pricing_model`: a scenario may call several models, and judges their own), `model`
@@ -262,8 +310,15 @@ def _not_written_here(path: Path, problem: str) -> CachelintError:
     )
 
 
-def _record(directory: Path, rel: str) -> Mapping[str, Any]:
-    """A scenario's results document `directory/rel`, when a report can read it."""
+def _record(directory: Path, rel: str, digest: bytes | None = None) -> Mapping[str, Any]:
+    """A scenario's results document `directory/rel`, when a report can read it; with `digest`,
+    the bytes this process wrote there are its own document (`evidence.read_own`)."""
+    if digest is not None:
+        from cachelint.runner.evidence import read_own
+
+        own = read_own(directory, rel, digest)
+        if own is not None:
+            return cast(Mapping[str, Any], own)
     path = directory / rel
     record = _read_json(directory, rel)
     if not isinstance(record, dict):
