@@ -10,7 +10,8 @@ import pytest
 
 from cachelint.canonical import cache_key
 from cachelint.errors import CachelintError
-from cachelint.runner.dataset import load_scenarios, validate_identity
+from cachelint.runner.dataset import load_scenarios
+from cachelint.runner.identities import validate_identity
 from cachelint.runner.request import build_request
 
 ROOT = "eval-datasets"

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from cachelint.runner.client import Mode
     from cachelint.runner.dataset import Scenario
     from cachelint.runner.engine import ResultWriter, ScenarioResult
+    from cachelint.runner.progress import OrderedLines
     from cachelint.runner.publishing import Published
     from cachelint.runner.report import RunReport
     from cachelint.runner.wiring import Wiring
@@ -302,29 +303,16 @@ def wire(plan: RunPlan) -> Wiring:
 def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outcome:
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
     from cachelint.credentials import configured_keys
-    from cachelint.formats import ReportFormat
     from cachelint.netguard import armed
-    from cachelint.progressbar import bars_on
     from cachelint.runner.engine import ResultWriter, run_scenarios, slim_result
     from cachelint.runner.evaluators import eval_context
-    from cachelint.runner.progress import live_progress
-    from cachelint.runner.report import text_head
 
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution
     if plan.canary is not None:
         plan.canary.begin()
 
-    bars = bars_on(err, "cachelint run", at_least=_PROGRESS_MIN)
-    progress = bars(len(selected)) if bars is not None else None
-
-    lines, streamed = live_progress(
-        out=out,
-        err=err,
-        text_format=plan.report_format is ReportFormat.TEXT,
-        head=text_head(plan.execution, plan.mode.value, len(selected)),
-        selected=selected,
-    )
+    progress, lines, streamed = _shown_progress(plan, out=out, err=err)
     writer = ResultWriter(
         results_dir,
         execution=plan.execution,
@@ -361,6 +349,28 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
         streamed=streamed,
         records=writer.records,
     )
+
+
+def _shown_progress(
+    plan: RunPlan, *, out: TextIO, err: TextIO
+) -> tuple[Bar | None, OrderedLines | None, bool]:
+    """The progress bar on a terminal (None elsewhere or for a small suite), the live text lines
+    and whether the text report is streamed as scenarios finish (`live_progress`)."""
+    from cachelint.formats import ReportFormat
+    from cachelint.progressbar import bars_on
+    from cachelint.runner.progress import live_progress
+    from cachelint.runner.report import text_head
+
+    bars = bars_on(err, "cachelint run", at_least=_PROGRESS_MIN)
+    progress = bars(len(plan.selected)) if bars is not None else None
+    lines, streamed = live_progress(
+        out=out,
+        err=err,
+        text_format=plan.report_format is ReportFormat.TEXT,
+        head=text_head(plan.execution, plan.mode.value, len(plan.selected)),
+        selected=plan.selected,
+    )
+    return progress, lines, streamed
 
 
 def _on_done(

@@ -49,7 +49,7 @@ class ScenarioMap:
 
 def scenario_map(scenario: str | None, map_file: Path | None) -> ScenarioMap:
     """The mapping the options give; exactly one of them is required."""
-    from cachelint.runner.dataset import validate_identity
+    from cachelint.runner.identities import validate_identity
 
     if (scenario is None) == (map_file is None):
         raise CachelintError(

@@ -318,7 +318,7 @@ def _assertions(given: Any) -> list[dict[str, Any]]:
 
 def _scenario_namer(ns: argparse.Namespace) -> Any:
     from cachelint.importers.apply import scenario_map
-    from cachelint.runner.dataset import validate_identity
+    from cachelint.runner.identities import validate_identity
 
     if ns.into is not None:
         if ns.scenario is not None or ns.map is not None:

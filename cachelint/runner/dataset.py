@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
-import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -26,10 +24,10 @@ from cachelint.green import content_hash
 from cachelint.jsontext import lone_surrogate, may_hold_surrogate
 from cachelint.passpolicy import ALL, PassPolicy, parse_policy
 from cachelint.runner.assertions import validate_assertion
+from cachelint.runner.identities import dataset_files, scenario_identity
 from cachelint.runner.jsonpath import json_kind
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
-from cachelint.winpath import problem
 
 
 @dataclass(frozen=True)
@@ -101,37 +99,6 @@ _RESERVED_OPTIONS = {
     "stream": "the cache stores whole responses; streaming is not replayable",
 }
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-# ---- identity -----------------------------------------------------------------------------------
-
-
-def validate_identity(identity: str, where: str) -> None:
-    """Reject identities that are not exactly `agent/tenant/scenario`, that escape the datasets
-    root, or that Windows cannot check out (a committed cache must work on every OS)."""
-
-    def bad(why: str) -> CachelintError:
-        return CachelintError(
-            f"{where}: scenario identity {identity!r} {why}; datasets live at "
-            "<datasets root>/<agent>/<tenant>/<scenario>.json, rename the file or directory"
-        )
-
-    if not isinstance(identity, str) or not identity:
-        raise bad("is empty")
-    if "\\" in identity:
-        raise bad("contains a backslash")
-    if identity.startswith("/") or re.match(r"[A-Za-z]:", identity):
-        raise bad("is an absolute path")
-    parts = identity.split("/")
-    if any(part in ("", ".", "..") for part in parts):
-        raise bad("has an empty, '.' or '..' part")
-    if len(parts) != 3:
-        levels = "level" if len(parts) == 1 else "levels"
-        raise bad(f"has {len(parts)} {levels}, expected exactly 3 (agent/tenant/scenario)")
-    for part in parts:
-        why = problem(part)
-        if why is not None:
-            raise bad(f"part {part!r} {why}")
-
 
 # ---- field checks -------------------------------------------------------------------------------
 
@@ -370,9 +337,7 @@ def parse_scenario(
     f = _Fields(path)
     _known_fields(data, f)
     messages, system_source = _conversation(repo, data, f, prompts, private)
-    options = f.obj(data.get("options", {}), "options")
-    for key in sorted(set(options) & set(_RESERVED_OPTIONS)):
-        raise f.error(f"options.{key}", f"not allowed here: {_RESERVED_OPTIONS[key]}")
+    options = _options(data, f)
     tools = _tools(data.get("tools", []), f)
     _require_canonical(f, messages=messages, options=options, tools=tools)
     assertions = [
@@ -384,9 +349,7 @@ def parse_scenario(
     field_pass = f"{path}: field 'pass'"
     policy = parse_policy(data["pass"], trials, field_pass) if "pass" in data else default_pass
     tags = _strings(data.get("tags", []), "tags", f)
-    description = data.get("description")
-    if description is not None:
-        f.string(description, "description")
+    description = _description(data, f)
     target, targets = _targets(data, f)
     model_calls = _model_calls(data.get("model-calls", True), f)
     agent, tenant, name = identity.split("/")
@@ -411,6 +374,21 @@ def parse_scenario(
         pass_policy=policy,
         targets=tuple(targets),
     )
+
+
+def _options(data: dict[str, Any], f: _Fields) -> dict[str, Any]:
+    """The scenario's request options, none of those the runner sets itself."""
+    options = f.obj(data.get("options", {}), "options")
+    for key in sorted(set(options) & set(_RESERVED_OPTIONS)):
+        raise f.error(f"options.{key}", f"not allowed here: {_RESERVED_OPTIONS[key]}")
+    return options
+
+
+def _description(data: dict[str, Any], f: _Fields) -> str | None:
+    description = data.get("description")
+    if description is not None:
+        f.string(description, "description")
+    return description
 
 
 def _conversation(
@@ -448,56 +426,6 @@ def _conversation(
 
 
 # ---- loading ------------------------------------------------------------------------------------
-
-
-def _dataset_files(base: Path, root: str) -> list[str]:
-    """Base-relative posix paths of every `*.json` under `base`, skipping dotfiles and dot-dirs
-    (`.gitkeep`, `.gitattributes`). Any other file is an error: a YAML scenario or a stray note
-    skipped without a word would be a check that silently never runs."""
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        relative_dir = Path(dirpath).relative_to(base).as_posix()
-        for name in dirnames:
-            # os.walk lists a link to a directory among the directories and never enters it;
-            # silently skipping it would drop scenarios, reading through it would leave the repo.
-            if os.path.islink(os.path.join(dirpath, name)):
-                raise CachelintError(
-                    f"{_shown(base, relative_dir, name)}: is a symbolic link to a directory; "
-                    "datasets are never read through a link, replace it with a real directory"
-                )
-        for filename in sorted(filenames):
-            if filename.startswith("."):
-                continue
-            _require_utf8_name(base, relative_dir, filename)
-            relative = filename if relative_dir == "." else f"{relative_dir}/{filename}"
-            if not filename.endswith(".json"):
-                raise CachelintError(
-                    f"{root}/{relative}: not a scenario: the datasets tree holds only "
-                    "<agent>/<tenant>/<scenario>.json files (`cachelint schema` prints their "
-                    f"format); convert it to JSON or move it out of {root}/"
-                )
-            found.append(relative)
-    return found
-
-
-def _shown(base: Path, relative_dir: str, name: str) -> str:
-    where = name if relative_dir == "." else f"{relative_dir}/{name}"
-    return f"{base.name}/{where}"
-
-
-def _require_utf8_name(base: Path, relative_dir: str, name: str) -> None:
-    # os.walk hands undecodable bytes back as lone surrogates (surrogateescape); such a name
-    # cannot become a scenario identity or a cache path, nor be printed as it is.
-    for part in (*relative_dir.split("/"), name):
-        try:
-            part.encode("utf-8")
-        except UnicodeEncodeError:
-            raw = os.fsencode(part)
-            raise CachelintError(
-                f"{base.name}: a dataset path has a name that is not valid UTF-8 ({raw!r}); "
-                "rename it with UTF-8 characters"
-            ) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -558,22 +486,12 @@ def load_scenarios(
     scenarios: list[Scenario] = []
     seen: dict[str, str] = {}
     prompts: dict[str, str] = {}
-    files = _dataset_files(base, root)
+    files = dataset_files(base, root)
     if listed is not None:
         listed(len(files))
     for relative in files:
         path = f"{root}/{relative}"
-        # macOS (HFS+) hands out NFD names; the key must not depend on where the tree was listed.
-        identity = unicodedata.normalize("NFC", relative[: -len(".json")])
-        validate_identity(identity, path)
-        # Two identities differing only in case are one directory on Windows and macOS.
-        folded = identity.casefold()
-        if folded in seen:
-            raise CachelintError(
-                f"{path}: scenario identity {identity!r} collides with {seen[folded]!r} on "
-                "case-insensitive file systems; rename one of them"
-            )
-        seen[folded] = identity
+        identity = scenario_identity(relative, path, seen)
         raw, data = _read_json(repo, path, private)
         try:
             scenarios.append(

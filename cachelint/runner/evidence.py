@@ -22,7 +22,7 @@ from typing import Any
 from cachelint.confine import first_link
 from cachelint.errors import CachelintError
 from cachelint.fsutil import read_regular
-from cachelint.runner.dataset import validate_identity
+from cachelint.runner.identities import validate_identity
 from cachelint.runner.trials import recorded_verdict
 from cachelint.store import decode_json
 

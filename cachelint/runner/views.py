@@ -346,7 +346,7 @@ def listed_scenario(entry: object, run_file: Path) -> str:
     """The identity of a scenario `run_file` lists. It names the scenario's results file beside
     it, so it must be an identity (`agent/tenant/scenario`), never a path out of the execution:
     results may come from another machine (a shard's CI artifact)."""
-    from cachelint.runner.dataset import validate_identity
+    from cachelint.runner.identities import validate_identity
 
     identity = entry.get("scenario") if isinstance(entry, dict) else None
     try:
