@@ -15,13 +15,13 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
-from cachelint.runner.reviewviews import ANSWER_CHARS
+from cachelint.display import sanitize_block
+from cachelint.runner.review import call_arguments
+from cachelint.runner.reviewviews import ANSWER_CHARS, NEEDS_ESCAPE, escape_html
 from cachelint.settings import ReportSettings
 
 # A shorter text is no larger written out than its link.
@@ -31,25 +31,16 @@ SHARE_MIN = 64
 # start, and the rest behind a closed <details> that says how many characters it holds.
 _ANSWERS = frozenset({"assistant", "response"})
 
-# What `escape` changes: the characters html.escape replaces, and what sanitize_block makes visible.
-_NEEDS_ESCAPE = re.compile(f"[&<>\"']|{UNSAFE_IN_BLOCK.pattern}")
-
-
-def escape(value: Any) -> str:
-    # Model answers and dataset text: bidi marks, controls and lone surrogates shown as escapes.
-    # Most values need neither escaping nor sanitizing; one search says so (a page holds tens of
-    # thousands of values).
-    text = value if type(value) is str else str(value)
-    if _NEEDS_ESCAPE.search(text) is None:
-        return text
-    return html.escape(sanitize_block(text), quote=True)
+# Model answers and dataset text: bidi marks, controls and lone surrogates shown as escapes; most
+# values need neither (one search says so: a page holds tens of thousands of values).
+escape = escape_html
 
 
 def text(value: Any) -> str:
     """`escape` for an element's text (never an attribute): quotes stay quotes, a sixth of the bytes
     of `&#x27;` in every reason and answer that holds one."""
     text = value if type(value) is str else str(value)
-    if _NEEDS_ESCAPE.search(text) is None:
+    if NEEDS_ESCAPE.search(text) is None:
         return text
     return html.escape(sanitize_block(text), quote=False)
 
@@ -70,17 +61,6 @@ def _content(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
-
-
-def _arguments(value: Any) -> str:
-    """Tool-call arguments one way, whether sent as a JSON string or an object, so a call's
-    answer and the next call's echo of it read alike."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 Turn = tuple[str, str]  # (role, text) as the page shows one part of a conversation
@@ -168,7 +148,7 @@ def _turns(message: Mapping[str, Any]) -> list[Turn]:
         turns.append((str(message.get("role", "?")), _content(message.get("content"))))
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
-        turns.append(("tool call", f"{fn.get('name')}({_arguments(fn.get('arguments', ''))})"))
+        turns.append(("tool call", f"{fn.get('name')}({call_arguments(fn.get('arguments', ''))})"))
     return turns
 
 
@@ -187,7 +167,7 @@ def _answer(response: Any) -> list[Turn]:
 
 
 def _output_turns(text: Any, calls: Sequence[tuple[Any, Any]]) -> list[Turn]:
-    turns: list[Turn] = [("tool call", f"{name}({_arguments(args)})") for name, args in calls]
+    turns: list[Turn] = [("tool call", f"{name}({call_arguments(args)})") for name, args in calls]
     return turns + ([("assistant", str(text))] if text else [])
 
 

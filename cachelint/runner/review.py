@@ -59,7 +59,9 @@ class Review:
         return sorted(grouped.items())
 
 
-def _arguments(value: Any) -> str:
+def call_arguments(value: Any) -> str:
+    """Tool-call arguments one way, whether sent as a JSON string or an object, so a call's
+    answer and the next call's echo of it read alike."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -79,7 +81,7 @@ def answer_text(response: Any) -> str:
         output = output_from_value(response)
     except (CachelintError, TypeError, ValueError, AttributeError):
         return json.dumps(response, indent=2, ensure_ascii=False, sort_keys=True)
-    lines = [f"tool call {c.name}({_arguments(c.arguments)})" for c in output.tool_calls]
+    lines = [f"tool call {c.name}({call_arguments(c.arguments)})" for c in output.tool_calls]
     if output.text:
         lines.append(str(output.text))
     return "\n".join(lines)

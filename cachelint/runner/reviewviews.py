@@ -23,12 +23,13 @@ COMMENT_LIMIT = 65_536  # GitHub refuses a longer issue or pull-request comment
 _BUDGET = COMMENT_LIMIT - 2_000  # room for the closing lines
 ANSWER_CHARS = 1_500
 REQUEST_LINES = 12
-_NEEDS_ESCAPE = re.compile(f"[&<>\"']|{UNSAFE_IN_BLOCK.pattern}")
+# What escape_html changes: the characters html.escape replaces, and what sanitize_block shows.
+NEEDS_ESCAPE = re.compile(f"[&<>\"']|{UNSAFE_IN_BLOCK.pattern}")
 
 
 def escape_html(value: object) -> str:
     text = value if type(value) is str else str(value)
-    if _NEEDS_ESCAPE.search(text) is None:
+    if NEEDS_ESCAPE.search(text) is None:
         return text
     return html.escape(sanitize_block(text), quote=True)
 
