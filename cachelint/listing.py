@@ -4,7 +4,6 @@ decoded with surrogateescape so an undecodable name survives the round trip back
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from cachelint.facts import GITLINK, SYMLINK, IgnoreSource, IndexEntry
 from cachelint.fsutil import read_regular
-from cachelint.gitutil import GitQueue, GitResult, run_git, split_z, stage_record
+from cachelint.gitutil import GitQueue, GitResult, blob_id, run_git, split_z, stage_record
 from cachelint.walk import Walk
 
 _REGULAR_TAG = "\0H 100644 "  # a record of a regular file, neither marked nor unmerged
@@ -142,10 +141,7 @@ def _blob_id(path: Path, recorded: str) -> str | None:
         data = read_regular(path)
     except OSError:
         return None
-    digest = hashlib.sha256() if len(recorded) == 64 else hashlib.sha1()  # git's object ids
-    digest.update(b"blob %d\0" % len(data))
-    digest.update(data)
-    return digest.hexdigest()
+    return blob_id(data, len(recorded))
 
 
 def ignore_sources(repo: Path, ignored: set[str]) -> dict[str, IgnoreSource]:

@@ -9,7 +9,6 @@ only the entries that differ are decoded. The old side of every differing entry 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any
 from cachelint.confine import first_link
 from cachelint.errors import CachelintError
 from cachelint.fsutil import read_regular
-from cachelint.gitutil import run_git, split_z
+from cachelint.gitutil import blob_id, run_git, split_z
 from cachelint.runner.review import AnswerChange, Review, answer_text, closest, explain
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, decode_json
 
@@ -30,11 +29,6 @@ Files = dict[str, bytes]  # entry file name -> blob id (at REF) or bytes (workin
 class Recorded:
     request: Mapping[str, Any]
     response: Any
-
-
-def _blob_id(data: bytes) -> bytes:
-    """The id git gives `data` as a blob (sha1 of 'blob <size>\\0' and the bytes)."""
-    return hashlib.sha1(b"blob %d\0%s" % (len(data), data)).hexdigest().encode()
 
 
 def _entry_dir(path: str, roots: Sequence[str]) -> tuple[str, str] | None:
@@ -143,7 +137,7 @@ def _scenario(directory: str, roots: Sequence[str]) -> str:
 def _differs(old: Files | None, new: Files) -> bool:
     if old is None or set(old) != set(new):
         return True
-    return any(_blob_id(data) != old[name] for name, data in new.items())
+    return any(blob_id(data, len(old[name])).encode() != old[name] for name, data in new.items())
 
 
 def _old_entries(
