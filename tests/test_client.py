@@ -21,7 +21,7 @@ from cachelint.runner.client import (
     Recorder,
     parse_mode,
 )
-from cachelint.runner.transport import OpenAICompatibleTransport
+from cachelint.runner.providers.transport import OpenAICompatibleTransport
 from cachelint.store import Store
 from tests.fakes import fake_server
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cachelint.runner.converse_api import event_stream, route_model
+from cachelint.runner.providers.converse_api import event_stream, route_model
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
     ROUND_TRIP_SCRIPT,
@@ -364,7 +364,7 @@ def test_the_region_comes_from_bedrocks_host_and_missing_credentials_are_one_lin
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from cachelint.errors import CachelintError
-    from cachelint.runner import awssign
+    from cachelint.runner.providers import awssign
 
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(name, raising=False)

@@ -383,7 +383,7 @@ def test_a_streamed_answer_replays_as_the_same_event_stream(tmp_path: Path, libr
     module = pytest.importorskip(library)
     from cachelint.runner.client import Mode, OfflineRefuser
     from cachelint.runner.endpoint import Endpoint
-    from cachelint.runner.transport import OpenAICompatibleTransport
+    from cachelint.runner.providers.transport import OpenAICompatibleTransport
 
     body = {
         "model": "small-model",

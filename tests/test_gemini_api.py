@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cachelint.runner.gemini_api import event_stream, output_of, route_model
+from cachelint.runner.providers.gemini_api import event_stream, output_of, route_model
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
     DEAD,

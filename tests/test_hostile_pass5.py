@@ -203,7 +203,7 @@ class _Refuses(BaseHTTPRequestHandler):
 def test_an_http_target_s_error_excerpt_holds_no_part_of_the_key() -> None:
     from cachelint.config import from_table
     from cachelint.runner.httptarget import HttpTransport
-    from cachelint.runner.transport import TransportError
+    from cachelint.runner.providers.transport import TransportError
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Refuses)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

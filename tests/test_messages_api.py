@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cachelint.runner.messages_api import event_stream
+from cachelint.runner.providers.messages_api import event_stream
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
     ROUND_TRIP_SCRIPT,

@@ -220,7 +220,7 @@ answers = st.dictionaries(recordable_texts, recordable, max_size=4)
 def test_any_recorded_answer_streams_and_reads_as_an_output(
     answer: dict[str, Any], inner: list[Any], outer: Any
 ) -> None:
-    from cachelint.runner import apis
+    from cachelint.runner import providers
     from cachelint.runner.endpoint import sse_stream
     from cachelint.runner.output import output_from_value
 
@@ -228,7 +228,7 @@ def test_any_recorded_answer_streams_and_reads_as_an_output(
     chat = {**answer, "choices": inner}
     assert sse_stream(chat, include_usage=True).endswith(b"data: [DONE]\n\n")
     candidates = [chat]
-    for api in apis.SDK_APIS:
+    for api in providers.SDK_APIS:
         value = inner if api.ANSWER_TYPE is list else {"message": {"content": inner}, "x": outer}
         recorded = {**answer, api.ANSWER_FIELD: value} if api.ANSWER_FIELD else answer
         candidates.append(recorded)

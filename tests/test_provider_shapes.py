@@ -14,7 +14,7 @@ import pytest
 
 from cachelint.runner.client import Mode, OfflineRefuser
 from cachelint.runner.endpoint import Endpoint
-from cachelint.runner.transport import Completion
+from cachelint.runner.providers.transport import Completion
 from tests.helpers import direct_client
 
 openai = pytest.importorskip("openai")

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from cachelint.canonical import cache_key
+from cachelint.runner.providers.responses_api import event_stream
 from cachelint.runner.request import build_request, build_sdk_request
-from cachelint.runner.responses_api import event_stream
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import (
     ROUND_TRIP_SCRIPT,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from cachelint.credentials import load_api_key
-from cachelint.runner.transport import (
+from cachelint.runner.providers.transport import (
     Completion,
     OpenAICompatibleTransport,
     TransportError,
@@ -403,7 +403,7 @@ def test_load_api_key_missing_everywhere(tmp_path: Path, no_key_env: None) -> No
 def test_importing_the_transport_and_the_fake_command_does_not_import_httpx() -> None:
     # The CLI imports every command module, and `cachelint check` runs in pre-commit hooks.
     code = (
-        "import sys, cachelint.runner.transport, cachelint.commands.fake_provider; "
+        "import sys, cachelint.runner.providers.transport, cachelint.commands.fake_provider; "
         "print('httpx' in sys.modules)"
     )
     out = subprocess.run(
@@ -421,7 +421,7 @@ def test_a_check_does_not_import_the_transport(tmp_path: Path) -> None:
     put(repo)
     code = (
         "import sys; from cachelint.cli import main; main(['check']); "
-        "print([m for m in ('cachelint.runner.transport', 'email.utils', 'httpx') "
+        "print([m for m in ('cachelint.runner.providers.transport', 'email.utils', 'httpx') "
         "if m in sys.modules])"
     )
     out = subprocess.run(

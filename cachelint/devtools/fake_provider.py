@@ -28,8 +28,8 @@ from cachelint.devtools.fake_script import (
 )
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import (
-    apis,
+from cachelint.runner import providers
+from cachelint.runner.providers import (
     bedrock_invoke_api,
     converse_api,
     count_tokens_api,
@@ -392,7 +392,7 @@ def _api_of(route: str) -> tuple[Any, tuple[str, bool] | None] | None:
     it, the model and whether it asks for a stream; None for a path not served."""
     if route in _APIS:
         return _APIS[route], None
-    for api in apis.MODEL_IN_PATH:
+    for api in providers.MODEL_IN_PATH:
         named = api.route_model(route)
         if named is not None:
             return api, named

@@ -87,7 +87,7 @@ class _Recorded:
         route: str = "chat/completions",
         headers: Mapping[str, str] | None = None,
     ) -> _Completion:
-        from cachelint.runner.transport import _ANSWER_SHAPE, _api
+        from cachelint.runner.providers.transport import _ANSWER_SHAPE, _api
 
         field, kind, wanted = _ANSWER_SHAPE[_api(route)]
         answer = self.answer

@@ -34,14 +34,14 @@ from cachelint.redact import answer as redact_answer
 from cachelint.redact import messages as redact_messages
 from cachelint.redact import request as redact_request
 from cachelint.rewrites import apply as apply_rewrites
-from cachelint.runner import apis
+from cachelint.runner import providers
+from cachelint.runner.providers.transport import CHAT_ROUTE
 from cachelint.runner.request import (
     build_request,
     build_sdk_request,
     closeness,
     request_diff,
 )
-from cachelint.runner.transport import CHAT_ROUTE
 from cachelint.secretscan import refuse_key_in_recording
 from cachelint.store import (
     ENTRY_FILE,
@@ -214,7 +214,7 @@ class CachingClient:
             body=keyed,
             trial=self.trial,
         )
-        module = apis.BY_NAME[api]
+        module = providers.BY_NAME[api]
         route, upstream = module.upstream(body)
         return self._answer(
             request,

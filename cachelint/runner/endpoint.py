@@ -7,13 +7,13 @@ unchanged under record and replay: it is pointed at this endpoint's base URL ins
 provider's. Each scenario trial has its own base URL,
 `http://127.0.0.1:<port>/scenario/<quoted identity>/trial/<n>/v1`, so concurrent scenarios never
 share an answer. OpenAI's SDKs append `/chat/completions`, `/responses` (`client.responses`, and
-the OpenAI Agents SDK: `cachelint.runner.responses_api`) or `/embeddings` (an agent that
-retrieves: `cachelint.runner.embeddings_api`) as they do for any provider. Anthropic's SDK
-appends `/v1/messages` to the same URL less its `/v1` (`cachelint.runner.messages_api`) and sends
+the OpenAI Agents SDK: `providers.responses_api`) or `/embeddings` (an agent that
+retrieves: `providers.embeddings_api`) as they do for any provider. Anthropic's SDK
+appends `/v1/messages` to the same URL less its `/v1` (`providers.messages_api`) and sends
 the key as `x-api-key`; Google's appends `/<version>/models/<model>:generateContent`
-(`cachelint.runner.gemini_api`) and sends it as `x-goog-api-key`. boto3's `bedrock-runtime` client
+(`providers.gemini_api`) and sends it as `x-goog-api-key`. boto3's `bedrock-runtime` client
 appends `/model/<model id>/converse` to the same URL less its `/v1`
-(`cachelint.runner.converse_api`) and signs with SigV4, the key as its access key id. The
+(`providers.converse_api`) and signs with SigV4, the key as its access key id. The
 anthropic SDK's Bedrock and Vertex AI clients append `/model/<model id>/invoke` (as boto3's
 `invoke_model` does for any model family) and
 `/projects/.../publishers/anthropic/models/<model>:rawPredict` (`bedrock_invoke_api`,
@@ -57,7 +57,7 @@ from urllib.parse import quote, unquote
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
 from cachelint.httpreply import reply
-from cachelint.runner import apis, requestbody
+from cachelint.runner import providers, requestbody
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
 if TYPE_CHECKING:
@@ -121,8 +121,8 @@ def _aws_error(status: int, message: str) -> Response:
 
 
 # The APIs served besides chat completions whose route is the same for every call, by its last
-# segment. (The paths of `apis.MODEL_IN_PATH` name the model: their `route_model` finds it.)
-_SDK_APIS: dict[str, Any] = {api.ROUTE: api for api in apis.FIXED_ROUTE}
+# segment. (The paths of `providers.MODEL_IN_PATH` name the model: their `route_model` finds it.)
+_SDK_APIS: dict[str, Any] = {api.ROUTE: api for api in providers.FIXED_ROUTE}
 
 
 def answer(
@@ -155,7 +155,7 @@ def _answer(
     """Answer one HTTP request for `client`'s scenario trial; `route` is the path after the
     trial's base URL prefix: `/v1/chat/completions`, or another API's (`/v1/responses`,
     `/v1/embeddings`, `/v1/messages`, `/v1beta/models/<model>:generateContent`: the modules in
-    `_SDK_APIS` and `apis.MODEL_IN_PATH`); `headers` are the request's (names in any case)."""
+    `_SDK_APIS` and `providers.MODEL_IN_PATH`); `headers` are the request's (names in any case)."""
     from cachelint.runner.client import CacheMiss
 
     route = route.split("?", 1)[0].rstrip("/")
@@ -228,7 +228,7 @@ def _api_of(route: str) -> tuple[Any, tuple[str, bool] | None] | None:
     api = _SDK_APIS.get(route.rpartition("/")[2])
     if api is not None:
         return api, None
-    for api in apis.MODEL_IN_PATH:
+    for api in providers.MODEL_IN_PATH:
         from_path = api.route_model(route)
         if from_path is not None:
             return api, from_path
@@ -395,7 +395,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 _SIGV4 = "AWS4-HMAC-SHA256 "
 # The headers besides Authorization that an SDK may send the key in.
-_KEY_HEADERS = (*(api.KEY_HEADER for api in apis.SDK_APIS if api.KEY_HEADER), AZURE_KEY_HEADER)
+_KEY_HEADERS = (*(api.KEY_HEADER for api in providers.SDK_APIS if api.KEY_HEADER), AZURE_KEY_HEADER)
 
 
 def _authorised(headers: Any, token: str) -> bool:

@@ -22,15 +22,15 @@ from cachelint.httpidentity import follow, identity, render_body, render_url, us
 from cachelint.runner.client import CachingClient, LiveCallRefused
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.output import Output
-from cachelint.runner.pytarget import Target
-from cachelint.runner.request import FORMAT
-from cachelint.runner.transport import (
+from cachelint.runner.providers.transport import (
     RETRYABLE_STATUS,
     Completion,
     TransportError,
     parse_retry_after,
     retry_delays,
 )
+from cachelint.runner.pytarget import Target
+from cachelint.runner.request import FORMAT
 from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner import converse_api, gemini_api, messages_api, responses_api
+from cachelint.runner.providers import converse_api, gemini_api, messages_api, responses_api
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cachelint.canonical import cache_key
-from cachelint.runner import apis
+from cachelint.runner import providers
 from cachelint.store import FORMAT
 
 __all__ = [
@@ -98,12 +98,12 @@ _PROMPT_OPTIONS = ("instructions", "system")
 def build_sdk_request(
     *, api: str, provider: str, model: str, scenario: str, body: Mapping[str, Any], trial: int = 0
 ) -> dict[str, Any]:
-    """The canonical request of one call an SDK sent to `api` (see `cachelint.runner.apis`), keyed
+    """The canonical request of one call an SDK sent to `api` (see `runner.providers`), keyed
     like a chat call's but marked `"api": api`, so a chat call's key is what it always was: the
     conversation (`input` for the Responses and Embeddings APIs, `contents` for Gemini's), the
     tools, and every other field of `body` but `model` as options, with prompt texts normalised
     as in messages."""
-    field = apis.BY_NAME[api].CONVERSATION
+    field = providers.BY_NAME[api].CONVERSATION
     options = {k: v for k, v in body.items() if k not in ("model", field, "tools")}
     for name in _PROMPT_OPTIONS:
         if name in options:

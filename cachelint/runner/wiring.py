@@ -35,7 +35,7 @@ def upstream_transport(repo: Path, target: TargetConfig) -> Transport:
     """The live transport a recording calls: the target's url, its key from api-key-env or
     env-file. Params are not added here: the client already put them into the body (and key)."""
     from cachelint.credentials import load_api_key
-    from cachelint.runner.transport import OpenAICompatibleTransport
+    from cachelint.runner.providers.transport import OpenAICompatibleTransport
 
     return OpenAICompatibleTransport(
         target.url,

@@ -3,7 +3,7 @@
 The `google-genai` SDK's `models.embed_content` POSTs to
 `<base_url>/<version>/models/<model>:batchEmbedContents` with one request per text, the key as
 `x-goog-api-key`; the model is in the path. The endpoint answers such a call from the cache like
-a `generateContent` call (`cachelint.runner.gemini_api`): the key is the body with the path's
+a `generateContent` call (`gemini_api`): the key is the body with the path's
 model, marked `"api": "batchEmbedContents"`; the cache holds the whole response. Embeddings do not
 stream. A recording calls `<url>/models/<model>:batchEmbedContents`.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cachelint.runner import gemini_api
+from cachelint.runner.providers import gemini_api
 
 ROUTE = "batchEmbedContents"
 CONVERSATION = "requests"

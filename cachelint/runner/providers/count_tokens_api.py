@@ -4,7 +4,7 @@ Code that keeps a conversation within the context window asks the API how many t
 would take before sending it (the anthropic SDK's `messages.count_tokens`, and what is built on
 it, such as LangChain's token counter for Claude). The body is a Messages API request without
 `max_tokens`; the answer is `{"input_tokens": N}`. The endpoint answers it from the cache like a
-Messages API call (`cachelint.runner.messages_api`, whose shapes it shares), marked
+Messages API call (`messages_api`, whose shapes it shares), marked
 `"api": "count_tokens"`; a recording calls `<url>/messages/count_tokens`.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cachelint.runner import messages_api
-from cachelint.runner.messages_api import (
+from cachelint.runner.providers import messages_api
+from cachelint.runner.providers.messages_api import (
     BETA_HEADER,
     CONVERSATION,
     KEY_HEADER,

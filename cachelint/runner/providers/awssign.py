@@ -1,8 +1,8 @@
 """Signing a recording's call to Amazon Bedrock with the AWS credentials of the machine.
 
 A Bedrock target records with a Bedrock API key (a bearer token) when `api-key-env` holds one.
-Without one, a call to Bedrock's routes (`apis.SIGNED_BY_AWS`) is signed with SigV4 instead, with
-the credentials botocore finds as every AWS SDK does (the environment, a profile, SSO, an
+Without one, a call to Bedrock's routes (`SIGNED_BY_AWS`) is signed with SigV4 instead, with the
+credentials botocore finds as every AWS SDK does (the environment, a profile, SSO, an
 instance or task role), for the region in the target's url
 (`https://bedrock-runtime.REGION.amazonaws.com`) or, for another host, the configured one
 (`AWS_REGION`, else botocore's `AWS_DEFAULT_REGION` or profile).

@@ -8,7 +8,7 @@ holds the whole answer. A recording calls `<url>/model/<model id>/invoke` with t
 Bedrock API key) as a bearer token, or signed with the machine's AWS credentials.
 
 Claude's body is the Messages API's, less its model and with `anthropic_version` added (and the
-betas asked for as `anthropic_beta`): it is read as one (`cachelint.runner.messages_api`), and a
+betas asked for as `anthropic_beta`): it is read as one (`messages_api`), and a
 streamed request gets the message back as the Messages API's events, each carried base64-encoded
 in a `chunk` event of AWS's event-stream framing, as Bedrock sends them. Another family's body
 (Titan's or Cohere's embeddings, Llama's prompt) is keyed as it is, and a streamed one gets its
@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from cachelint.runner import messages_api
-from cachelint.runner.awsevents import aws_event
-from cachelint.runner.messages_api import CONVERSATION, is_answer, output_of
+from cachelint.runner.providers import messages_api
+from cachelint.runner.providers.awsevents import aws_event
+from cachelint.runner.providers.messages_api import CONVERSATION, is_answer, output_of
 
 # The API's facts: the Messages API's shapes for Claude's bodies, and this platform's route.
 __all__ = [

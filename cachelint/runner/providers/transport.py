@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
-from cachelint.runner import apis, awssign, gemini_api
+from cachelint.runner import providers
+from cachelint.runner.providers import awssign, gemini_api
 from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
@@ -102,12 +103,12 @@ _ANSWER_SHAPE = {
             if api.ANSWER_FIELD
             else f"{api.ANSWER_NAME} (a JSON object)",
         )
-        for api in apis.SDK_APIS
+        for api in providers.SDK_APIS
     },
 }
-_SIGNED_BY_AWS = frozenset(api.ROUTE for api in apis.SIGNED_BY_AWS)
-# The routes that are the same for every call (those of `apis.MODEL_IN_PATH` name the model).
-_FIXED_ROUTES = (CHAT_ROUTE, *(api.ROUTE for api in apis.FIXED_ROUTE))
+_SIGNED_BY_AWS = frozenset(api.ROUTE for api in providers.SIGNED_BY_AWS)
+# The routes that are the same for every call (those of `providers.MODEL_IN_PATH` name the model).
+_FIXED_ROUTES = (CHAT_ROUTE, *(api.ROUTE for api in providers.FIXED_ROUTE))
 
 
 def _api(route: str) -> str:
@@ -153,7 +154,7 @@ def _headers(
     project_scoped = "/projects/" in base.path
     api_headers = {
         api.ROUTE: {**headers, **api.UPSTREAM_HEADERS}
-        for api in apis.SDK_APIS
+        for api in providers.SDK_APIS
         if api.KEY_HEADER and not (api.KEY_HEADER == gemini_api.KEY_HEADER and project_scoped)
     }
     if api_key:
@@ -161,7 +162,7 @@ def _headers(
         if _is_azure(base.host):
             headers["api-key"] = api_key
         for route, sent in api_headers.items():
-            sent[apis.BY_NAME[route].KEY_HEADER] = api_key
+            sent[providers.BY_NAME[route].KEY_HEADER] = api_key
     return headers, api_headers
 
 

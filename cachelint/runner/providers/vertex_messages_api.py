@@ -10,7 +10,7 @@ message back as the Messages API's events. A recording calls `<url>/publishers/a
 <model>:rawPredict`, the target's url naming the project and region, with the target's key (an
 access token) as a bearer token.
 
-The shapes are the Messages API's (`cachelint.runner.messages_api`).
+The shapes are the Messages API's (`messages_api`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from cachelint.runner.messages_api import (
+from cachelint.runner.providers.messages_api import (
     ANSWER_FIELD,
     ANSWER_NAME,
     ANSWER_TYPE,

@@ -3,7 +3,7 @@
 The `google-genai` SDK's `models.count_tokens` POSTs the contents a request would send to
 `<base_url>/<version>/models/<model>:countTokens`, the key as `x-goog-api-key`, and gets
 `{"totalTokens": N}` back. The endpoint answers it from the cache like a `generateContent` call
-(`cachelint.runner.gemini_api`, whose request shapes it shares), marked `"api": "countTokens"`;
+(`gemini_api`, whose request shapes it shares), marked `"api": "countTokens"`;
 a recording calls `<url>/models/<model>:countTokens`.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cachelint.runner import gemini_api
-from cachelint.runner.gemini_api import (
+from cachelint.runner.providers import gemini_api
+from cachelint.runner.providers.gemini_api import (
     CONVERSATION,
     ERROR_SHAPE,
     KEY_HEADER,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cachelint.runner import (
+from cachelint.runner.providers import (
     bedrock_invoke_api,
     converse_api,
     count_tokens_api,
@@ -46,5 +46,5 @@ BY_NAME: dict[str, Any] = {api.ROUTE: api for api in SDK_APIS}
 MODEL_IN_PATH: tuple[Any, ...] = tuple(api for api in SDK_APIS if hasattr(api, "route_model"))
 FIXED_ROUTE: tuple[Any, ...] = tuple(api for api in SDK_APIS if api not in MODEL_IN_PATH)
 # Amazon Bedrock's routes, which a recording signs with AWS credentials when it has no Bedrock
-# API key (`cachelint.runner.awssign`).
+# API key (`awssign`).
 SIGNED_BY_AWS: tuple[Any, ...] = (converse_api, bedrock_invoke_api)

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from cachelint.runner.awsevents import aws_event
+from cachelint.runner.providers.awsevents import aws_event
 
 ROUTE = "converse"
 CONVERSATION = "messages"
