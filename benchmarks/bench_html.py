@@ -30,8 +30,8 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
-from cachelint.runner.htmlreport import render_html  # noqa: E402
-from cachelint.runner.views import ExecutionView, scenario_view  # noqa: E402
+from cachelint.runner.reports.htmlreport import render_html  # noqa: E402
+from cachelint.runner.reports.model import ExecutionView, scenario_view  # noqa: E402
 from cachelint.settings import ReportSettings  # noqa: E402
 from tests.cdp import Browser  # noqa: E402
 

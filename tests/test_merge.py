@@ -438,7 +438,7 @@ def test_a_merge_of_part_of_the_suite_is_filtered_and_of_all_of_it_is_not(tmp_pa
 def test_listing_executions_skips_a_run_summary_it_must_not_read(tmp_path: Path) -> None:
     # `cachelint report` with no --execution picks the latest: a deep, linked or special run.json
     # in a results directory is no execution, never a crash or a hang.
-    from cachelint.runner.views import list_executions
+    from cachelint.runner.reports.model import list_executions
 
     for name, started in (("good", "2026-11-30T12:00:00Z"), ("older", "2026-11-29T12:00:00Z")):
         (tmp_path / name).mkdir()

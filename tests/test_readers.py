@@ -110,11 +110,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "a results file this run wrote, read back for the page: regular, bounded, no link on "
         "the way, and used only when its bytes are the ones written (else read_json reads it)"
     ),
-    ("cachelint/runner/publishing.py", "_started_at_end", "open_regular"): (
+    ("cachelint/runner/reports/publishing.py", "_started_at_end", "open_regular"): (
         "the last 128 bytes of an earlier execution's trend.json: no link, no special file, in "
         "an execution directory that is no link; the rest is read by evidence.read_json"
     ),
-    ("cachelint/runner/publishing.py", "publish_more", "open_regular"): (
+    ("cachelint/runner/reports/publishing.py", "publish_more", "open_regular"): (
         "the report.html this run has just written in its own results directory (checked for "
         "links before the run), copied to --html in 1 MiB chunks: no link, no special file"
     ),

@@ -6,9 +6,9 @@ import pytest
 
 from cachelint.errors import CachelintError
 from cachelint.runner.cost import Price, Spend, call_spend, cost, tokens
-from cachelint.runner.prformats import md, render_github
+from cachelint.runner.reports.model import ExecutionView, scenario_view
+from cachelint.runner.reports.prformats import md, render_github
 from cachelint.runner.shards import parse_shard, shard_of
-from cachelint.runner.views import ExecutionView, scenario_view
 from cachelint.settings import ReportSettings
 
 
@@ -86,7 +86,7 @@ def test_each_call_is_priced_at_the_model_it_asked_for() -> None:
     """A two-model agent and its judge: every call at its own model's price, a dated snapshot at
     its family's, and a lower bound that names the unpriced calls (never too low a figure shown
     as the cost) when a call's model has none."""
-    from cachelint.runner.views import scenario_view
+    from cachelint.runner.reports.model import scenario_view
 
     prices = {"small": Price(input=1.0, output=0.0), "large": Price(input=10.0, output=0.0)}
     million = {"prompt_tokens": 1_000_000, "completion_tokens": 0}

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from cachelint.errors import CachelintError
-from cachelint.runner import client, engine, views
+from cachelint.runner import client, engine
+from cachelint.runner.reports import model
 from tests.conftest import run_cachelint
 from tests.helpers import DEAD, SCRIPT, do_run, record, refund, write_repo
 
@@ -149,8 +150,8 @@ def test_a_results_file_changed_since_the_run_wrote_it_is_read_as_evidence(
     path = directory / "support/acme/case-0.json"
     data = path.read_bytes()
     record = json.loads(data)
-    source = views.Sources(directory).of(record, data)
-    view = views.scenario_view(record, "scripted-v1", {}, source=source)
+    source = model.Sources(directory).of(record, data)
+    view = model.scenario_view(record, "scripted-v1", {}, source=source)
     assert view.whole().record == record
     path.write_bytes(b"[" * 150 + b"]" * 150)
     with pytest.raises(CachelintError, match="nested deeper than 100 levels"):

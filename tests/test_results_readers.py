@@ -18,8 +18,8 @@ import pytest
 
 from cachelint.errors import CachelintError
 from cachelint.runner.evidence import MAX_DEPTH, RECORD_MAX_BYTES
-from cachelint.runner.publishing import TREND_FILE, _started_at_end
-from cachelint.runner.views import load_execution
+from cachelint.runner.reports.model import load_execution
+from cachelint.runner.reports.publishing import TREND_FILE, _started_at_end
 from tests.conftest import PROJECT, RUN_NOW, commit_all
 from tests.fakes import fake_server
 from tests.helpers import DEAD, SCRIPT, refund, write_repo

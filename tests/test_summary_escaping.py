@@ -95,7 +95,7 @@ def test_names_and_answers_in_the_markdown_summary_inject_nothing(
 
 
 def test_the_markdown_renderer_neutralises_each_kind_of_link() -> None:
-    from cachelint.runner.prformats import md
+    from cachelint.runner.reports.prformats import md
 
     for text in (
         "@org/team",

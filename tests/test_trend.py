@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from cachelint.commands.run import run
-from cachelint.runner.htmlreport import Trend, TrendRun
 from cachelint.runner.options import RunOptions
-from cachelint.runner.publishing import TREND_FILE, trend_point, trend_runs
+from cachelint.runner.reports.htmlreport import Trend, TrendRun
+from cachelint.runner.reports.publishing import TREND_FILE, trend_point, trend_runs
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo
 
 

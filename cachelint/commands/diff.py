@@ -69,8 +69,8 @@ def _handle(ns: argparse.Namespace) -> int:
 def _verdicts(config: Config, name: str | None, *, latest: bool) -> dict[str, bool]:
     """Scenario identity -> passed, from an execution's results (none: empty)."""
     from cachelint.runner.evidence import verified
+    from cachelint.runner.reports.model import execution_directory, list_executions, load_execution
     from cachelint.runner.results import execution_name
-    from cachelint.runner.views import execution_directory, list_executions, load_execution
 
     root = config.repo / config.results
     if name is None:

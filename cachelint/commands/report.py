@@ -17,10 +17,10 @@ from cachelint.config import Config, load
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.gitutil import repo_root
-from cachelint.runner.publishing import Extras
+from cachelint.runner.reports.publishing import Extras
 
 if TYPE_CHECKING:
-    from cachelint.runner.views import ExecutionView
+    from cachelint.runner.reports.model import ExecutionView
 
 
 def add_parser(
@@ -88,7 +88,7 @@ def _handle(ns: argparse.Namespace) -> int:
 
 
 def _latest(config: Config) -> str:
-    from cachelint.runner.views import list_executions
+    from cachelint.runner.reports.model import list_executions
 
     names = list_executions(config.repo / config.results)
     if not names:
@@ -104,7 +104,7 @@ def _execution(
     """The run summary and view of execution `name`, read as evidence (`runner.evidence`):
     regular files below it, bounded, agreeing with each other."""
     from cachelint.runner.evidence import read_summary, verified
-    from cachelint.runner.views import execution_directory, load_execution
+    from cachelint.runner.reports.model import execution_directory, load_execution
 
     directory = execution_directory(config.repo, config.results, name)
     summary = dict((verified(directory) if verify else read_summary(directory)).document)
@@ -167,7 +167,7 @@ def report(
 
     from cachelint.confine import check_output
     from cachelint.runner import baselines
-    from cachelint.runner.publishing import check_extras, run_verdict, write_html_page
+    from cachelint.runner.reports.publishing import check_extras, run_verdict, write_html_page
     from cachelint.runner.results import execution_name
 
     config = load(repo_root(start), config_path)

@@ -25,7 +25,7 @@ from cachelint.findings import Finding
 from cachelint.fsutil import atomic_write
 from cachelint.gitutil import repo_root
 from cachelint.runner.options import RunOptions
-from cachelint.runner.publishing import Extras, add_report_options, check_extras
+from cachelint.runner.reports.publishing import Extras, add_report_options, check_extras
 from cachelint.runner.rerun import Kept, Rerun, settle
 from cachelint.runner.rerun import add_options as add_rerun_options
 from cachelint.runner.results import execution_name, release_execution
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from cachelint.runner.dataset import Scenario
     from cachelint.runner.engine import ResultWriter, ScenarioResult
     from cachelint.runner.progress import OrderedLines
-    from cachelint.runner.publishing import Published
-    from cachelint.runner.report import RunReport
+    from cachelint.runner.reports.publishing import Published
+    from cachelint.runner.reports.text import RunReport
     from cachelint.runner.wiring import Wiring
 
 _PROGRESS_MIN = 20  # scenarios; shorter runs finish before a progress bar is worth drawing
@@ -359,7 +359,7 @@ def _shown_progress(
     from cachelint.formats import ReportFormat
     from cachelint.progressbar import bars_on
     from cachelint.runner.progress import live_progress
-    from cachelint.runner.report import text_head
+    from cachelint.runner.reports.text import text_head
 
     bars = bars_on(err, "cachelint run", at_least=_PROGRESS_MIN)
     progress = bars(len(plan.selected)) if bars is not None else None
@@ -411,8 +411,8 @@ def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, Snapshot] | None]:
 
 def publish(plan: RunPlan, outcome: Outcome, *, out: TextIO, err: TextIO) -> int:
     """Write the reports, print the summary, and record a green run; return the exit code."""
-    from cachelint.runner.publishing import publish_more, run_verdict, view_of
-    from cachelint.runner.report import RunReport
+    from cachelint.runner.reports.publishing import publish_more, run_verdict, view_of
+    from cachelint.runner.reports.text import RunReport
     from cachelint.store import format_time
 
     config, extras = plan.config, plan.options.extras
@@ -462,7 +462,7 @@ def _conclude(
     err: TextIO,
 ) -> int:
     """Record the entries used, write JUnit and the summary, and record a green run."""
-    from cachelint.runner.report import render, render_junit, text_tail
+    from cachelint.runner.reports.text import render, render_junit, text_tail
     from cachelint.usage import record_run
 
     config = plan.config
@@ -514,7 +514,7 @@ def _start_green_listing(plan: RunPlan, outcome: Outcome) -> GitProcess | None:
 
 
 def _run_summary(report: RunReport) -> dict[str, Any]:
-    from cachelint.runner.report import report_dict
+    from cachelint.runner.reports.text import report_dict
 
     return report_dict(report, streamed=True)
 

@@ -17,7 +17,7 @@ from typing import Any, cast
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.views import ExecutionView
+from cachelint.runner.reports.model import ExecutionView
 from cachelint.settings import ReportSettings
 
 FILE = "eval-baselines.json"

@@ -36,7 +36,7 @@ from cachelint.runner.pytarget import Target
 
 if TYPE_CHECKING:
     from cachelint.runner.cost import Price
-    from cachelint.runner.views import Sources
+    from cachelint.runner.reports.model import Sources
 
 RESULT_FORMAT = 1
 
@@ -445,7 +445,7 @@ class ResultWriter:
         self._priced = priced if expected > HOLD_MAX_SCENARIOS else None
         self._sources: Sources | None = None
         if self._priced is not None:
-            from cachelint.runner.views import Sources
+            from cachelint.runner.reports.model import Sources
 
             self._sources = Sources(directory)
 
@@ -483,7 +483,7 @@ class ResultWriter:
     def _kept(self, record: dict[str, Any], data: bytes) -> Any:
         if self._priced is None or self._sources is None:
             return record
-        from cachelint.runner.views import scenario_view
+        from cachelint.runner.reports.model import scenario_view
 
         return scenario_view(record, *self._priced, source=self._sources.of(record, data))
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from cachelint.runner.cost import Spend, money
-from cachelint.runner.views import ExecutionView, ScenarioView
+from cachelint.runner.reports.model import ExecutionView, ScenarioView
 
 Escape = Callable[[object], str]
 REGRESSED = "REGRESSED  "

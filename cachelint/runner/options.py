@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cachelint.runner.publishing import Extras
+from cachelint.runner.reports.publishing import Extras
 from cachelint.runner.rerun import NO_RERUN, Rerun
 
 if TYPE_CHECKING:

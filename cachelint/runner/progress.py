@@ -57,7 +57,7 @@ def live_progress(
     """
     from cachelint.display import sanitize
     from cachelint.progressbar import is_terminal
-    from cachelint.runner.report import text_scenario
+    from cachelint.runner.reports.text import text_scenario
 
     order = [s.identity for s in selected]
     if text_format and not is_terminal(out):

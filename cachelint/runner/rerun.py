@@ -126,7 +126,7 @@ def narrow(rerun: Rerun, root: Path, selected: list[Any], *, mode: str) -> tuple
 
 
 def newest_finished(root: Path) -> str:
-    from cachelint.runner.views import list_executions
+    from cachelint.runner.reports.model import list_executions
 
     names = list_executions(root)
     if not names:

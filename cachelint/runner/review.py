@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cachelint.runner.reports.model import ExecutionView, ScenarioView
 from cachelint.runner.request import closeness, request_diff
-from cachelint.runner.views import ExecutionView, ScenarioView
 
 SAME_REQUEST = "(the same request, re-recorded: the model answered differently)"
 NEW_SCENARIO = "(nothing was recorded for this scenario before)"

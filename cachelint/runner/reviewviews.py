@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from cachelint.display import UNSAFE_IN_BLOCK, sanitize, sanitize_block
-from cachelint.runner.prformats import md
+from cachelint.runner.reports.prformats import md
 from cachelint.runner.review import AnswerChange, Review
 
 COMMENT_LIMIT = 65_536  # GitHub refuses a longer issue or pull-request comment

@@ -17,7 +17,7 @@ from typing import Any
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.views import RUN_FILE
+from cachelint.runner.reports.model import RUN_FILE
 
 _SHARD = re.compile(r"([1-9][0-9]{0,3})/([1-9][0-9]{0,3})")
 

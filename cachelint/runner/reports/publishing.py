@@ -20,10 +20,10 @@ from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write_chunks
 from cachelint.jsonstream import Streamed, json_chunks
 from cachelint.runner.cost import money
-from cachelint.runner.views import RUN_FILE, ExecutionView, ScenarioView, scenario_view
+from cachelint.runner.reports.model import RUN_FILE, ExecutionView, ScenarioView, scenario_view
 
 if TYPE_CHECKING:
-    from cachelint.runner.htmlreport import TrendRun
+    from cachelint.runner.reports.htmlreport import TrendRun
 
 PR_FORMATS = ("markdown", "github")
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -108,7 +108,7 @@ def view_of(
 def cost_summary(view: ExecutionView) -> dict[str, Any]:
     """USD by run, agent, tenant and scenario: the priced calls' dollars (a lower bound where
     `complete` is false), and the run's calls no price covers, by why (`model M`)."""
-    from cachelint.runner.views import group_spend
+    from cachelint.runner.reports.model import group_spend
 
     spend = view.spend
     return {
@@ -217,7 +217,7 @@ def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Trend
     (`--agent`, `--scenario`, a shard) or a damaged old run drops out: a re-record of one agent
     is no dip of the suite. Each summary is drawn down as it is parsed, so no two are held whole
     at once."""
-    from cachelint.runner.htmlreport import TrendRun
+    from cachelint.runner.reports.htmlreport import TrendRun
 
     now = TrendRun.of(current)
     ends = [now] if now is not None and now.whole_suite else []
@@ -261,7 +261,7 @@ def write_html_page(
     durable: bool = True,
 ) -> None:
     """Write the HTML report to `target` atomically, each piece as it is rendered."""
-    from cachelint.runner.htmlreport import Trend, render_html
+    from cachelint.runner.reports.htmlreport import Trend, render_html
 
     runs = trend_runs(config.repo / config.results, summary, config.reports.trend_executions)
     pieces = render_html(view, config.reports, trend=Trend(runs), compare=compare, notes=notes)
@@ -272,7 +272,7 @@ def write_html_page(
 
 
 def pr_text(fmt: str, view: ExecutionView, config: Config, notes: Sequence[str]) -> str:
-    from cachelint.runner.prformats import render_github, render_markdown
+    from cachelint.runner.reports.prformats import render_github, render_markdown
 
     if fmt == "github":
         return render_github(view, config.reports)
@@ -325,7 +325,7 @@ def run_verdict(
     """The run judged on its budget and baseline: the view with what fails it (`failures`), and
     the cost and baseline lines for the reports."""
     from cachelint.runner import baselines
-    from cachelint.runner.views import group_spend
+    from cachelint.runner.reports.model import group_spend
 
     notes: list[str] = []
     failures: list[str] = []

@@ -28,10 +28,10 @@ from cachelint.runner.htmlscenario import (
 from cachelint.runner.htmlscenario import escape as _e
 from cachelint.runner.htmlscenario import text as _t
 from cachelint.runner.htmlscenario import verdict as _verdict
-from cachelint.runner.matrixviews import matrix_html
+from cachelint.runner.reports.matrixviews import matrix_html
+from cachelint.runner.reports.model import ExecutionView, ScenarioView, group_spend
 from cachelint.runner.review import compare_executions
 from cachelint.runner.reviewviews import REVIEW_CSS, review_html
-from cachelint.runner.views import ExecutionView, ScenarioView, group_spend
 from cachelint.settings import ReportSettings
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from cachelint.display import sanitize, sanitize_block
 from cachelint.runner.cost import Spend, money
-from cachelint.runner.matrixviews import matrix_markdown
-from cachelint.runner.views import ExecutionView, ScenarioView, group_spend
+from cachelint.runner.reports.matrixviews import matrix_markdown
+from cachelint.runner.reports.model import ExecutionView, ScenarioView, group_spend
 from cachelint.settings import ReportSettings
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
