@@ -15,8 +15,8 @@ from cachelint.runner.assertions import (
     has_deterministic,
     validate_assertion,
 )
+from cachelint.runner.assertions.pii import find_pii
 from cachelint.runner.output import Output, ToolCall, output_from_completion, output_from_value
-from cachelint.runner.pii import find_pii
 
 REFUND = Output("We have issued your Refund of $20.\nAnything else?")
 JSON_OUT = Output('{"order": {"id": 42, "items": [{"sku": "A-1", "qty": 2}]}, "ok": true, "n": 1}')

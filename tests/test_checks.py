@@ -10,7 +10,7 @@ import pytest
 from cachelint.errors import CachelintError
 from cachelint.runner.assertions import AssertionResult, has_deterministic
 from cachelint.runner.assertions import validate_assertion as validate
-from cachelint.runner.evaluators import EvalContext, evaluate_all
+from cachelint.runner.assertions.evaluators import EvalContext, evaluate_all
 from cachelint.runner.output import Output, ToolCall
 from tests.helpers import scenario_with
 

@@ -304,8 +304,8 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
     """Run the scenarios, writing each result as it lands, inside the offline canary."""
     from cachelint.credentials import configured_keys
     from cachelint.netguard import armed
+    from cachelint.runner.assertions.evaluators import eval_context
     from cachelint.runner.engine import ResultWriter, run_scenarios, slim_result
-    from cachelint.runner.evaluators import eval_context
 
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution

@@ -380,7 +380,7 @@ class CachingClient:
         """In a pytest test, assert dataset assertions (docs/assertions.md) over the calls made
         so far: `cachelint.expect({"type": "trajectory:tool-called", "name": "lookup_order"})`.
         Output checks see `answer` (a string or a provider's response), else the last call's."""
-        from cachelint.runner.expect import expect
+        from cachelint.runner.assertions.expect import expect
 
         expect(specs, list(self.calls), answer)
 

@@ -24,8 +24,8 @@ from cachelint.green import content_hash
 from cachelint.jsontext import lone_surrogate, may_hold_surrogate
 from cachelint.passpolicy import ALL, PassPolicy, parse_policy
 from cachelint.runner.assertions import validate_assertion
+from cachelint.runner.assertions.jsonpath import json_kind
 from cachelint.runner.identities import dataset_files, scenario_identity
-from cachelint.runner.jsonpath import json_kind
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
 

@@ -25,9 +25,9 @@ from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.passpolicy import PassPolicy
 from cachelint.runner.assertions import AssertionResult, has_deterministic
+from cachelint.runner.assertions.evaluators import EvalContext, evaluate_all
 from cachelint.runner.client import CacheMiss, CachingClient, CallRecord
 from cachelint.runner.dataset import Scenario
-from cachelint.runner.evaluators import EvalContext, evaluate_all
 from cachelint.runner.judges import JUDGE_OPTIONS, judge_messages, parse_score
 from cachelint.runner.masking import Masker
 from cachelint.runner.metrics import Metric

@@ -16,15 +16,15 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner.jsonpath import (
+from cachelint.runner.assertions.jsonpath import (
     json_equal,
     json_kind,
     parse_json_path,
     resolve,
     resolve_dotted,
 )
+from cachelint.runner.assertions.pii import PII_KINDS, find_pii, mask
 from cachelint.runner.output import Output, ToolCall
-from cachelint.runner.pii import PII_KINDS, find_pii, mask
 
 Check = Callable[[Mapping[str, Any], Output], tuple[bool, str]]
 Validate = Callable[[Mapping[str, Any], str], Mapping[str, Any]]

@@ -17,8 +17,8 @@ from functools import partial
 from typing import Any, Literal
 
 from cachelint.errors import CachelintError
-from cachelint.runner import checks, schemas, trajectory
-from cachelint.runner.checks import Undecided, Validate, bad, show
+from cachelint.runner.assertions import checks, schemas, trajectory
+from cachelint.runner.assertions.checks import Undecided, Validate, bad, show
 from cachelint.runner.client import CallRecord
 from cachelint.runner.output import Output
 

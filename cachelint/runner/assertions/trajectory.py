@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner.checks import Validate, bad, check_bounds, check_fields, show
+from cachelint.runner.assertions.checks import Validate, bad, check_bounds, check_fields, show
+from cachelint.runner.assertions.jsonpath import json_equal, resolve_dotted
 from cachelint.runner.client import CallRecord
-from cachelint.runner.jsonpath import json_equal, resolve_dotted
 from cachelint.runner.output import Output, ToolCall, output_from_value
 
 PREFIX = "trajectory:"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from cachelint.runner.checks import (
+from cachelint.runner.assertions.checks import (
     bad,
     check_fields,
     parse_json,
@@ -26,10 +26,10 @@ from cachelint.runner.checks import (
     show,
     validate_json_path,
 )
+from cachelint.runner.assertions.jsonpath import json_kind, parse_json_path, resolve
+from cachelint.runner.assertions.trajectory import steps
 from cachelint.runner.client import CallRecord
-from cachelint.runner.jsonpath import json_kind, parse_json_path, resolve
 from cachelint.runner.output import Output, ToolCall
-from cachelint.runner.trajectory import steps
 
 _SHOWN_ERRORS = 3
 
