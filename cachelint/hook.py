@@ -6,9 +6,13 @@ and `python -m cachelint.hook watch` (the framework's `cachelint-watch` hook: th
 
 Most commits touch neither the cache nor a watched prompt, so this path must cost little more than
 starting Python. It imports only the standard library (no cachelint.cli, no command modules, no
-pathspec, rich, httpx or GitPython), reads the config table once, asks git for the staged names
-once (`git diff --cached --name-only -z`), and only when something relevant is staged imports and
-runs `cachelint check` and/or the watch gate in-process. Relevant to the check: the cache roots,
+pathspec, rich, httpx or GitPython), asks git for the staged names once (`git diff --cached
+--no-renames --name-only -z`: a rename out of a cache root lists the old path too) and reads the
+config while git runs, and only when something relevant is staged imports and runs `cachelint
+check` and/or the watch gate in-process. The config is parsed (tomllib, which alone costs more than
+the rest of this path) only when its bytes differ from those the git directory's
+`cachelint/hook-config` was kept for. The entries are `python -I -c "from cachelint.hook import
+main; ..."`, not `-m cachelint.hook`, which imports runpy. Relevant to the check: the cache roots,
 attributes and ignore files, the config, and every file the pin readers read (a staged version
 bump in Directory.Packages.props, a project or a lock makes the stamp stale).
 
@@ -20,8 +24,13 @@ that test for every pattern is certainly not watched; a path passing it goes to 
 
 from __future__ import annotations
 
+import marshal
 import os
 import sys
+
+TYPE_CHECKING = False  # not `typing`: it costs a tenth of the start-up this path must stay near
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 USAGE = "usage: python -m cachelint.hook pre-commit|check|watch"
 
@@ -45,6 +54,14 @@ _PIN_ROOT_NAMES = (
 )
 _PIN_ROOT_SUFFIXES = (".sln", ".slnx")
 _WILDCARDS = "*?"
+_CONFIG_MAX = 4 * 1024 * 1024
+# The gate's part of the parsed config, kept in the git directory under the exact bytes it was
+# parsed from: `import tomllib` (re, typing, datetime) costs more than the rest of the fast path.
+_TABLE_DIR = "cachelint"
+_TABLE_FILE = "hook-config"
+_TABLE_FORMAT = 1
+_GATE_KEYS = ("cache", "watch", "pins", "datasets", "__invalid__")
+_MISSING = object()
 
 
 class _NoGit(Exception):
@@ -53,6 +70,12 @@ class _NoGit(Exception):
 
 def _git(args: list[str], cwd: str) -> tuple[int, bytes]:
     """Run git, return (rc, stdout); stderr goes straight to the user."""
+    return _git_started(args, cwd)()
+
+
+def _git_started(args: list[str], cwd: str) -> Callable[[], tuple[int, bytes]]:
+    """Start git; the returned function waits for it and gives (rc, stdout). Between the two the
+    caller works on while git runs (on another core, when one is free)."""
     if not hasattr(os, "posix_spawnp"):  # Windows: no posix_spawn, pay for subprocess
         import subprocess
 
@@ -60,7 +83,7 @@ def _git(args: list[str], cwd: str) -> tuple[int, bytes]:
             proc = subprocess.run(["git", *args], cwd=cwd, stdout=subprocess.PIPE)
         except OSError as exc:
             raise _NoGit(exc.strerror or str(exc)) from None
-        return proc.returncode, proc.stdout
+        return lambda: (proc.returncode, proc.stdout)
     # posix_spawn + a pipe avoids importing subprocess (and its threading/selectors imports).
     read_end, write_end = os.pipe()
     old = os.getcwd()
@@ -78,15 +101,19 @@ def _git(args: list[str], cwd: str) -> tuple[int, bytes]:
     finally:
         os.chdir(old)
         os.close(write_end)
-    chunks = []
-    while True:
-        chunk = os.read(read_end, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(read_end)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), b"".join(chunks)
+
+    def finish() -> tuple[int, bytes]:
+        chunks = []
+        while True:
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status), b"".join(chunks)
+
+    return finish
 
 
 def _top_level() -> str | None:
@@ -100,13 +127,16 @@ def _top_level() -> str | None:
 
 def _read_table(repo: str) -> dict[str, object] | None:
     """The raw cachelint table, or None for defaults; `{"__invalid__": True}` sends the commit to
-    the full loader for its one-line error (a link, a FIFO, both files configuring cachelint)."""
+    the full loader for its one-line error (a link, a FIFO, both files configuring cachelint).
+    Parsed once per version of the config files: the gate's part of the table is kept in the git
+    directory under the bytes it was parsed from (`_cached_table`), since importing tomllib costs
+    more than the rest of this path."""
     from cachelint.fsutil import read_regular  # light: os and stat only
 
     raw: dict[str, bytes] = {}
     for name in ("cachelint.toml", "pyproject.toml"):
         try:
-            raw[name] = read_regular(os.path.join(repo, name), 4 * 1024 * 1024)
+            raw[name] = read_regular(os.path.join(repo, name), _CONFIG_MAX)
         except FileNotFoundError:
             continue
         except OSError:  # a link, a FIFO, too large: never read here
@@ -116,6 +146,19 @@ def _read_table(repo: str) -> dict[str, object] | None:
         pyproject = None  # no [tool.cachelint]: skip importing the TOML parser altogether
     if own is None and pyproject is None:
         return None
+    key = (_TABLE_FORMAT, sys.hexversion, _GATE_KEYS, own, pyproject)
+    git_dir = _git_dir(repo)
+    kept = _MISSING if git_dir is None else _cached_table(git_dir, key)
+    if kept is not _MISSING:
+        return kept  # type: ignore[return-value]
+    table = _parse_table(own, pyproject)
+    if git_dir is not None:
+        gate_part = None if table is None else {k: table[k] for k in _GATE_KEYS if k in table}
+        _keep_table(git_dir, key, gate_part)
+    return table
+
+
+def _parse_table(own: bytes | None, pyproject: bytes | None) -> dict[str, object] | None:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - 3.10
@@ -129,6 +172,86 @@ def _read_table(repo: str) -> dict[str, object] | None:
     if own_table is not None:  # both configuring cachelint is the full loader's error
         return own_table if table is None else {"__invalid__": True}
     return table if isinstance(table, dict) or table is None else {"__invalid__": True}
+
+
+def _git_dir(repo: str) -> str | None:
+    """The repository's git directory: `.git`, or where a `.git` file (a worktree, a submodule)
+    points; None when neither is there."""
+    import stat  # loaded with os already
+
+    from cachelint.fsutil import read_regular
+
+    dot = os.path.join(repo, ".git")
+    try:
+        if stat.S_ISDIR(os.lstat(dot).st_mode):
+            return dot
+        line = read_regular(dot, 4096).decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir: "):
+        return None
+    return os.path.join(repo, line[len("gitdir: ") :])
+
+
+def _cached_table(git_dir: str, key: tuple[object, ...]) -> object:
+    """The gate's part of the table kept under exactly these config bytes (and this Python and
+    format), else `_MISSING`. A damaged or foreign file is a miss, never an error."""
+    from cachelint.fsutil import read_regular
+
+    try:
+        data = read_regular(os.path.join(git_dir, _TABLE_DIR, _TABLE_FILE), 2 * _CONFIG_MAX + 4096)
+        kept = marshal.loads(data)
+    except (OSError, ValueError, EOFError, TypeError):
+        return _MISSING
+    if not (isinstance(kept, tuple) and len(kept) == 2 and kept[0] == key):
+        return _MISSING
+    table = kept[1]
+    return table if table is None or isinstance(table, dict) else _MISSING
+
+
+def _keep_table(git_dir: str, key: tuple[object, ...], table: dict[str, object] | None) -> None:
+    """Write `(key, table)` to the git directory's `cachelint/hook-config` atomically (a temp file
+    renamed over it, no fsync: a torn file is a miss), never through a link; a value marshal
+    cannot write (a TOML date) or a git directory that cannot be written is skipped silently."""
+    try:
+        data = marshal.dumps((key, table))  # type: ignore[arg-type]  # checked here: ValueError
+    except ValueError:
+        return
+    directory = os.path.join(git_dir, _TABLE_DIR)
+    temp = f".cachelint-tmp-hook-{os.getpid()}"
+    try:
+        if not os.path.isdir(directory):
+            os.mkdir(directory)  # a link put there since is not followed: EEXIST
+        if os.open not in os.supports_dir_fd:  # Windows: no descriptor of a directory
+            _write_replace(None, os.path.join(directory, temp), data, directory)
+            return
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+        dir_fd = os.open(directory, flags)
+        try:
+            _write_replace(dir_fd, temp, data, None)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        return
+
+
+def _write_replace(dir_fd: int | None, temp: str, data: bytes, directory: str | None) -> None:
+    final = _TABLE_FILE if directory is None else os.path.join(directory, _TABLE_FILE)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, dir_fd=dir_fd)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temp, final, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(temp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
 
 
 def _str_list(value: object, default: list[str]) -> list[str] | None:
@@ -227,14 +350,17 @@ def pre_commit(*, check: bool = True, watch: bool = True) -> int:
     if repo is None:
         print("cachelint hook: not inside a git work tree; run it from a clone", file=sys.stderr)
         return 2
-    rc, out = _git(["diff", "--cached", "--name-only", "-z"], repo)
+    # No rename detection: a cache file moved out of a root must list its old path as deleted.
+    staged_names = _git_started(["diff", "--cached", "--no-renames", "--name-only", "-z"], repo)
+    table = _read_table(repo)  # while git reads the index
+    rc, out = staged_names()
     if rc != 0:
         print(f"cachelint hook: `git diff --cached` failed with exit code {rc}", file=sys.stderr)
         return 2
     if not out and (watch or not check):
         return 0
     staged = out.rstrip(b"\0").decode("utf-8", "surrogateescape").split("\0") if out else []
-    gate = _Gate(_read_table(repo))
+    gate = _Gate(table)
     # Nothing staged: not a commit (say `pre-commit run --all-files` in CI), so lint the tree.
     run_check = check and (not staged or gate.invalid or any(gate.wants_check(p) for p in staged))
     # A staged dataset goes to the gate even without globs: a committed green record gates it.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pathspec
 import pytest
 
 from cachelint.hook import _Gate
-from tests.conftest import commit_all, git
+from tests.conftest import PROJECT, commit_all, git
 from tests.helpers import (
     VENV_BIN,
     head,
@@ -95,6 +96,78 @@ def test_a_change_outside_watch_and_cache_commits_silently(git_repo: Path) -> No
     git(repo, "add", "-A")
     result = commit(repo, "docs")
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_a_cache_file_moved_out_of_the_root_is_seen_as_deleted_there(git_repo: Path) -> None:
+    """Rename detection would list only the new path (outside every root): the move would commit
+    unchecked and ungated."""
+    repo = make_gated_repo(git_repo)
+    before = head(repo)
+    entry = "eval-cache/cache/agent/tenant/s1/0123456789abcdef"
+    git(repo, "mv", f"{entry}/contents.data", "moved.data")
+    blocked = commit(repo, "move")
+    assert blocked.returncode == 1, blocked.stderr
+    assert f"{entry}: eval-cache-corrupt: contents.data is missing" in blocked.stderr
+    assert "eval-cache: eval-green-stale: cache tree changed" in blocked.stderr
+    assert head(repo) == before
+
+
+def _imports_of_an_unrelated_commit(repo: Path) -> dict[str, set[str]]:
+    """The modules each hook's process imports, run as the plain hook and the framework run them
+    (`-X importtime` inserted into the framework's entries, which run isolated)."""
+    entries = {}
+    for line in (PROJECT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8").splitlines():
+        key, _, value = line.strip().partition(": ")
+        if key == "entry":
+            entries[value] = shlex.split(value)
+    assert len(entries) == 2, entries
+    runs = {
+        f"framework: {name}": [sys.executable, "-X", "importtime", *argv[1:]]
+        for name, argv in entries.items()
+    }
+    runs["plain"] = ["sh", str(PROJECT / "hooks" / "pre-commit")]
+    found = {}
+    for name, cmd in runs.items():
+        env = hook_env(PYTHONPROFILEIMPORTTIME="1")
+        done = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        lines = [ln.split("|")[-1].strip() for ln in done.stderr.splitlines() if "|" in ln]
+        found[name] = set(lines)
+    return found
+
+
+def test_an_unrelated_commit_parses_no_toml_and_runs_no_runpy_once_the_config_is_known(
+    git_repo: Path,
+) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "README.md").write_text("x\n")
+    git(repo, "add", "-A")
+    first = _imports_of_an_unrelated_commit(repo)  # the first run parses the config
+    assert any(found & {"tomllib", "tomli"} for found in first.values()), first
+    for name, found in _imports_of_an_unrelated_commit(repo).items():
+        assert "cachelint.hook" in found, name
+        assert not found & {"tomllib", "tomli", "runpy"}, (name, sorted(found))
+
+
+def test_the_kept_config_follows_the_config_files_bytes(git_repo: Path) -> None:
+    repo = make_gated_repo(git_repo)
+    (repo / "src.py").write_text("print('v1')\n")
+    git(repo, "add", "-A")
+    assert commit(repo, "unwatched").returncode == 0
+    kept = repo / ".git" / "cachelint" / "hook-config"
+    assert kept.is_file()
+    config = (repo / "pyproject.toml").read_text()
+    (repo / "pyproject.toml").write_text(config.replace("watch = [", 'watch = ["src.py", '))
+    (repo / "src.py").write_text("print('v2')\n")
+    git(repo, "add", "src.py")  # the config edit itself stays unstaged: not relevant by itself
+    blocked = commit(repo, "now watched")
+    assert blocked.returncode == 1, blocked.stderr
+    assert "src.py: eval-green-stale: watched file new" in blocked.stderr
+    kept.write_bytes(b"\xff not marshal data")  # damaged: parsed again, never an error
+    again = commit(repo, "now watched")
+    assert again.returncode == 1, again.stderr
+    assert "src.py: eval-green-stale: watched file new" in again.stderr
+    assert kept.read_bytes() != b"\xff not marshal data"
 
 
 def test_the_interpreter_comes_from_cachelint_python(git_repo: Path) -> None:
