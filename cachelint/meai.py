@@ -215,14 +215,6 @@ def results_dir(root: str) -> str:
     return f"{root.rstrip('/')}/{RESULTS_DIR}"
 
 
-def results_paths(root: str, paths: Iterable[str]) -> set[str]:
-    """The repo-relative `paths` that MEAI's result store owns in the storage root `root`: its
-    `results/` directory and everything under it."""
-    top = results_dir(root)
-    below = top + "/"
-    return {p for p in paths if p == top or p.startswith(below)}
-
-
 def results_in_roots(config: Config, *, present_only: bool = True) -> tuple[str, ...]:
     """The `<root>/results` directories of MEAI roots, repo-relative; with `present_only`, those
     that exist now."""

@@ -534,19 +534,3 @@ def _newer_refusal(door: FrontDoor, newer: Sequence[Entry], usage: Usage, result
         f"recorded after the last full pass of {door.shown} finished ({usage.where(results)}, "
         f"{when}): an interrupted or partial re-record; run `{door.command}` (all of it) first"
     )
-
-
-def unused_entries(entries: Sequence[Entry], usage: Usage) -> list[Entry]:
-    """Native entries under the pass's cache root that it did not reach, by directory (one
-    front door's view; `judge` decides per owner)."""
-    prefix = f"{usage.root}/{CACHE_DIR}/"
-    return sorted(
-        (
-            e
-            for e in entries
-            if e.layout is Layout.CACHELINT
-            and e.directory.startswith(prefix)
-            and e.directory not in usage.entries
-        ),
-        key=lambda e: e.directory,
-    )

@@ -15,7 +15,7 @@ import pytest
 
 from cachelint.collect import collect
 from cachelint.config import load
-from cachelint.meai import is_meai_root, parse_time, results_paths, skip_matcher
+from cachelint.meai import is_meai_root, parse_time, skip_matcher
 from tests.conftest import commit_all, git, run_cachelint
 from tests.meai_tree import (
     CREATED,
@@ -216,7 +216,7 @@ def test_results_in_a_cachelint_root_are_still_cache_files(git_repo: Path) -> No
     assert "eval-cache-results-in-root" not in {c for c, _ in found}
 
 
-def test_results_paths_and_the_skip_matcher(git_repo: Path) -> None:
+def test_the_skip_matcher_skips_the_results_store(git_repo: Path) -> None:
     repo = meai_repo(git_repo)
     paths = [
         f"{STORAGE}/results",
@@ -224,7 +224,6 @@ def test_results_paths_and_the_skip_matcher(git_repo: Path) -> None:
         f"{STORAGE}/resultsx/1.json",
         f"{STORAGE}/cache/s/i/k/entry.json",
     ]
-    assert results_paths(STORAGE, paths) == set(paths[:2])
     skip = skip_matcher(load(repo))
     assert skip is not None and [skip(p) for p in paths] == [True, True, False, False]
     facts = collect(load(repo), now=datetime(2026, 9, 1, tzinfo=timezone.utc))

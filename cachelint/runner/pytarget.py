@@ -38,6 +38,19 @@ def chat_target(scenario: Scenario, client: CachingClient) -> Output:
     return output_from_completion(completion)
 
 
+def from_repository(repo: Path, module_name: str) -> None:
+    """Make `module_name` import from the repository root, as `python -m` would from there (the
+    module lives in the repository, not in site-packages), forgetting another repository's module
+    of the same name imported earlier in this process."""
+    root = str(repo)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    stale = sys.modules.get(module_name)
+    stale_file = getattr(stale, "__file__", None)  # None for a namespace package: keep it
+    if stale_file and not is_inside(os.path.abspath(stale_file), os.path.abspath(root)):
+        del sys.modules[module_name]
+
+
 def load_target(repo: Path, spec: str, source: str = "config") -> Target:
     """Import `module:function` from the repository root and wrap it as a target."""
     module_name, sep, attr = spec.partition(":")
@@ -46,16 +59,7 @@ def load_target(repo: Path, spec: str, source: str = "config") -> Target:
             f'{source} [target]: function = {spec!r}: expected "module:function", '
             'e.g. "agents.support:answer"'
         )
-    root = str(repo)
-    if root not in sys.path:
-        # The module lives in the repository, not in site-packages: import it from the root,
-        # as `python -m` would from there.
-        sys.path.insert(0, root)
-    stale = sys.modules.get(module_name)
-    stale_file = getattr(stale, "__file__", None)  # None for a namespace package: keep it
-    if stale_file and not is_inside(os.path.abspath(stale_file), os.path.abspath(root)):
-        # Another repository's module of the same name was imported earlier in this process.
-        del sys.modules[module_name]
+    from_repository(repo, module_name)
     try:
         module = importlib.import_module(module_name)
     except (Exception, SystemExit) as exc:  # sys.exit(0) at import would end the run with 0

@@ -31,6 +31,7 @@ from cachelint.runner.cost import Price, call_spend, format_dollars, unpriced_re
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.metrics import Interpretation, Metric, Rating, interpret, metric_from
 from cachelint.runner.output import Output
+from cachelint.runner.pytarget import from_repository
 
 Evaluator = Callable[[Scenario, Output, Mapping[str, Any]], Any]
 
@@ -97,13 +98,7 @@ def _refuse_foreign(spec: str, where: str, why: str) -> ConfigError:
 
 def _import(repo: Path, spec: str, where: str) -> Evaluator:
     module_name, _, attr = spec.partition(":")
-    root = str(repo)
-    if root not in sys.path:
-        sys.path.insert(0, root)  # the module lives in the repository, as for the python target
-    stale = sys.modules.get(module_name)
-    stale_file = getattr(stale, "__file__", None)  # None for a namespace package: keep it
-    if stale_file and not is_inside(os.path.abspath(stale_file), os.path.abspath(root)):
-        del sys.modules[module_name]  # another repository's module of the same name
+    from_repository(repo, module_name)  # as for the python target
     try:
         parts = module_name.split(".")
         for parent in (".".join(parts[:i]) for i in range(1, len(parts))):
