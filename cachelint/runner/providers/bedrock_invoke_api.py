@@ -26,28 +26,13 @@ from urllib.parse import quote, unquote
 
 from cachelint.runner.providers import messages_api
 from cachelint.runner.providers.awsevents import aws_event
-from cachelint.runner.providers.messages_api import CONVERSATION, is_answer, output_of
 
 # The API's facts: the Messages API's shapes for Claude's bodies, and this platform's route.
-__all__ = [
-    "ANSWER_FIELD",
-    "ANSWER_NAME",
-    "ANSWER_TYPE",
-    "CONVERSATION",
-    "ERROR_SHAPE",
-    "KEYED_HEADERS",
-    "KEY_HEADER",
-    "ROUTE",
-    "STREAM_TYPE",
-    "UPSTREAM_HEADERS",
-    "as_messages",
-    "conversation_problem",
-    "event_stream",
-    "is_answer",
-    "output_of",
-    "route_model",
-    "upstream",
-]
+CONVERSATION, is_answer, output_of = (
+    messages_api.CONVERSATION,
+    messages_api.is_answer,
+    messages_api.output_of,
+)
 
 ROUTE = "invoke"
 # Each family answers in its own shape: any JSON object is an answer.

@@ -14,32 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from cachelint.runner.providers import messages_api
-from cachelint.runner.providers.messages_api import (
-    BETA_HEADER,
-    CONVERSATION,
-    KEY_HEADER,
-    UPSTREAM_HEADERS,
-    as_messages,
-    conversation_problem,
-)
+from cachelint.runner.providers.messages_api import BETA_HEADER
 
 # The API's facts: the Messages API's request shapes, and this route's answer.
-__all__ = [
-    "ANSWER_FIELD",
-    "ANSWER_NAME",
-    "ANSWER_TYPE",
-    "CONVERSATION",
-    "ERROR_SHAPE",
-    "KEYED_HEADERS",
-    "KEY_HEADER",
-    "ROUTE",
-    "STREAM_TYPE",
-    "UPSTREAM_HEADERS",
-    "as_messages",
-    "conversation_problem",
-    "event_stream",
-    "upstream",
-]
+CONVERSATION, KEY_HEADER = messages_api.CONVERSATION, messages_api.KEY_HEADER
+UPSTREAM_HEADERS = messages_api.UPSTREAM_HEADERS
+as_messages, conversation_problem = messages_api.as_messages, messages_api.conversation_problem
 
 ROUTE = "count_tokens"
 ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "input_tokens", int, "a token count"

@@ -13,32 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from cachelint.runner.providers import gemini_api
-from cachelint.runner.providers.gemini_api import (
-    CONVERSATION,
-    ERROR_SHAPE,
-    KEY_HEADER,
-    as_messages,
-    conversation_problem,
-)
 
 # The API's facts: the generateContent request's shapes, and this route's answer.
-__all__ = [
-    "ANSWER_FIELD",
-    "ANSWER_NAME",
-    "ANSWER_TYPE",
-    "CONVERSATION",
-    "ERROR_SHAPE",
-    "KEYED_HEADERS",
-    "KEY_HEADER",
-    "ROUTE",
-    "STREAM_TYPE",
-    "UPSTREAM_HEADERS",
-    "as_messages",
-    "conversation_problem",
-    "event_stream",
-    "route_model",
-    "upstream",
-]
+CONVERSATION, ERROR_SHAPE, KEY_HEADER = (
+    gemini_api.CONVERSATION,
+    gemini_api.ERROR_SHAPE,
+    gemini_api.KEY_HEADER,
+)
+as_messages, conversation_problem = gemini_api.as_messages, gemini_api.conversation_problem
 
 ROUTE = "countTokens"
 ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = "totalTokens", int, "a countTokens response"

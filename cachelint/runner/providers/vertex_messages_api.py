@@ -20,40 +20,22 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from cachelint.runner.providers.messages_api import (
-    ANSWER_FIELD,
-    ANSWER_NAME,
-    ANSWER_TYPE,
-    BETA_HEADER,
-    CONVERSATION,
-    STREAM_TYPE,
-    as_messages,
-    conversation_problem,
-    event_stream,
-    is_answer,
-    output_of,
-)
+from cachelint.runner.providers import messages_api
+from cachelint.runner.providers.messages_api import BETA_HEADER
 
 # The API's facts: the Messages API's shapes, and this platform's route.
-__all__ = [
-    "ANSWER_FIELD",
-    "ANSWER_NAME",
-    "ANSWER_TYPE",
-    "CONVERSATION",
-    "ERROR_SHAPE",
-    "KEYED_HEADERS",
-    "KEY_HEADER",
-    "ROUTE",
-    "STREAM_TYPE",
-    "UPSTREAM_HEADERS",
-    "as_messages",
-    "conversation_problem",
-    "event_stream",
-    "is_answer",
-    "output_of",
-    "route_model",
-    "upstream",
-]
+ANSWER_FIELD, ANSWER_TYPE, ANSWER_NAME = (
+    messages_api.ANSWER_FIELD,
+    messages_api.ANSWER_TYPE,
+    messages_api.ANSWER_NAME,
+)
+CONVERSATION, STREAM_TYPE, event_stream = (
+    messages_api.CONVERSATION,
+    messages_api.STREAM_TYPE,
+    messages_api.event_stream,
+)
+as_messages, conversation_problem = messages_api.as_messages, messages_api.conversation_problem
+is_answer, output_of = messages_api.is_answer, messages_api.output_of
 
 ROUTE = "rawPredict"
 # A Google access token is a bearer token.
