@@ -28,11 +28,7 @@ from cachelint.runner.providers import messages_api
 from cachelint.runner.providers.awsevents import aws_event
 
 # The API's facts: the Messages API's shapes for Claude's bodies, and this platform's route.
-CONVERSATION, is_answer, output_of = (
-    messages_api.CONVERSATION,
-    messages_api.is_answer,
-    messages_api.output_of,
-)
+CONVERSATION = messages_api.CONVERSATION
 
 ROUTE = "invoke"
 # Each family answers in its own shape: any JSON object is an answer.
@@ -90,7 +86,7 @@ def event_stream(answer: Mapping[str, Any]) -> bytes:
     """The answer as InvokeModelWithResponseStream sends it: a Claude message's events
     (`messages_api.events`), or another family's whole answer, each as the base64 JSON `bytes` of
     a `chunk` event."""
-    events = messages_api.events(answer) if is_answer(answer) else [answer]
+    events = messages_api.events(answer) if messages_api.is_answer(answer) else [answer]
     chunks = []
     for event in events:
         data = json.dumps(event, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

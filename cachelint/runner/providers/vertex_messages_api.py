@@ -35,7 +35,6 @@ CONVERSATION, STREAM_TYPE, event_stream = (
     messages_api.event_stream,
 )
 as_messages, conversation_problem = messages_api.as_messages, messages_api.conversation_problem
-is_answer, output_of = messages_api.is_answer, messages_api.output_of
 
 ROUTE = "rawPredict"
 # A Google access token is a bearer token.
