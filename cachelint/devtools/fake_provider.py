@@ -27,7 +27,7 @@ from cachelint.devtools.fake_script import (
     parse_script,
 )
 from cachelint.errors import CachelintError
-from cachelint.httpreply import reply
+from cachelint.httpreply import Response, json_response, reply
 from cachelint.runner import providers
 from cachelint.runner.providers import (
     bedrock_invoke_api,
@@ -134,11 +134,8 @@ def _error_body(status: int, message: str, kind: str, code: str | None = None) -
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-_Response = tuple[int, dict[str, str], bytes]
-
-
-def _unknown_route(method: str, route: str) -> _Response:
-    return _json_response(
+def _unknown_route(method: str, route: str) -> Response:
+    return json_response(
         404,
         _error_body(
             404,
@@ -153,27 +150,22 @@ def _unknown_route(method: str, route: str) -> _Response:
     )
 
 
-def _computed(api: Any, body: Any, model: str) -> _Response | None:
+def _computed(api: Any, body: Any, model: str) -> Response | None:
     """The answer of an API the script has no rules for (embeddings, token counts), computed
     from the request; None for the others."""
     if api is embeddings_api:  # no rules: vectors derived from the texts
-        return _json_response(200, fake_shapes.embeddings(body, model))
+        return json_response(200, fake_shapes.embeddings(body, model))
     if api is gemini_embed_api:
-        return _json_response(200, fake_shapes.gemini_embeddings(body))
+        return json_response(200, fake_shapes.gemini_embeddings(body))
     if api in (count_tokens_api, gemini_count_api):  # the conversation's tokens, counted
         said = "".join(str(m.get("content") or "") for m in api.as_messages(body))
-        return _json_response(200, {api.ANSWER_FIELD: fake_shapes.tokens(said)})
+        return json_response(200, {api.ANSWER_FIELD: fake_shapes.tokens(said)})
     if api is bedrock_invoke_api and "messages" not in body:  # another family than Claude's
         if not isinstance(body.get("inputText"), str):
             problem = "the fake provider answers InvokeModel for Claude and Titan embeddings"
-            return _json_response(400, _error_body(400, problem, "invalid_request_error"))
-        return _json_response(200, fake_shapes.titan_embedding(body))
+            return json_response(400, _error_body(400, problem, "invalid_request_error"))
+        return json_response(200, fake_shapes.titan_embedding(body))
     return None
-
-
-def _json_response(status: int, value: Any, headers: Mapping[str, str] | None = None) -> _Response:
-    data = json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")
-    return status, {"Content-Type": "application/json", **(headers or {})}, data
 
 
 class FakeProvider:
@@ -190,7 +182,7 @@ class FakeProvider:
         self._lock = threading.Lock()
         self._log = log
 
-    def respond(self, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> _Response:
+    def respond(self, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> Response:
         lowered = {k.lower(): v for k, v in headers.items()}
         body: Any = None
         bad_json = False
@@ -213,7 +205,7 @@ class FakeProvider:
         headers: Mapping[str, str],
         body: Any,
         bad_json: bool,
-    ) -> _Response:
+    ) -> Response:
         route = path.split("?", 1)[0]
         if route == "/v1/models" and method == "GET":
             return self._models()
@@ -229,21 +221,21 @@ class FakeProvider:
         computed = _computed(api, body, self.script.model)
         return computed if computed is not None else self._scripted(api, body)
 
-    def _models(self) -> _Response:
+    def _models(self) -> Response:
         model = {
             "id": self.script.model,
             "object": "model",
             "created": self.script.created,
             "owned_by": "cachelint-fake-provider",
         }
-        return _json_response(200, {"object": "list", "data": [model]})
+        return json_response(200, {"object": "list", "data": [model]})
 
-    def _scripted(self, api: Any, body: Any) -> _Response:
+    def _scripted(self, api: Any, body: Any) -> Response:
         """The answer of the script's first rule that matches the request, in `api`'s shape."""
         asked = body if api is None else _as_chat(body, api)
         rule = self._pick(asked)
         if rule is None:
-            return _json_response(
+            return json_response(
                 400,
                 _error_body(
                     400,
@@ -257,44 +249,44 @@ class FakeProvider:
             return _scripted_error(rule)
         completion = self._completion(rule, asked)
         if api is responses_api:
-            return _json_response(200, fake_shapes.as_response(completion, body))
+            return json_response(200, fake_shapes.as_response(completion, body))
         if api in _CLAUDE:
-            return _json_response(200, fake_shapes.as_message(completion))
+            return json_response(200, fake_shapes.as_message(completion))
         if api is gemini_api:
-            return _json_response(200, fake_shapes.as_gemini(completion))
+            return json_response(200, fake_shapes.as_gemini(completion))
         if api is converse_api:
-            return _json_response(200, fake_shapes.as_converse(completion))
-        return _json_response(200, completion)
+            return json_response(200, fake_shapes.as_converse(completion))
+        return json_response(200, completion)
 
     def _refusal(
         self, api: Any, headers: Mapping[str, str], body: Any, bad_json: bool
-    ) -> _Response | None:
+    ) -> Response | None:
         """The error a provider answers a request with that it does not take, or None."""
         anthropic = api in (messages_api, count_tokens_api)
         if anthropic and not headers.get("anthropic-version"):
             missing = "anthropic-version: header is required"
-            return _json_response(400, _error_body(400, missing, "invalid_request_error"))
+            return json_response(400, _error_body(400, missing, "invalid_request_error"))
         expected_key = self.script.api_key
         sent_key = headers.get("authorization")
         wanted_key: str | None = f"Bearer {expected_key}"
         if api is not None and api.KEY_HEADER:
             sent_key, wanted_key = headers.get(api.KEY_HEADER), expected_key
         if expected_key is not None and sent_key != wanted_key:
-            return _json_response(
+            return json_response(
                 401,
                 _error_body(
                     401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
                 ),
             )
         if bad_json or not isinstance(body, Mapping):
-            return _json_response(
+            return json_response(
                 400, _error_body(400, "the body must be a JSON object", "invalid_request_error")
             )
         problem = _chat_problem(body) if api is None else api.conversation_problem(body)
         if problem is not None:
-            return _json_response(400, _error_body(400, problem, "invalid_request_error", None))
+            return json_response(400, _error_body(400, problem, "invalid_request_error", None))
         if body.get("stream"):
-            return _json_response(
+            return json_response(
                 400,
                 _error_body(
                     400,
@@ -405,7 +397,7 @@ def _chat_problem(body: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _scripted_error(rule: Rule) -> _Response:
+def _scripted_error(rule: Rule) -> Response:
     reply = rule.reply
     headers = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
     if isinstance(reply.body, str):
@@ -416,7 +408,7 @@ def _scripted_error(rule: Rule) -> _Response:
         f"scripted HTTP {reply.status}",
         "rate_limit_error" if reply.status == 429 else "server_error",
     )
-    return _json_response(reply.status, error, headers)
+    return json_response(reply.status, error, headers)
 
 
 def _as_chat(body: Mapping[str, Any], api: Any) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from cachelint import netguard
+from cachelint.httpreply import Response
 
 SITE_DIR = str(Path(__file__).resolve().parent.parent / "offline_site")
 NODE_GUARD = str(Path(SITE_DIR) / "node_guard.cjs")
@@ -48,8 +49,6 @@ _MAX_LOG_BYTES = 64 * 1024
 # The proxy user of a python target's children: no scenario's name (identities hold a slash), so
 # a refusal blames every scenario running then.
 _ANY_SCENARIO = "python-target"
-
-Response = tuple[int, dict[str, str], bytes]
 
 
 def child_env(

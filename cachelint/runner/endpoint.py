@@ -56,7 +56,7 @@ from urllib.parse import quote, unquote
 
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
-from cachelint.httpreply import reply
+from cachelint.httpreply import Response, json_response, reply
 from cachelint.runner import providers, requestbody
 from cachelint.runner.childguard import is_proxy_request, refuse_proxied
 
@@ -71,8 +71,6 @@ PLACEHOLDER_KEY = "cachelint-endpoint"
 # key, and never sent upstream (upstream is always called without streaming).
 TRANSPORT_FIELDS = frozenset({"stream", "stream_options", "user", "metadata", "requestMetadata"})
 
-Response = tuple[int, dict[str, str], bytes]
-
 _PATH = re.compile(r"/scenario/(?P<scenario>[^/]+)/trial/(?P<trial>\d{1,4})(?P<rest>/.*)?")
 # Azure OpenAI's routes that name a deployment (the openai SDK's `_deployments_endpoints` that
 # the endpoint serves), and the header its clients send the key in.
@@ -81,11 +79,6 @@ AZURE_KEY_HEADER = "api-key"
 # The SDKs retry 5xx and 429; a cache miss or a failed recording is not fixed by asking again.
 _NO_RETRY = {"x-should-retry": "false"}
 _MAX_LOGGED = 20  # lines about refused requests per run
-
-
-def _json(status: int, value: Any, headers: Mapping[str, str] | None = None) -> Response:
-    data = json.dumps(value, ensure_ascii=False, sort_keys=True).encode("utf-8")
-    return status, {"Content-Type": "application/json", **(headers or {})}, data
 
 
 def _error(
@@ -104,7 +97,7 @@ def _error(
         return _aws_error(status, message)
     else:
         error = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return _json(status, error, _NO_RETRY)
+    return json_response(status, error, _NO_RETRY)
 
 
 def _aws_error(status: int, message: str) -> Response:
@@ -117,7 +110,7 @@ def _aws_error(status: int, message: str) -> Response:
         404: "ResourceNotFoundException",
         424: "ModelErrorException",
     }.get(status, "InternalServerException")
-    return _json(status, {"message": message}, {"x-amzn-ErrorType": kind})
+    return json_response(status, {"message": message}, {"x-amzn-ErrorType": kind})
 
 
 # The APIs served besides chat completions whose route is the same for every call, by its last
@@ -161,7 +154,7 @@ def _answer(
     route = route.split("?", 1)[0].rstrip("/")
     if method == "GET" and route.endswith("/models"):
         model = {"id": client.model, "object": "model", "created": 0, "owned_by": "cachelint"}
-        return _json(200, {"object": "list", "data": [model]})
+        return json_response(200, {"object": "list", "data": [model]})
     found = _api_of(route)
     if method != "POST" or found is None:
         return _unknown_route(method, route)
@@ -210,7 +203,7 @@ def _unknown_route(method: str, route: str) -> Response:
 def _reply(answered: Any, api: Any, body: dict[str, Any], streamed: bool) -> Response:
     """The answer as the request asked for it: one JSON body, or the API's event stream."""
     if not streamed or (api is not None and api.event_stream is None):
-        return _json(200, answered)
+        return json_response(200, answered)
     stream_headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     if api is not None:
         stream_headers["Content-Type"] = api.STREAM_TYPE
