@@ -20,7 +20,14 @@ from cachelint.display import sanitize, shell_command
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
 from cachelint.frontdoors import FrontDoor
-from cachelint.gitutil import describe_failure, repo_root, run_git, split_z, stage_record
+from cachelint.gitutil import (
+    cat_blobs,
+    describe_failure,
+    repo_root,
+    run_git,
+    split_z,
+    stage_record,
+)
 from cachelint.paths import is_inside
 
 if TYPE_CHECKING:  # green imports blake3 and the canonical JSON stack: load it only when gating
@@ -116,7 +123,7 @@ def watch_staged(config: Config, staged_paths: Sequence[str], *, out: TextIO) ->
         *staged.cache.values(),
         *((record_blob,) if record_blob else ()),
     }
-    contents = _cat_blobs(config.repo, sorted(wanted))
+    contents = cat_blobs(config.repo, sorted(wanted))
     state = _staged_state(config, staged, contents, with_cache=bool(cache_staged))
     in_use = green.doors_in_use(config, staged.paths)
     commands = _commands(in_use or {FrontDoor.RUN})
@@ -273,29 +280,6 @@ def _worktree_hint(
         return ""
     add = shell_command("git", "add", "--", config.green_record)
     return f" (the working-tree {config.green_record} already matches: only `{add}` is missing)"
-
-
-def _cat_blobs(repo: Path, blobs: Sequence[str]) -> dict[str, bytes]:
-    """Read many blobs with one `git cat-file --batch` (one process, not one per file)."""
-    if not blobs:
-        return {}
-    result = run_git(
-        ["cat-file", "--batch"], cwd=repo, stdin="".join(b + "\n" for b in blobs).encode()
-    )
-    data = result.out
-    out: dict[str, bytes] = {}
-    pos = 0
-    for blob in blobs:
-        end = data.index(b"\n", pos)
-        header = data[pos:end].decode().split(" ")
-        if len(header) != 3:
-            raise CachelintError(
-                f"git cat-file: object {blob} is missing from the repository; run `git fsck`"
-            )
-        size = int(header[2])
-        out[blob] = data[end + 1 : end + 1 + size]
-        pos = end + 1 + size + 1  # content is followed by one LF
-    return out
 
 
 # ---- CI: since a base ref, and the plain working-tree comparison --------------------------------

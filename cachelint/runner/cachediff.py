@@ -18,7 +18,7 @@ from typing import Any
 from cachelint.confine import first_link
 from cachelint.errors import CachelintError
 from cachelint.fsutil import read_regular
-from cachelint.gitutil import blob_id, run_git, split_z
+from cachelint.gitutil import blob_id, cat_blobs, run_git, split_z
 from cachelint.runner.review import AnswerChange, Review, answer_text, closest, explain
 from cachelint.store import CACHE_DIR, CONTENTS_FILE, ENTRY_FILE, decode_json
 
@@ -97,26 +97,6 @@ def _working(repo: Path, roots: Sequence[str]) -> dict[str, Files]:
     return found
 
 
-def _cat_blobs(repo: Path, blobs: Sequence[bytes]) -> dict[bytes, bytes]:
-    """Many blobs with one `git cat-file --batch`."""
-    if not blobs:
-        return {}
-    result = run_git(["cat-file", "--batch"], cwd=repo, stdin=b"".join(b + b"\n" for b in blobs))
-    data, out, pos = result.out, {}, 0
-    for blob in blobs:
-        end = data.index(b"\n", pos)
-        header = data[pos:end].split(b" ")
-        if len(header) != 3:
-            raise CachelintError(
-                f"git cat-file: object {blob.decode()} is missing from the repository; run "
-                "`git fsck`"
-            )
-        size = int(header[2])
-        out[blob] = data[end + 1 : end + 1 + size]
-        pos = end + 1 + size + 1  # content is followed by one LF
-    return out
-
-
 def _recorded(files: Mapping[str, bytes]) -> Recorded | None:
     """A native entry's request and response, or None when it is not one (the linter says why)."""
     try:
@@ -145,10 +125,10 @@ def _old_entries(
 ) -> dict[str, dict[str, Recorded]]:
     """The entries at REF of the scenarios in `wanted`: scenario -> directory -> entry."""
     dirs = [d for d in committed if _scenario(d, roots) in wanted]
-    blobs = _cat_blobs(repo, sorted({b for d in dirs for b in committed[d].values()}))
+    blobs = cat_blobs(repo, sorted({b.decode() for d in dirs for b in committed[d].values()}))
     out: dict[str, dict[str, Recorded]] = {}
     for d in dirs:
-        entry = _recorded({name: blobs[b] for name, b in committed[d].items()})
+        entry = _recorded({name: blobs[b.decode()] for name, b in committed[d].items()})
         if entry is not None:
             out.setdefault(_scenario(d, roots), {})[d] = entry
     return out
