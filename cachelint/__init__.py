@@ -1,8 +1,7 @@
 """cachelint: keep a committed LLM response cache byte-exact, portable and replayable offline."""
 
-from __future__ import annotations
-
-# Not `typing`: `import cachelint` is on the hook's fast path, where every import counts.
+# Not `typing`, and no `from __future__ import annotations` (it imports __future__): `import
+# cachelint` is on the hook's fast path, where every import counts.
 TYPE_CHECKING = False
 
 __version__ = "0.1.0"
@@ -14,7 +13,7 @@ if TYPE_CHECKING:
     from cachelint.runner.metrics import Metric, Rating
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     # Lazy, so `import cachelint` on the hook's fast path stays as cheap as before.
     if name in ("Metric", "Rating"):
         from cachelint.runner import metrics

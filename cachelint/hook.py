@@ -22,10 +22,12 @@ characters in a pattern must occur in the path for the pattern to match it, so a
 that test for every pattern is certainly not watched; a path passing it goes to pathspec.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here or in cachelint/__init__.py: it imports the
+# __future__ module, about 1.5% of a Python start-up, on a path that must stay near one. The
+# annotations below are evaluated (3.10 reads `X | None` and `list[str]`) or quoted.
 import marshal
 import os
+import stat
 import sys
 
 TYPE_CHECKING = False  # not `typing`: it costs a tenth of the start-up this path must stay near
@@ -54,7 +56,17 @@ _PIN_ROOT_NAMES = (
 )
 _PIN_ROOT_SUFFIXES = (".sln", ".slnx")
 _WILDCARDS = "*?"
+# The staged names, deletions included. No rename detection: a cache file moved out of a root must
+# list its old path as deleted. hooks/pre-commit runs the same command (tests/test_hooks.py).
+STAGED_NAMES = ["diff", "--cached", "--no-renames", "--name-only", "-z"]
+PIPED = "--staged-names-on-stdin"
 _CONFIG_MAX = 4 * 1024 * 1024
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 # The gate's part of the parsed config, kept in the git directory under the exact bytes it was
 # parsed from: `import tomllib` (re, typing, datetime) costs more than the rest of the fast path.
 _TABLE_DIR = "cachelint"
@@ -73,7 +85,7 @@ def _git(args: list[str], cwd: str) -> tuple[int, bytes]:
     return _git_started(args, cwd)()
 
 
-def _git_started(args: list[str], cwd: str) -> Callable[[], tuple[int, bytes]]:
+def _git_started(args: list[str], cwd: str) -> "Callable[[], tuple[int, bytes]]":
     """Start git; the returned function waits for it and gives (rc, stdout). Between the two the
     caller works on while git runs (on another core, when one is free)."""
     if not hasattr(os, "posix_spawnp"):  # Windows: no posix_spawn, pay for subprocess
@@ -131,12 +143,10 @@ def _read_table(repo: str) -> dict[str, object] | None:
     Parsed once per version of the config files: the gate's part of the table is kept in the git
     directory under the bytes it was parsed from (`_cached_table`), since importing tomllib costs
     more than the rest of this path."""
-    from cachelint.fsutil import read_regular  # light: os and stat only
-
     raw: dict[str, bytes] = {}
     for name in ("cachelint.toml", "pyproject.toml"):
         try:
-            raw[name] = read_regular(os.path.join(repo, name), _CONFIG_MAX)
+            raw[name] = _read_regular(os.path.join(repo, name), _CONFIG_MAX)
         except FileNotFoundError:
             continue
         except OSError:  # a link, a FIFO, too large: never read here
@@ -158,6 +168,32 @@ def _read_table(repo: str) -> dict[str, object] | None:
     return table
 
 
+def _read_regular(path: str, max_bytes: int) -> bytes:
+    """`fsutil.read_regular` without importing fsutil (a tenth of this path's own cost): a regular
+    file's bytes, never a link, FIFO or device (lstat first, then opened without following a link
+    or blocking, then fstat), at most `max_bytes`; else FileNotFoundError or another OSError."""
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise OSError(f"{path}: not a regular file; never read")
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            raise OSError(f"{path}: not a regular file or above {max_bytes} bytes; not read")
+        chunks = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    if left <= 0:  # grew past the bound while read
+        raise OSError(f"{path}: above {max_bytes} bytes; not read")
+    return b"".join(chunks)
+
+
 def _parse_table(own: bytes | None, pyproject: bytes | None) -> dict[str, object] | None:
     if sys.version_info >= (3, 11):
         import tomllib
@@ -177,15 +213,11 @@ def _parse_table(own: bytes | None, pyproject: bytes | None) -> dict[str, object
 def _git_dir(repo: str) -> str | None:
     """The repository's git directory: `.git`, or where a `.git` file (a worktree, a submodule)
     points; None when neither is there."""
-    import stat  # loaded with os already
-
-    from cachelint.fsutil import read_regular
-
     dot = os.path.join(repo, ".git")
     try:
         if stat.S_ISDIR(os.lstat(dot).st_mode):
             return dot
-        line = read_regular(dot, 4096).decode("utf-8", "surrogateescape").strip()
+        line = _read_regular(dot, 4096).decode("utf-8", "surrogateescape").strip()
     except OSError:
         return None
     if not line.startswith("gitdir: "):
@@ -196,10 +228,8 @@ def _git_dir(repo: str) -> str | None:
 def _cached_table(git_dir: str, key: tuple[object, ...]) -> object:
     """The gate's part of the table kept under exactly these config bytes (and this Python and
     format), else `_MISSING`. A damaged or foreign file is a miss, never an error."""
-    from cachelint.fsutil import read_regular
-
     try:
-        data = read_regular(os.path.join(git_dir, _TABLE_DIR, _TABLE_FILE), 2 * _CONFIG_MAX + 4096)
+        data = _read_regular(os.path.join(git_dir, _TABLE_DIR, _TABLE_FILE), 2 * _CONFIG_MAX + 4096)
         kept = marshal.loads(data)
     except (OSError, ValueError, EOFError, TypeError):
         return _MISSING
@@ -343,15 +373,18 @@ class _Gate:
         return any(all(run in slashed for run in runs) for runs in self._prefilter)
 
 
-def pre_commit(*, check: bool = True, watch: bool = True) -> int:
+def pre_commit(*, check: bool = True, watch: bool = True, piped: bool = False) -> int:
     """Lint (with `check`) and gate (with `watch`) what the staged change touches; deletions
-    included, since `git diff --cached --name-only` lists deleted paths too."""
+    included, since `git diff --cached --name-only` lists deleted paths too. With `piped`,
+    hooks/pre-commit has started git beside this interpreter: its output comes on stdin."""
     repo = _top_level()
     if repo is None:
         print("cachelint hook: not inside a git work tree; run it from a clone", file=sys.stderr)
         return 2
-    # No rename detection: a cache file moved out of a root must list its old path as deleted.
-    staged_names = _git_started(["diff", "--cached", "--no-renames", "--name-only", "-z"], repo)
+    if piped and repo == os.getcwd():
+        staged_names = lambda: _piped_names(repo)  # noqa: E731
+    else:
+        staged_names = _git_started(STAGED_NAMES, repo)
     table = _read_table(repo)  # while git reads the index
     rc, out = staged_names()
     if rc != 0:
@@ -368,6 +401,15 @@ def pre_commit(*, check: bool = True, watch: bool = True) -> int:
     if not (run_check or maybe_watch):
         return 0
     return _slow_path(repo, staged, run_check=run_check, maybe_watch=maybe_watch)
+
+
+def _piped_names(repo: str) -> tuple[int, bytes]:
+    """What hooks/pre-commit piped in: git's output, a newline, git's exit status (the newline
+    the status follows is the last one: -z names end in NUL). Anything else: git is run here."""
+    names, newline, status = sys.stdin.buffer.read().rpartition(b"\n")
+    if not newline or not status.isdigit():
+        return _git(STAGED_NAMES, repo)
+    return int(status), names
 
 
 def _slow_path(repo: str, staged: list[str], *, run_check: bool, maybe_watch: bool) -> int:
@@ -417,11 +459,14 @@ def _slow_path(repo: str, staged: list[str], *, run_check: bool, maybe_watch: bo
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    piped = args == ["pre-commit", PIPED]  # hooks/pre-commit's own form
+    if piped:
+        args = ["pre-commit"]
     if args not in (["pre-commit"], ["check"], ["watch"]):
         print(USAGE, file=sys.stderr)
         return 2
     try:
-        return pre_commit(check=args != ["watch"], watch=args != ["check"])
+        return pre_commit(check=args != ["watch"], watch=args != ["check"], piped=piped)
     except _NoGit as exc:
         print(f"cachelint hook: cannot run git ({exc}); put git on PATH", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ from pathlib import Path
 import pathspec
 import pytest
 
-from cachelint.hook import _Gate
+from cachelint.hook import STAGED_NAMES, _Gate
 from tests.conftest import PROJECT, commit_all, git
 from tests.helpers import (
     VENV_BIN,
@@ -110,6 +110,25 @@ def test_a_cache_file_moved_out_of_the_root_is_seen_as_deleted_there(git_repo: P
     assert f"{entry}: eval-cache-corrupt: contents.data is missing" in blocked.stderr
     assert "eval-cache: eval-green-stale: cache tree changed" in blocked.stderr
     assert head(repo) == before
+
+
+def test_the_plain_hook_reports_a_failing_git_as_the_module_does(git_repo: Path) -> None:
+    """hooks/pre-commit runs git beside Python and pipes its output and exit status in."""
+    repo = make_gated_repo(git_repo)
+    (repo / ".git" / "index").write_bytes(b"DIRC not an index")
+    runs = [
+        ["sh", str(PROJECT / "hooks" / "pre-commit")],
+        [sys.executable, "-m", "cachelint.hook", "pre-commit"],
+    ]
+    plain, direct = (
+        subprocess.run(cmd, cwd=repo, capture_output=True, text=True, env=hook_env())
+        for cmd in runs
+    )
+    assert plain.returncode == direct.returncode == 2, plain.stderr
+    assert "cachelint hook: `git diff --cached` failed with exit code 128\n" in plain.stderr
+    assert plain.stderr == direct.stderr
+    script = (PROJECT / "hooks" / "pre-commit").read_text(encoding="utf-8")
+    assert " ".join(["git", *STAGED_NAMES]) + ";" in script
 
 
 def _imports_of_an_unrelated_commit(repo: Path) -> dict[str, set[str]]:
