@@ -30,7 +30,6 @@ SYMLINK = "120000"
 ATTRIBUTES = ".gitattributes"
 INFO_ATTRIBUTES = ".git/info/attributes"
 
-_Matcher = Callable[[str], bool]
 _T = TypeVar("_T")
 
 

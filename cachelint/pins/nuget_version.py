@@ -56,7 +56,3 @@ def exact(spec: str) -> str | None:
         if low is not None and high is not None and low.casefold() == high.casefold():
             return low
     return None
-
-
-def floating(spec: str) -> bool:
-    return "*" in spec
