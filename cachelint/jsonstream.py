@@ -8,7 +8,7 @@ bytes `display.json_dumps` gives for the same document with a plain list (a test
 
 from __future__ import annotations
 
-import secrets
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -43,8 +43,10 @@ def json_chunks(document: Mapping[str, Any], *, compact: bool = False) -> Iterat
         return
     # Each streamed list stands in the document as one unique string, found again in its text:
     # the keys are sorted by the encoder, so the text around the lists is the encoder's own.
-    marks = {k: f"cachelint-streamed-{secrets.token_hex(16)}" for k in streamed}
-    text = json_dumps({**plain(document), **{k: [m] for k, m in marks.items()}}, compact=compact)
+    marks = {k: f"cachelint-streamed-{os.urandom(16).hex()}" for k in streamed}
+    # Only the marks stand in: a streamed list made here too would be made twice.
+    standing = {k: [marks[k]] if k in marks else v for k, v in document.items()}
+    text = json_dumps(plain(standing), compact=compact)
     # Top-level values sit at depth 1, a list's items at depth 2 (indent 2).
     pad = "" if compact else "\n    "
     sep = "," + pad

@@ -39,6 +39,7 @@ import blake3
 from cachelint.canonical import dump_pretty
 from cachelint.config import Layout
 from cachelint.errors import CorruptEntry
+from cachelint.fastjson import loads, utf8_sig_text
 from cachelint.fsutil import DEFAULT_MAX_BYTES, atomic_write, read_regular, read_regular_at
 from cachelint.jsontext import may_hold_surrogate
 from cachelint.meai import parse_time as parse_stj  # MEAI's dates: System.Text.Json's profile
@@ -210,7 +211,7 @@ def decode_json(raw: bytes) -> Any:
     try:
         # UTF-8 only (a byte-order mark allowed, .NET writes one): json.loads on bytes would
         # guess UTF-16 from a stray \xff\xfe and report garbage as "Expecting value".
-        return json.loads(raw.decode("utf-8-sig"))
+        return loads(utf8_sig_text(raw), raw=raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(str(exc)) from None
     except RecursionError:

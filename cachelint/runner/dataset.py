@@ -8,7 +8,6 @@ error names the file and the field.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
@@ -19,6 +18,7 @@ from typing import Any
 from cachelint.canonical import canonical_bytes
 from cachelint.confine import TEXT_BYTES, read_inside
 from cachelint.errors import CachelintError
+from cachelint.fastjson import loads, utf8_sig_text
 from cachelint.fsutil import DEFAULT_MAX_BYTES
 from cachelint.green import content_hash
 from cachelint.jsontext import lone_surrogate, may_hold_surrogate
@@ -291,6 +291,8 @@ def _known_fields(data: Any, f: _Fields) -> None:
             f"{f.path}: a scenario must be a JSON object, got {json_kind(data, exact=True)}"
         )
     for key in sorted(set(data) - FIELDS):
+        import difflib  # a typo's hint only
+
         hint = difflib.get_close_matches(key, sorted(FIELDS), n=1)
         did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
         raise f.error(key, f"unknown field{did_you_mean}; allowed: {', '.join(sorted(FIELDS))}")
@@ -436,8 +438,8 @@ def _read_json(repo: Path, path: str, private: Collection[str]) -> tuple[bytes, 
     """A dataset file's bytes and its JSON, strictly: UTF-8, no NaN, no lone surrogate."""
     try:
         raw = read_inside(repo, path, f"{path}:", DEFAULT_MAX_BYTES, private=private)
-        text = raw.decode("utf-8-sig")
-        data = json.loads(text, parse_constant=_reject_constant)
+        text = utf8_sig_text(raw)
+        data = loads(text, parse_constant=_reject_constant, raw=raw)
     except UnicodeDecodeError as exc:
         raise CachelintError(f"{path}: not UTF-8 ({exc.reason}); save it as UTF-8") from None
     except json.JSONDecodeError as exc:
