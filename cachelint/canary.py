@@ -128,7 +128,9 @@ class Canary:
     def mutations(self) -> SnapshotDiff:
         """What changed between `begin` and now: by stat, racy files by content."""
         after = self._after = listing(self.repo, self.roots, self.skip)
-        before = self.before
+        before, self.before = self.before, {}  # not held while the reports are built
+        if not self.racy and before == after:  # the usual run: compared at C speed
+            return SnapshotDiff(changed=(), added=(), removed=())
         changed = []
         for path in before.keys() & after.keys():
             was, now = before[path], after[path]
@@ -138,7 +140,6 @@ class Canary:
                 same = was == now
             if not same:
                 changed.append(path)
-        self.before = {}  # a listing per file of the tree: not held while the reports are built
         return SnapshotDiff(
             changed=tuple(sorted(changed)),
             added=tuple(sorted(after.keys() - before.keys())),

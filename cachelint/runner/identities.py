@@ -4,6 +4,7 @@ ignoring case."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import unicodedata
@@ -11,6 +12,10 @@ from pathlib import Path
 
 from cachelint.errors import CachelintError
 from cachelint.winpath import problem
+
+# A suite's scenarios share their agent and tenant names, and often their own names across tenants:
+# each part's answer is worked out once.
+_problem = functools.lru_cache(maxsize=4096)(problem)
 
 
 def validate_identity(identity: str, where: str) -> None:
@@ -36,7 +41,7 @@ def validate_identity(identity: str, where: str) -> None:
         levels = "level" if len(parts) == 1 else "levels"
         raise bad(f"has {len(parts)} {levels}, expected exactly 3 (agent/tenant/scenario)")
     for part in parts:
-        why = problem(part)
+        why = _problem(part)
         if why is not None:
             raise bad(f"part {part!r} {why}")
 
