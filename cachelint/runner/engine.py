@@ -9,9 +9,9 @@ concurrency, so two runs diff cleanly). Assertions gate; judges are reported onl
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
-import queue
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from cachelint import resultsink
 from cachelint.childproc import module_command
-from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
+from cachelint.fastjson import dumps_compact
 from cachelint.passpolicy import PassPolicy
 from cachelint.runner.assertions import AssertionResult, has_deterministic
 from cachelint.runner.assertions.evaluators import EvalContext, evaluate_all
@@ -69,7 +69,7 @@ class TrialResult:
     def usage(self) -> dict[str, int]:
         return sum_usage(self.calls)
 
-    @property
+    @functools.cached_property
     def cache_hit(self) -> bool:
         return bool(self.calls) and all(c.hit for c in self.calls)
 
@@ -79,14 +79,16 @@ class ScenarioResult:
     scenario: Scenario
     trials: tuple[TrialResult, ...]
 
-    @property
+    # The verdict and its policy are read by every report, many times a scenario: each worked out
+    # once (a result is frozen, and its trials with it).
+    @functools.cached_property
     def policy(self) -> PassPolicy:
         """The scenario's `pass` policy (its own, the config's `trials-pass`, else all) as it
         applies to the trials run (`run --trials` may run fewer than the dataset's): what the
         verdict follows and every report names."""
         return self.scenario.pass_policy.for_trials(len(self.trials))
 
-    @property
+    @functools.cached_property
     def passed(self) -> bool:
         """Whether the trials pass under the scenario's effective `pass` policy."""
         errored = any(t.error is not None for t in self.trials)
@@ -264,6 +266,8 @@ def _run_daemon_pool(
     target stuck in a slow call would hold the process until it returned. Daemon workers are
     abandoned: the main thread waits in short slices (so KeyboardInterrupt arrives at once),
     tells the workers to stop taking scenarios, and lets the process exit."""
+    import queue  # a replay runs one job: not imported for it
+
     results: list[ScenarioResult | None] = [None] * len(scenarios)
     failure: list[BaseException] = []
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -530,7 +534,7 @@ class ResultWriter:
 def _compact(record: Mapping[str, Any]) -> str:
     # Bidi and C1 controls from file names and answers as \u escapes: the decoded values stay
     # exact, the file's bytes reorder nothing for a person who opens it.
-    return json_dumps(record, compact=True)
+    return dumps_compact(record)  # json_dumps(record, compact=True)'s text, by orjson
 
 
 def _start_sink() -> subprocess.Popen[bytes] | None:
