@@ -19,9 +19,12 @@ from tests.conftest import commit_all, run_cachelint
 from tests.example import make_example_repo
 from tests.test_html_report import HOSTILE, chromium
 
-VISIBLE = "[...document.querySelectorAll('details.scenario')].filter(e => e.offsetParent).length"
+# What a person sees of a scenario or a section: its summary line or heading (a hidden one is
+# collapsed by `content-visibility:hidden`, which leaves its own box but none of its content's).
+SEEN = "e => e.firstElementChild.checkVisibility()"
+VISIBLE = f"[...document.querySelectorAll('.scenario')].filter({SEEN}).length"
 SHOWN = (
-    "[...document.querySelectorAll('details.scenario')].filter(e => e.offsetParent)"
+    f"[...document.querySelectorAll('.scenario')].filter({SEEN})"
     ".map(e => e.id.slice(2))"  # id="s-<scenario>"
 )
 
@@ -78,7 +81,7 @@ def test_plain_run_cards_and_search(
         "Object.fromEntries([...document.querySelectorAll('.card')].map(c => "
         "[c.dataset.testid, c.querySelector('.value').textContent]))"
     )
-    total = browser.js("document.querySelectorAll('details.scenario').length")
+    total = browser.js("document.querySelectorAll('.scenario').length")
     assert cards["card-scenarios"] == str(total) and total >= 3
     assert cards["card-pass-rate"] == "100%" and cards["card-failed"] == "0"
     assert cards["card-cache-hits"].split("/")[0] == cards["card-cache-hits"].split("/")[1]
@@ -101,12 +104,7 @@ def test_plain_run_cards_and_search(
     browser.type("no such words anywhere")
     browser.settled()
     assert browser.js(VISIBLE) == 0
-    assert (
-        browser.js(
-            "[...document.querySelectorAll('section.agent')].filter(e => e.offsetParent).length"
-        )
-        == 0
-    )
+    assert browser.js(f"[...document.querySelectorAll('section.agent')].filter({SEEN}).length") == 0
     # a tenant hidden whole keeps its scenarios' old state until it is shown again, then is put
     # right: 'globex/' hides acme whole, a pasted answer's words (one input event) show one of it
     for _ in "no such words anywhere":
@@ -189,9 +187,20 @@ def test_javascript_off_shows_every_scenario(
         browser.open(pages["failing"].as_uri())
         browser.screenshot(tmp_path / "no-js.png")
         # Runtime.evaluate still runs while the page's scripts may not
-        total = browser.js("document.querySelectorAll('details.scenario').length")
+        total = browser.js("document.querySelectorAll('.scenario').length")
         assert browser.js(VISIBLE) == total
         assert browser.js("document.getElementById('tools').hidden") is True
+        # a passed scenario's turns and checks: elements (its <noscript> read as markup), shown
+        turns = browser.js(
+            "[...document.querySelectorAll('div.scenario.passed [data-role]')]"
+            ".map(e => e.checkVisibility())"
+        )
+        passed = browser.js("document.querySelectorAll('div.scenario.passed').length")
+        assert all(turns) and len(turns) >= 2 * passed > 0
+        assert browser.js(
+            "[...document.querySelectorAll('div.scenario.passed td.pass')]"
+            ".every(e => e.checkVisibility())"
+        )
         assert (
             browser.js("getComputedStyle(document.querySelector('table.regressions')).display")
             == "table"
@@ -214,13 +223,21 @@ def test_a_shared_system_text_is_written_once_and_shown_in_each_scenario(
     ident, text = shared[0]
     # once in the file as a turn's whole text (a judge's prompt quotes it too)
     assert page.count(f">{html.escape(text, quote=False)}<") == 1
+    # a closed (passed) scenario's turns are text in <noscript> until it is opened
     linked = browser.js(
-        f"[...document.querySelectorAll('details.scenario:not([open]) a.same[href=\"#{ident}\"]')]"
-        ".map(a => a.closest('details').id)"
+        "[...document.querySelectorAll('.scenario.passed noscript')]"
+        f".filter(n => n.textContent.includes('href=#{ident}>'))"
+        ".map(n => n.closest('.scenario').id)"
     )
     assert linked, ident
-    browser.click(f"[id='{linked[0]}'] > summary")
+    inside = f"document.getElementById('{linked[0]}').querySelectorAll"
+    assert browser.js(f"{inside}('[data-role]').length") == 0
+    browser.click(f"[id='{linked[0]}'] > button")
     browser.settled()
+    assert browser.js(f"{inside}('noscript').length") == 0
+    assert browser.js(f"{inside}('p [data-role]').length") == 0  # not in the tokens line
+    assert browser.js(f"{inside}(':scope > [data-role=user] > pre').length") == 1
+    assert browser.js(f"{inside}(':scope > table td').length") >= 3
     turn = browser.js(
         f"document.getElementById('{linked[0]}').querySelector('[data-role=system] pre')"
         ".textContent"

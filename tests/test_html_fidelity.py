@@ -126,12 +126,12 @@ def test_a_long_answer_is_cut_with_a_count_and_is_on_the_page_once(git_repo: Pat
     assert run_cachelint(git_repo, "run", "--execution", "replay").returncode == 0
     html = (git_repo / "eval-results/replay/report.html").read_text(encoding="utf-8")
     cut = re.search(
-        r'<div data-role="assistant"><pre>(.*?)</pre><details class=more><summary>… ([\d,]+) '
+        r"<div data-role=assistant><pre>(.*?)</pre><details class=more><summary>… ([\d,]+) "
         r"more characters</summary><pre>(.*?)</pre></details></div>",
         html,
         re.S,
     )
-    assert cut, html[html.find('data-role="assistant"') - 200 :][:800]
+    assert cut, html[html.find("data-role=assistant") - 200 :][:800]
     head, count, rest = cut.groups()
     assert len(LONG) > 1500 and head == LONG[:1500] and head + rest == LONG
     assert count == f"{len(LONG) - 1500:,}"

@@ -136,7 +136,9 @@ def test_report_in_headless_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyP
     tenants = {s.rpartition("/")[0] for s in scenarios}
     shape = (len(agents), len(tenants), len(scenarios))
     listed = sum(
-        1 for tag, a in dom.elements if tag == "details" and "scenario" in (a.get("class") or "")
+        1
+        for tag, a in dom.elements
+        if tag in ("details", "div") and "scenario" in (a.get("class") or "").split()
     )
     assert (dom.count("agent"), dom.count("tenant"), listed) == shape
     shown_agents = [a.get("data-agent") for _, a in dom.elements if a.get("data-testid") == "agent"]

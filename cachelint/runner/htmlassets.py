@@ -2,14 +2,18 @@
 
 The page is whole without the script: every scenario is in the markup, the search box and the
 status filter are `hidden` until the script shows them, and a <noscript> line says so. The
-script reads no data but the page's own text (`textContent`, never `innerHTML`), so nothing from a
-results file can run; the page's Content-Security-Policy forbids every fetch besides.
+script reads no data but the page's own text (`textContent`); the one markup it parses is a passed
+trial's, kept as text in <noscript> by the renderer (runner/htmlscenario.py `deferred`), escaped
+as everywhere else, and parsed in a <template> (inert) when its scenario is opened into the very
+elements the parser makes of it with JavaScript off. The page's Content-Security-Policy forbids
+every fetch besides.
 
 Search and filter must answer in a page of 20,000 scenarios (benchmarks/bench_html.py):
 - the status filter is one class on <body> that CSS rules read (`body.failed-only
-  details.scenario:not(.failed)`), never a write per scenario;
+  .scenario:not(.failed)`), never a write per scenario;
 - the search index is one lowercased string per scenario in an array, built as the script starts,
   before the search box is shown (built at the first key instead, it made that key the slowest);
+  a passed trial's part is read from its <noscript> text, tags dropped and entities decoded;
 - one pass over the scenarios, tenant by tenant, answers the search and the filter together: a
   key that extends the query tests only the scenarios still shown; a tenant with nothing shown
   is hidden whole (one attribute) and its scenarios' attributes are written only when it is
@@ -18,7 +22,15 @@ Search and filter must answer in a page of 20,000 scenarios (benchmarks/bench_ht
 - keys typed within one frame are answered once, in that frame (requestAnimationFrame);
 - which groups are empty and how many scenarios are shown are counted in the pass, not read
   back from the page;
-- `content-visibility:auto` lets the browser lay out only the sections and scenarios on screen.
+- `content-visibility:auto` lets the browser lay out only the sections and scenarios on screen;
+- a hidden scenario, tenant or agent (and one the status filter leaves out) is collapsed, not
+  `display:none`: `content-visibility:hidden` at no height keeps its boxes and styles, where
+  `display:none` destroyed them (and walked its every node) to build them again at the next key;
+- a passed scenario is a <div> with a button line, not a <details> (a shadow tree each:
+  runner/htmlscenario.py FRAMES), and its trials' elements are made only when it is opened
+  (<noscript> above): a page of 20,000 scenarios holds a quarter of the garbage-collected heap it
+  did (40 MB, was 185 MB), and V8's major garbage collection, which traces it all and landed in
+  one of the first keys after a load, takes a fraction of the time.
 A turn that links to a shared system text (runner/htmlscenario.py) is filled in with that text
 when its scenario is opened.
 """
@@ -55,16 +67,21 @@ cursor:pointer;user-select:none}
 .tools label.status input{margin:0 .3rem 0 0}
 #shown-count{color:#57606a;font-size:.9em}
 table.regressions td.now{color:var(--bad);font-weight:600}
-details.scenario{border:1px solid var(--line);border-radius:6px;margin:.35rem 0;
+.scenario{border:1px solid var(--line);border-radius:6px;margin:.35rem 0;
 padding:.35rem .7rem}
-details.scenario.failed{border-left:4px solid var(--bad)}
-details.scenario.passed{border-left:4px solid var(--ok)}
+.scenario.failed{border-left:4px solid var(--bad)}
+.scenario.passed{border-left:4px solid var(--ok)}
 details.scenario>summary{cursor:pointer}
+div.scenario>button{all:unset;display:block;cursor:pointer}
+div.scenario>button:focus-visible{outline:2px solid #54aeff}
+@media (scripting:enabled){div.scenario>button::before{content:"▸ "}
+div.scenario.open>button::before{content:"▾ "}div.scenario:not(.open)>:not(button){display:none}}
 details.more>summary{cursor:pointer;color:#57606a;font-size:.85em}
-details.scenario{content-visibility:auto;contain-intrinsic-size:auto 2.4rem}
+.scenario{content-visibility:auto;contain-intrinsic-size:auto 2.4rem}
 section.tenant{content-visibility:auto}
-details.scenario>p,[data-testid=call],summary small{color:#57606a;font-size:.9em;margin:.2rem 0}
-details.scenario>p{margin:.3rem 0}
+.scenario>p,[data-testid=call],summary small,.scenario>button small{color:#57606a;
+font-size:.9em;margin:.2rem 0}
+.scenario>p{margin:.3rem 0}
 .tag{display:inline-block;font-size:.75em;border-radius:10px;padding:0 .45rem;margin-left:.3rem;
 background:#fff1e5;color:#953800;border:1px solid #ffd8b5}
 [data-role]{border-left:3px solid #bbb;margin:.3rem 0;padding:.1rem .5rem}
@@ -73,10 +90,13 @@ text-transform:uppercase;color:#555}
 [data-role=system]{border-color:#888}[data-role=user]{border-color:#2a6fdb}
 [data-role=assistant]{border-color:#176b2c}[data-role=tool]{border-color:#8a6d00}
 .shared{background:var(--soft)}
-body.failed-only details.scenario:not(.failed),body.failed-only .group.all-passed,
-body.regressed-only details.scenario:not(.regressed),
-body.missed-only details.scenario:not(.missed){display:none}
 [hidden]{display:none!important}
+#hierarchy .scenario[hidden],#hierarchy section[hidden],
+body.failed-only .scenario:not(.failed),body.failed-only .group.all-passed,
+body.regressed-only .scenario:not(.regressed),
+body.missed-only .scenario:not(.missed){display:block!important;
+content-visibility:hidden!important;contain-intrinsic-size:0 0!important;margin:0!important;
+padding:0!important;border:0!important}
 .meta{color:#57606a;font-size:.9em}svg{vertical-align:middle}
 .note{margin:.2rem 0}
 """.strip()
@@ -87,7 +107,7 @@ JS = """
   var search = document.getElementById('search');
   var count = document.getElementById('shown-count');
   var hierarchy = document.getElementById('hierarchy');
-  var scenarios = Array.prototype.slice.call(document.querySelectorAll('details.scenario'));
+  var scenarios = Array.prototype.slice.call(document.querySelectorAll('#hierarchy .scenario'));
   var rows = Array.prototype.slice.call(document.querySelectorAll('table.matrix tr.row'));
   var n = scenarios.length;
   // The scenarios come tenant by tenant: each run of them under one section is a part, and
@@ -101,18 +121,29 @@ JS = """
     var outer = section.parentNode;
     var agent = agents[agents.length - 1];
     if (!agent || agent.el !== outer) {
-      agent = {el: outer, empty: 0, shown: 0};
+      agent = {el: outer, empty: 0, shown: 0, group: outer.classList.contains('group')};
       agents.push(agent);
     }
     parts.push({el: section, agent: agent, from: i, to: i + 1, empty: 0});
   }
   var marks = scenarios.map(function (s) { return ' ' + s.className + ' '; });
+  var ENTITIES = {'&lt;': '<', '&gt;': '>', '&quot;': '"', '&#x27;': "'", '&amp;': '&'};
+  function entity(m) { return ENTITIES[m]; }
+  function shown(s) {  // a scenario's text as the page shows it (a <noscript>: as it would)
+    var all = '';
+    var walk = document.createTreeWalker(s, NodeFilter.SHOW_TEXT);
+    for (var t = walk.nextNode(); t; t = walk.nextNode()) {
+      all += t.parentNode.nodeName !== 'NOSCRIPT' ? t.data
+        : t.data.replace(/<[^>]*>/g, '').replace(/&(?:lt|gt|quot|#x27|amp);/g, entity);
+    }
+    return all;
+  }
   var matched = new Uint8Array(n).fill(1);
   var hidden = new Uint8Array(n);  // the scenario's `hidden`, as last written
   // One lowercased text per scenario, built before the search box is shown: the first key
   // then costs what every other key does.
   var texts = scenarios.map(function (s) {
-    return (s.id.slice(2) + ' ' + s.textContent).toLowerCase();
+    return (s.id.slice(2) + ' ' + shown(s)).toLowerCase();
   });
   var last = '';
   var queued = false;
@@ -150,20 +181,20 @@ JS = """
     var shown = 0;
     var filter = st === 'all' ? '' : st + '-only';
     if (body.className !== filter) { body.className = filter; }
-    agents.forEach(function (a) { a.shown = 0; });
+    for (var a = 0; a < agents.length; a++) { agents[a].shown = 0; }
     for (var k = 0; k < parts.length; k++) {
       var got = tenant(parts[k], query, narrower, mark);
       parts[k].agent.shown += got;
       shown += got;
     }
     last = query;
-    agents.forEach(function (a) {
-      var none = a.shown ? 0 : 1;
-      if (none !== a.empty && a.el.classList.contains('group')) {
-        a.empty = none;
-        a.el.hidden = !!none;
+    for (var g = 0; g < agents.length; g++) {
+      var none = agents[g].shown ? 0 : 1;
+      if (none !== agents[g].empty && agents[g].group) {
+        agents[g].empty = none;
+        agents[g].el.hidden = !!none;
       }
-    });
+    }
     for (var r = 0; r < rows.length; r++) {
       var keep = !query || rows[r].getAttribute('data-search').indexOf(query) !== -1;
       if (rows[r].hidden === keep) { rows[r].hidden = !keep; }
@@ -172,6 +203,19 @@ JS = """
   }
   function later() {  // keys typed within one frame are answered once, before it is drawn
     if (!queued) { queued = true; requestAnimationFrame(apply); }
+  }
+  function unfold(kept) {  // a passed trial's elements, from its <noscript> (see the top)
+    for (var k = kept.length - 1; k >= 0; k--) {
+      var made = document.createElement('template');
+      made.innerHTML = kept[k].textContent;
+      var into = kept[k].parentNode;
+      if (into.nodeName === 'P') {  // where the parser put it, the block goes after the line
+        into.parentNode.insertBefore(made.content, into.nextSibling);
+        into.removeChild(kept[k]);
+      } else {
+        into.replaceChild(made.content, kept[k]);
+      }
+    }
   }
   function fill(links) {  // a shared system text, where a turn links to it
     for (var k = 0; k < links.length; k++) {
@@ -185,9 +229,21 @@ JS = """
   if (hierarchy) {
     hierarchy.addEventListener('toggle', function (e) {
       if (e.target.open && e.target.classList.contains('scenario')) {
+        unfold(e.target.querySelectorAll('noscript'));
         fill(e.target.querySelectorAll('a.same'));
       }
     }, true);
+    hierarchy.addEventListener('click', function (e) {  // a passed scenario's line
+      var line = e.target.closest('div.scenario>button');
+      if (!line) { return; }
+      var s = line.parentNode;
+      var open = s.classList.toggle('open');
+      line.setAttribute('aria-expanded', open ? 'true' : 'false');
+      if (open) {
+        unfold(s.querySelectorAll('noscript'));
+        fill(s.querySelectorAll('a.same'));
+      }
+    });
   }
   search.addEventListener('input', later);
   document.querySelectorAll('input[name="status"]').forEach(function (box) {
@@ -195,6 +251,7 @@ JS = """
   });
   var fromHash = document.getElementById('status-' + location.hash.slice(1));
   if (fromHash) { fromHash.checked = true; }
+  unfold(document.querySelectorAll('details.scenario[open] noscript'));
   apply();
   window.addEventListener('load', function () {
     (window.requestIdleCallback || setTimeout)(function () {

@@ -7,6 +7,12 @@ links to it (`Shared`): the text of a large suite's prompts was most of its page
 JavaScript on, opening a scenario fills each link in with the text (`textContent`, never markup).
 An answer longer than the review's cut (1,500 characters) shows its start and the rest behind a
 closed <details> that counts it.
+A passed trial's conversation and checks are written inside <noscript> (`trial_body`): with
+JavaScript off the parser reads them as markup, as before; with it on, as one text node, which the
+search reads and the script turns into the same elements when the scenario is opened
+(htmlassets.py). A failed trial (what a person reads first) keeps its elements. With a passed
+scenario drawn as a <div> (`FRAMES`), a page of 20,000 scenarios holds a quarter of the browser's
+garbage-collected heap it did, and its search and filter answer sooner.
 Every user-derived string goes through `e` (attributes) or `t` (element text).
 """
 
@@ -17,7 +23,7 @@ import html
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from cachelint.display import sanitize_block
 from cachelint.runner.review import call_arguments
@@ -30,6 +36,8 @@ SHARE_MIN = 64
 # The turns that are answers: one longer than ANSWER_CHARS (the review's cut, 1,500) shows its
 # start, and the rest behind a closed <details> that says how many characters it holds.
 _ANSWERS = frozenset({"assistant", "response"})
+# Roles written without quotes (an attribute value of letters needs none): 100,000s of turns.
+_PLAIN_ROLES = frozenset({"system", "user", "assistant", "tool", "response"})
 
 # Model answers and dataset text: bidi marks, controls and lone surrogates shown as escapes; most
 # values need neither (one search says so: a page holds tens of thousands of values).
@@ -68,6 +76,8 @@ Turn = tuple[str, str]  # (role, text) as the page shows one part of a conversat
 
 Shared = Mapping[str, str]  # a system text sent by several scenarios -> the id it is shown under
 
+CALL_LINE = "<div data-testid=call>"  # a call's line: "call 1 of 2: model m, cache hit"
+
 
 def _message(role: str, body: str, extra: str = "", shared: Shared | None = None) -> str:
     # The role's name and colour come from the attribute (CSS `::before`, shown with JavaScript
@@ -80,7 +90,8 @@ def _message(role: str, body: str, extra: str = "", shared: Shared | None = None
             "</div>"
         )
     shown = _long(body) if role in _ANSWERS else f"<pre>{text(body)}</pre>"
-    return f'<div data-role="{escape(role)}"{note}>{shown}</div>'
+    quoted = role if role in _PLAIN_ROLES else f'"{escape(role)}"'
+    return f"<div data-role={quoted}{note}>{shown}</div>"
 
 
 def _long(body: str) -> str:
@@ -191,7 +202,7 @@ def _calls(
         hit = "cache hit" if call.get("cache_hit") else "live"
         folded = f"; the first {same} message(s) as above" if same else ""
         parts.append(
-            f'<div data-testid="call">{text(label)} {i} of {len(calls)}: model '
+            f"{CALL_LINE}{text(label)} {i} of {len(calls)}: model "
             f"{text(call.get('model') or '?')}, {hit}{folded}</div>"
         )
         parts.extend(_message(role, body, "", shared) for role, body in turns[same:] + answer)
@@ -199,10 +210,45 @@ def _calls(
     return parts, above
 
 
+class Frame(NamedTuple):
+    """The elements a scenario is written in: its own (with `open`), and its line's."""
+
+    tag: str
+    opened: str
+    line: str
+    line_attributes: str
+
+
+# A failed scenario is a <details>, open. A passed one is a <div> whose line is a button the
+# script opens it with: Chromium gives every <details> a shadow tree of its own (about 5 kB of
+# its garbage-collected heap, a page of 20,000 of them two thirds of it), which V8's major
+# garbage collection traced in the first keys typed after a load (0.2 to 1.9 s on a shared
+# machine). With JavaScript off its content is all shown (a <noscript>'s markup, `trial_body`).
+FRAMES = {
+    False: Frame("details", " open", "summary", ""),
+    True: Frame("div", "", "button", " aria-expanded=false"),
+}
+
+
+def trial_body(trial: Mapping[str, Any], shared: Shared, settings: ReportSettings) -> str:
+    """The trial's conversation and checks; a passed trial's inside one <noscript> (see the
+    module's note) but for its first call's line, an element that ends the scenario's <p> above
+    (with JavaScript on that <p> would hold the <noscript> otherwise). Every user-derived string
+    in it is escaped, so no `</noscript>` can end it early."""
+    parts = _conversation(trial, shared)
+    head = parts.pop(0) if parts and parts[0].startswith(CALL_LINE) else ""
+    body = "".join(parts) + checks(trial, settings)
+    return head + (f"<noscript>{body}</noscript>" if trial.get("passed") else body)
+
+
 def conversation(trial: Mapping[str, Any], shared: Shared) -> str:
     """Every call of the trial, each with every message it sent (system included) and its
     answer; then the target's final output where it is not the last answer; then the judges'
     calls, folded."""
+    return "".join(_conversation(trial, shared))
+
+
+def _conversation(trial: Mapping[str, Any], shared: Shared) -> list[str]:
     parts: list[str] = []
     calls = trial.get("calls") or []
     last: list[Turn] = []
@@ -224,7 +270,7 @@ def conversation(trial: Mapping[str, Any], shared: Shared) -> str:
         parts.append(f"<details><summary>judge calls ({len(judged)})</summary>")
         parts.extend(shown)
         parts.append("</details>")
-    return "".join(parts)
+    return parts
 
 
 def checks(trial: Mapping[str, Any], settings: ReportSettings) -> str:

@@ -18,12 +18,12 @@ from typing import Any, NamedTuple
 from cachelint.runner import htmlsummary
 from cachelint.runner.htmlassets import CSS, JS
 from cachelint.runner.htmlscenario import (
+    FRAMES,
     VERDICT_B,
     Shared,
-    checks,
-    conversation,
     shared_block,
     shared_texts,
+    trial_body,
 )
 from cachelint.runner.htmlscenario import escape as _e
 from cachelint.runner.htmlscenario import text as _t
@@ -202,7 +202,8 @@ def _scenario(
     datasets: str | None,
     shared: Shared,
 ) -> str:
-    """One scenario as a <details>, open when it failed. Each fact is written once (the page of
+    """One scenario: a failed one as an open <details>, a passed one as a <div> the script opens
+    (htmlscenario.FRAMES). Each fact is written once (the page of
     a large suite holds tens of thousands of scenarios): the cost and whether the cache answered
     in the summary line, the dataset only where it is not `<datasets>/<scenario>.json`."""
     state = ("passed" if s.passed else "failed") + marks.get(s.identity, "")
@@ -213,11 +214,13 @@ def _scenario(
         if len(trials) != 1
         else ""
     )
+    frame = FRAMES[s.passed]
     parts = [
-        f'<details class="scenario {state}" id="s-{_e(s.identity)}"{"" if s.passed else " open"}>'
-        f"<summary>{VERDICT_B[s.passed]} {_t(s.identity)}{htmlsummary.tags(marks, s.identity)} "
+        f'<{frame.tag} class="scenario {state}" id="s-{_e(s.identity)}"{frame.opened}>'
+        f"<{frame.line}{frame.line_attributes}>{VERDICT_B[s.passed]} {_t(s.identity)}"
+        f"{htmlsummary.tags(marks, s.identity)} "
         f'<small>{count}<span data-testid="cost">{_t(s.spend.text())}</span>, '
-        f"{'cache hit' if s.cache_hit else 'live'}</small></summary>",
+        f"{'cache hit' if s.cache_hit else 'live'}</small></{frame.line}>",
         # </p> is implied by the block after it
         "<p>"
         + ("" if _dataset_root(s) == datasets else f"dataset {_t(s.path)}; ")
@@ -235,9 +238,8 @@ def _scenario(
     for t in trials:
         if len(trials) > 1:
             parts.append(f"<h4>trial {_e(t.get('trial'))}: {_verdict(bool(t.get('passed')))}</h4>")
-        parts.append(conversation(t, shared))
-        parts.append(checks(t, settings))
-    parts.append("</details>")
+        parts.append(trial_body(t, shared, settings))
+    parts.append(f"</{frame.tag}>")
     return "".join(parts)
 
 
