@@ -121,11 +121,13 @@ def _timed(browser: Browser, act: Any) -> float:
 def measure(page: Path, rounds: int, profile: Path, loads: int) -> dict[str, Any]:
     """Open the page `loads` times in one browser, typing and clicking after each load.
 
-    At 20,000 scenarios the slowest key is, in Chromium's traces, a major garbage collection of
-    V8's heap with the page's DOM (0.3 to 2 s on this shared machine) run inside that key's
-    frame: it comes once, in the first keys after a load, and in some loads not at all; it comes
-    as well with the search index left out (ids only), and lands in the first key when the index
-    is built there instead of before the search box is shown."""
+    A major garbage collection of V8's heap, which traces the page's DOM, comes once in the first
+    keys after a load, inside whichever key it lands in: 0.15 to 1.9 s on this shared machine while
+    every scenario was a <details> (Chromium gives each a shadow tree; the heap was 185 MB at
+    20,000 scenarios), 60 to 76 ms since a passed one is a <div> (40 MB). To see where a slow key
+    goes: Chromium's tracing (`Tracing.start`, categories devtools.timeline and
+    disabled-by-default-v8.gc) around `performance.mark` per key; `Runtime.getHeapUsage`'s
+    embedderHeapUsedSize is the DOM's part of the heap."""
     got: dict[str, Any] = {
         "paint": [],
         "load": [],
@@ -170,7 +172,7 @@ def _one_load(browser: Browser, page: Path, rounds: int, got: dict[str, Any]) ->
 
 def _ms(values: list[float]) -> str:
     shown = f"median {statistics.median(values):.0f} ms"
-    if len(values) >= 20:  # one slow key in 240 is a garbage collection (see measure's note)
+    if len(values) >= 20:  # a slow key is most often a garbage collection (see measure's note)
         shown += f", 95th percentile {statistics.quantiles(values, n=20)[-1]:.0f} ms"
     return f"{shown}, max {max(values):.0f} ms"
 
