@@ -31,7 +31,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from cachelint.runner.reports.htmlreport import render_html  # noqa: E402
-from cachelint.runner.reports.model import ExecutionView, scenario_view  # noqa: E402
+from cachelint.runner.reports.model import RunReport, scenario_report  # noqa: E402
 from cachelint.settings import ReportSettings  # noqa: E402
 from tests.cdp import Browser  # noqa: E402
 
@@ -101,10 +101,10 @@ def build(n: int, out: Path) -> float:
     """Render the page of `n` scenarios to `out`; seconds taken."""
     prices: dict[str, Any] = {}
     views = [
-        scenario_view(_record(i, f"agent{i % 10}", f"tenant{(i // 10) % 10}"), "m", prices)
+        scenario_report(_record(i, f"agent{i % 10}", f"tenant{(i // 10) % 10}"), "m", prices)
         for i in range(n)
     ]
-    view = ExecutionView(name="bench", mode="replay", started=None, scenarios=views)
+    view = RunReport(name="bench", mode="replay", started=None, scenarios=views)
     started = time.perf_counter()
     with out.open("w", encoding="utf-8") as page:
         page.writelines(render_html(view, ReportSettings()))

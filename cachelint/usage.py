@@ -115,10 +115,10 @@ def write_usage(
     mode: str,
     filtered: bool,
     passed: bool,
-    calls: Iterable[Any],
+    entries: Iterable[str],
     finished: datetime | None = None,
 ) -> None:
-    """Record the entries `calls` (CallRecords of targets and judges) a `cachelint run` reached."""
+    """Record the cache entries a `cachelint run`'s calls (targets' and judges') reached."""
     from cachelint import clock
 
     record = {
@@ -129,21 +129,21 @@ def write_usage(
         "filtered": filtered,
         "passed": passed,
         "finished": format_time(finished or clock.now()),
-        "entries": sorted({c.entry for c in calls}),
+        "entries": sorted(set(entries)),
     }
     _write_json(path(config), record, "the entries this run used", "cachelint run")
 
 
 def record_run(config: Config, report: Any, *, filtered: bool) -> None:
-    """`write_usage` for a finished run (`report` is its RunReport); a full one (passed or not)
-    ends what a recording run's marker stood for."""
+    """`write_usage` for a finished run (`report` is its `RunReport`); a full one (passed or
+    not) ends what a recording run's marker stood for."""
     write_usage(
         config,
-        execution=report.execution,
+        execution=report.name,
         mode=report.mode,
         filtered=filtered,
         passed=report.passed,
-        calls=(c for r in report.results for t in r.trials for c in (*t.calls, *t.judge_calls)),
+        entries=report.entries(),
     )
     if not filtered:
         clear_recording(config, FrontDoor.RUN)

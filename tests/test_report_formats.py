@@ -6,7 +6,7 @@ import pytest
 
 from cachelint.errors import CachelintError
 from cachelint.runner.cost import Price, Spend, call_spend, cost, tokens
-from cachelint.runner.reports.model import ExecutionView, scenario_view
+from cachelint.runner.reports.model import RunReport, scenario_report
 from cachelint.runner.reports.prformats import md, render_github
 from cachelint.runner.shards import parse_shard, shard_of
 from cachelint.settings import ReportSettings
@@ -42,12 +42,12 @@ def test_markdown_text_cannot_make_links_html_or_cells() -> None:
 
 
 def test_annotations_encode_newlines_and_property_separators() -> None:
-    view = ExecutionView(
+    view = RunReport(
         name="x",
         mode="replay",
         started=None,
         scenarios=[
-            scenario_view(
+            scenario_report(
                 record(
                     "a/t/s", passed=False, reason="line one\nline two 100%", path="d/a,b:c.json"
                 ),
@@ -86,7 +86,7 @@ def test_each_call_is_priced_at_the_model_it_asked_for() -> None:
     """A two-model agent and its judge: every call at its own model's price, a dated snapshot at
     its family's, and a lower bound that names the unpriced calls (never too low a figure shown
     as the cost) when a call's model has none."""
-    from cachelint.runner.reports.model import scenario_view
+    from cachelint.runner.reports.model import scenario_report
 
     prices = {"small": Price(input=1.0, output=0.0), "large": Price(input=10.0, output=0.0)}
     million = {"prompt_tokens": 1_000_000, "completion_tokens": 0}
@@ -94,21 +94,21 @@ def test_each_call_is_priced_at_the_model_it_asked_for() -> None:
         "calls": [{"usage": million, "model": "small"}, {"usage": million, "model": "large-2026"}],
         "judge_calls": [{"usage": million, "model": None}],  # priced at the default model
     }
-    view = scenario_view({"trials": [trial]}, "small", prices)
+    view = scenario_report({"trials": [trial]}, "small", prices)
     assert view.cost == 1.0 + 10.0 + 1.0
     assert view.tokens == (3_000_000, 0)
     trial["calls"].append({"usage": million, "model": "unpriced"})
-    partial = scenario_view({"trials": [trial]}, "small", prices)
+    partial = scenario_report({"trials": [trial]}, "small", prices)
     assert partial.cost is None
     assert partial.spend == Spend(12.0, (("model unpriced", 1),))
     assert partial.spend.text() == "at least $12.0000 (1 call unpriced: model unpriced)"
     # A call that recorded no usage is not free either, but a token count answers with none.
     trial["calls"] = [{"usage": None, "model": "small", "response": {"choices": []}}]
-    assert scenario_view({"trials": [trial]}, "small", prices).spend.gap() == (
+    assert scenario_report({"trials": [trial]}, "small", prices).spend.gap() == (
         "1 call unpriced: no usage recorded"
     )
     trial["calls"] = [{"usage": None, "model": "small", "response": {"input_tokens": 12}}]
-    assert scenario_view({"trials": [trial]}, "small", prices).spend.text() == "$1.0000"
+    assert scenario_report({"trials": [trial]}, "small", prices).spend.text() == "$1.0000"
 
 
 def test_the_cost_check_and_the_reports_price_a_call_alike() -> None:

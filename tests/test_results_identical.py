@@ -151,7 +151,7 @@ def test_a_results_file_changed_since_the_run_wrote_it_is_read_as_evidence(
     data = path.read_bytes()
     record = json.loads(data)
     source = model.Sources(directory).of(record, data)
-    view = model.scenario_view(record, "scripted-v1", {}, source=source)
+    view = model.scenario_report(record, "scripted-v1", {}, source=source)
     assert view.whole().record == record
     path.write_bytes(b"[" * 150 + b"]" * 150)
     with pytest.raises(CachelintError, match="nested deeper than 100 levels"):

@@ -20,7 +20,7 @@ from cachelint.gitutil import repo_root
 from cachelint.runner.reports.publishing import Extras
 
 if TYPE_CHECKING:
-    from cachelint.runner.reports.model import ExecutionView
+    from cachelint.runner.reports.model import RunReport
 
 
 def add_parser(
@@ -99,22 +99,30 @@ def _latest(config: Config) -> str:
 
 
 def _execution(
-    config: Config, name: str, *, verify: bool = True
-) -> tuple[dict[str, Any], ExecutionView]:
-    """The run summary and view of execution `name`, read as evidence (`runner.evidence`):
-    regular files below it, bounded, agreeing with each other."""
+    config: Config, name: str, *, verify: bool = True, extras: Extras | None = None
+) -> tuple[dict[str, Any], RunReport]:
+    """The run summary and report of execution `name`, read as evidence (`runner.evidence`):
+    regular files below it, bounded, agreeing with each other; judged on the budget and the
+    baseline with `extras`."""
     from cachelint.runner.evidence import read_summary, verified
-    from cachelint.runner.reports.model import execution_directory, load_execution
+    from cachelint.runner.reports.model import (
+        NOT_JUDGED,
+        RunReport,
+        execution_directory,
+        read_scenarios,
+    )
+    from cachelint.runner.reports.publishing import judge
 
     directory = execution_directory(config.repo, config.results, name)
     summary = dict((verified(directory) if verify else read_summary(directory)).document)
-    view = load_execution(directory, config.target.model, config.prices, summary)
-    return summary, view
+    scenarios = read_scenarios(directory, config.target.model, config.prices, summary)
+    verdict = judge(scenarios, config, extras) if extras is not None else NOT_JUDGED
+    return summary, RunReport.saved(summary, directory, scenarios, verdict)
 
 
 def _merge(
-    config: Config, sources: Sequence[Path], name: str | None
-) -> tuple[str, dict[str, Any], ExecutionView]:
+    config: Config, sources: Sequence[Path], name: str | None, extras: Extras
+) -> tuple[str, dict[str, Any], RunReport]:
     """Merge `sources` into a new execution and read it back; a merge that fails at any point,
     the reading back included, leaves no execution behind."""
     from cachelint import clock
@@ -128,18 +136,18 @@ def _merge(
     claimed = claim_execution(root, wanted)
     try:
         merge([Path(s) for s in sources], root / claimed, order=order)
-        # The files were validated as they were copied; the view checks their shape.
-        summary, view = _execution(config, claimed, verify=False)
+        # The files were validated as they were copied; the report checks their shape.
+        summary, merged = _execution(config, claimed, verify=False, extras=extras)
     except BaseException:
         import shutil
 
         shutil.rmtree(root / claimed, ignore_errors=True)
         release_execution(root, claimed)
         raise
-    return claimed, summary, view
+    return claimed, summary, merged
 
 
-def _review_comment(path: Path, a: ExecutionView, b: ExecutionView, page: Path) -> Path:
+def _review_comment(path: Path, a: RunReport, b: RunReport, page: Path) -> Path:
     """The re-record review of `a` -> `b` as a pull-request comment, beside the compare page."""
     from cachelint.fsutil import atomic_write
     from cachelint.runner.review import compare_executions
@@ -167,7 +175,7 @@ def report(
 
     from cachelint.confine import check_output
     from cachelint.runner import baselines
-    from cachelint.runner.reports.publishing import check_extras, run_verdict, write_html_page
+    from cachelint.runner.reports.publishing import check_extras, write_html_page
     from cachelint.runner.results import execution_name
 
     config = load(repo_root(start), config_path)
@@ -180,23 +188,21 @@ def report(
         output = check_output(config, "--output", output)
     root = config.repo / config.results
     if merge:
-        name, summary, view = _merge(config, merge, execution)
+        name, summary, judged = _merge(config, merge, execution, extras)
         out.write(sanitize(f"merged {len(merge)} directories into {config.results}/{name}/") + "\n")
     else:
         name = compare[1] if compare else execution or _latest(config)
-        summary, view = _execution(config, name)
+        summary, judged = _execution(config, name, extras=extras)
     other = _execution(config, compare[0])[1] if compare else None
-    view, notes = run_verdict(view, config, extras)
     if extras.save_baseline is not None:
-        baselines.save(config.repo, extras.save_baseline, view)
-        notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
-    out.writelines(f"{sanitize(n)}\n" for n in notes)
-    out.writelines(f"FAIL  {sanitize(f)}\n" for f in view.failures)
+        baselines.save(config.repo, extras.save_baseline, judged)
+    out.writelines(f"{sanitize(n)}\n" for n in judged.notes)
+    out.writelines(f"FAIL  {sanitize(f)}\n" for f in judged.failures)
     default = root / name / (f"compare-{compare[0]}.html" if compare else "report.html")
     target = output or default
-    write_html_page(target, view, config, summary, compare=other, notes=notes)
+    write_html_page(target, judged, config, summary, compare=other)
     if compare and other is not None:  # the page stays the last line
-        comment = _review_comment(root / name / f"compare-{compare[0]}.md", other, view, target)
+        comment = _review_comment(root / name / f"compare-{compare[0]}.md", other, judged, target)
         out.write(f"{sanitize(str(comment))}\n")
     out.write(f"{sanitize(str(target))}\n")
-    return int(ExitCode.OK if view.passed else ExitCode.FINDINGS)
+    return int(ExitCode.OK if judged.passed else ExitCode.FINDINGS)

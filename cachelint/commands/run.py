@@ -13,8 +13,8 @@ import argparse
 import os
 import shlex
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cachelint.config import Config, load
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.findings import Finding
-from cachelint.fsutil import atomic_write
+from cachelint.fsutil import atomic_write_chunks
 from cachelint.gitutil import repo_root
 from cachelint.runner.options import RunOptions
 from cachelint.runner.reports.publishing import Extras, add_report_options, check_extras
@@ -40,8 +40,7 @@ if TYPE_CHECKING:
     from cachelint.runner.dataset import Scenario
     from cachelint.runner.engine import ResultWriter, ScenarioResult
     from cachelint.runner.progress import OrderedLines
-    from cachelint.runner.reports.publishing import Published
-    from cachelint.runner.reports.text import RunReport
+    from cachelint.runner.reports.model import RunReport, ScenarioReport
     from cachelint.runner.wiring import Wiring
 
 _PROGRESS_MIN = 20  # scenarios; shorter runs finish before a progress bar is worth drawing
@@ -207,7 +206,9 @@ class Outcome:
     # entry again (it pins one digest per cache root).
     after_by_root: dict[str, Snapshot] | None
     streamed: bool = False  # the text report's scenario blocks were already printed live
-    records: dict[str, Any] | None = None  # the results documents written, by identity
+    # Each scenario's report (`ResultWriter.records`), a resumed execution's kept ones their
+    # results documents, by identity.
+    records: dict[str, Any] | None = None
 
 
 def run(start: Path, options: RunOptions, *, out: TextIO, err: TextIO) -> int:
@@ -339,7 +340,7 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
         wiring.close()
         if progress is not None:
             progress.close()
-    results = plan.kept.merge(results, writer.records)  # --resume: with the ones kept
+    plan.kept.add_to(writer.records)  # --resume: the documents of the ones kept
 
     mutations, after_by_root = _after(plan)
     return Outcome(
@@ -374,16 +375,17 @@ def _shown_progress(
 
 
 def _on_done(
-    writer: ResultWriter, progress: Bar | None, lines: Callable[[ScenarioResult], object] | None
+    writer: ResultWriter, progress: Bar | None, lines: Callable[[ScenarioReport], object] | None
 ) -> Callable[[ScenarioResult], None]:
-    """What follows each scenario's result: written, counted on the bar, printed as a line."""
+    """What follows each scenario's result: written, counted on the bar, printed as a line (from
+    the report the writer made of it)."""
 
     def on_done(result: ScenarioResult) -> None:
         writer.write(result)
         if progress is not None:
             progress.advance()
         if lines is not None:
-            lines(result)
+            lines(writer.records[result.scenario.identity])
 
     return on_done
 
@@ -411,58 +413,69 @@ def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, Snapshot] | None]:
 
 def publish(plan: RunPlan, outcome: Outcome, *, out: TextIO, err: TextIO) -> int:
     """Write the reports, print the summary, and record a green run; return the exit code."""
-    from cachelint.runner.reports.publishing import publish_more, run_verdict, view_of
-    from cachelint.runner.reports.text import RunReport
-    from cachelint.store import format_time
+    from cachelint.runner.reports.publishing import publish_run
 
-    config, extras = plan.config, plan.options.extras
-    results_dir = plan.repo / config.results / plan.execution
-    results_rel = (Path(config.results) / plan.execution).as_posix()
     # A green run ends by recording what git lists in the working tree; that listing runs while
     # the reports are written.
     listing = _start_green_listing(plan, outcome)
-    report = RunReport(
-        execution=plan.execution,
-        mode=plan.mode.value,
-        results=outcome.results,
-        mutations=outcome.mutations,
-        results_dir=results_rel,
-    )
-    started = format_time(plan.moment)
-    # The budget and the baseline judge the run before anything is written: every format (and
-    # run.json) shows a run they fail as failed.
-    view, notes = run_verdict(view_of(report, config, started, outcome.records), config, extras)
-    costs = {s.identity: s.spend for s in view.scenarios}
-    report = replace(report, failures=view.failures, costs=costs, matrix=view.matrix())
-    published = publish_more(
-        view,
-        config,
-        _run_summary(report),
-        notes=notes,
+    report = _report(plan, outcome)
+    text = publish_run(
+        report,
+        plan.config,
         fmt=plan.report_format.value,
         html=plan.options.html,
-        results_dir=results_dir,
-        extras=extras,
-        started=started,
+        results_dir=plan.repo / plan.config.results / plan.execution,
+        extras=plan.options.extras,
         shard=plan.shard,
         filtered=plan.filtered,
     )
-    report = replace(report, notes=tuple(published.notes))
-    return _conclude(plan, outcome, report, published, listing, out=out, err=err)
+    return _conclude(plan, outcome, report, text, listing, out=out, err=err)
+
+
+def _report(plan: RunPlan, outcome: Outcome) -> RunReport:
+    """The run's one report, every format's: its scenarios as written (a resumed execution's
+    kept ones from their files), judged on the budget and the baseline before anything is
+    written, so every format (and run.json) shows a run they fail as failed."""
+    from cachelint.runner.reports.model import RunReport, ScenarioReport, scenario_report
+    from cachelint.runner.reports.publishing import judge
+    from cachelint.store import format_time
+
+    config, written = plan.config, outcome.records or {}
+    order = plan.kept.order or [r.scenario.identity for r in outcome.results]
+    scenarios = [written[identity] for identity in order]
+    scenarios = [
+        s
+        if isinstance(s, ScenarioReport)
+        else scenario_report(s, config.target.model, config.prices)
+        for s in scenarios
+    ]
+    verdict = judge(scenarios, config, plan.options.extras)
+    return RunReport(
+        name=plan.execution,
+        mode=plan.mode.value,
+        started=format_time(plan.moment),
+        scenarios=scenarios,
+        mutations=tuple(outcome.mutations),
+        failures=verdict.failures,
+        notes=verdict.notes,
+        results_dir=(Path(config.results) / plan.execution).as_posix(),
+    )
 
 
 def _conclude(
     plan: RunPlan,
     outcome: Outcome,
     report: RunReport,
-    published: Published,
+    text: str | Iterable[str] | None,
     listing: GitProcess | None,
     *,
     out: TextIO,
     err: TextIO,
 ) -> int:
     """Record the entries used, write JUnit and the summary, and record a green run."""
-    from cachelint.runner.reports.text import render, render_junit, text_tail
+    from cachelint.formats import ReportFormat
+    from cachelint.runner.reports.junit import junit_chunks
+    from cachelint.runner.reports.text import render_text, text_tail
     from cachelint.usage import record_run
 
     config = plan.config
@@ -470,15 +483,14 @@ def _conclude(
     filtered = plan.filtered or plan.options.trials is not None
     record_run(config, report, filtered=filtered)
     if plan.options.junit is not None:
-        _write_report(plan.options.junit, render_junit(report))
-    if isinstance(published.text, str):
-        out.write(published.text)
-    elif published.text is not None:
-        out.writelines(published.text)  # --format json, in pieces
-    else:
-        out.write(text_tail(report) if outcome.streamed else render(report, plan.report_format))
+        _write_junit(plan.options.junit, report)
+    if plan.report_format is ReportFormat.JUNIT:
+        text = junit_chunks(report)
+    elif text is None:
+        text = text_tail(report) if outcome.streamed else render_text(report)
+    out.writelines([text] if isinstance(text, str) else text)  # --format json, junit: in pieces
     out.flush()
-    if not report.passed or published.failed:
+    if not report.passed:
         if listing is not None:
             listing.discard()
         return int(ExitCode.FINDINGS)
@@ -513,14 +525,11 @@ def _start_green_listing(plan: RunPlan, outcome: Outcome) -> GitProcess | None:
     return start_worktree_listing(plan.repo) if green else None
 
 
-def _run_summary(report: RunReport) -> dict[str, Any]:
-    from cachelint.runner.reports.text import report_dict
+def _write_junit(path: Path, report: RunReport) -> None:
+    from cachelint.runner.reports.junit import junit_chunks
+    from cachelint.runner.reports.publishing import encoded
 
-    return report_dict(report, streamed=True)
-
-
-def _write_report(path: Path, text: str) -> None:
     try:
-        atomic_write(path, text.encode("utf-8"))
+        atomic_write_chunks(path, encoded(junit_chunks(report)))
     except OSError as exc:
         raise CachelintError(f"{path}: cannot write report: {exc.strerror}") from None

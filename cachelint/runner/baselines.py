@@ -10,14 +10,14 @@ cost up by more than `baseline-cost-ratio`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.reports.model import ExecutionView
+from cachelint.runner.reports.model import RunReport, ScenarioReport
 from cachelint.settings import ReportSettings
 
 FILE = "eval-baselines.json"
@@ -34,16 +34,13 @@ def check_label(label: str, option: str) -> str:
     return label
 
 
-def snapshot(view: ExecutionView) -> dict[str, Any]:
-    scenarios: dict[str, Any] = {}
-    for s in view.scenarios:
-        scenarios[s.identity] = {
-            "passed": s.passed,
-            "judges": {m: v for m, v in sorted(s.judge_scores().items())},
-            "tokens": {"input": s.tokens[0], "output": s.tokens[1]},
-            "cost": round(s.cost, 8) if s.cost is not None else None,
-        }
-    return {"mode": view.mode, "scenarios": scenarios}
+def _snapshot(s: ScenarioReport) -> dict[str, Any]:
+    return {
+        "passed": s.passed,
+        "judges": {m: v for m, v in sorted(s.judge_scores().items())},
+        "tokens": {"input": s.tokens[0], "output": s.tokens[1]},
+        "cost": round(s.cost, 8) if s.cost is not None else None,
+    }
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -67,10 +64,11 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def save(repo: Path, label: str, view: ExecutionView) -> Path:
+def save(repo: Path, label: str, report: RunReport) -> Path:
     path = repo / FILE
     data = _read(path)
-    data["baselines"][label] = snapshot(view)
+    scenarios = {s.identity: _snapshot(s) for s in report.scenarios}
+    data["baselines"][label] = {"mode": report.mode, "scenarios": scenarios}
     # Scenario names come from file names: bidi and controls are written as escapes.
     atomic_write(path, (json_dumps(data) + "\n").encode("utf-8"))
     return path
@@ -89,7 +87,7 @@ def load(repo: Path, label: str) -> Mapping[str, Any]:
 
 
 def _checked(path: Path, label: str, baseline: object) -> Mapping[str, Any]:
-    """`baseline` when it has the shape `snapshot` gives; the file is committed and reviewed by
+    """`baseline` when it has the shape `save` writes; the file is committed and reviewed by
     hand, so anything else is a usage error naming what is wrong."""
 
     def bad(what: str) -> CachelintError:
@@ -115,19 +113,18 @@ def _checked(path: Path, label: str, baseline: object) -> Mapping[str, Any]:
 
 
 def _score(value: object) -> bool:
-    """A number or null, as `snapshot` writes a judge score or a cost."""
+    """A number or null, as `save` writes a judge score or a cost."""
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def regressions(
-    baseline: Mapping[str, Any], view: ExecutionView, settings: ReportSettings
+    baseline: Mapping[str, Any], scenarios: Sequence[ScenarioReport], settings: ReportSettings
 ) -> list[str]:
     """One line per regression, in the run's scenario order."""
     old = baseline.get("scenarios") or {}
-    now = snapshot(view)["scenarios"]
     out: list[str] = []
-    for s in view.scenarios:
-        before, after = old.get(s.identity), now[s.identity]
+    for s in scenarios:
+        before, after = old.get(s.identity), _snapshot(s)
         if not isinstance(before, dict):
             continue  # a new scenario cannot regress
         if before.get("passed") and not after["passed"]:

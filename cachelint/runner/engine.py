@@ -36,7 +36,7 @@ from cachelint.runner.pytarget import Target
 
 if TYPE_CHECKING:
     from cachelint.runner.cost import Price
-    from cachelint.runner.reports.model import Sources
+    from cachelint.runner.reports.model import ScenarioReport, Sources
 
 RESULT_FORMAT = 1
 
@@ -396,8 +396,8 @@ def slim_result(result: ScenarioResult) -> ScenarioResult:
 
 
 # Up to this many scenarios a run keeps each results document whole for the reports; above, only
-# what the reports other than the page read (`views.slim_record`), the page reading each file
-# back as it is drawn, so memory stays flat however large the suite.
+# what the reports other than the page read (`reports.model.slim_record`), the page reading each
+# file back as it is drawn, so memory stays flat however large the suite.
 HOLD_MAX_SCENARIOS = 5_000
 
 # From this many scenarios a child creates the results files: below it, its start-up (~40 ms of
@@ -420,9 +420,9 @@ class ResultWriter:
     the context manager), after the scenarios have run. If the child fails in any other way, the
     files are written here at `close` (a large suite's, whose documents are not held: one line).
 
-    `records` holds each document by identity for the reports, whole up to `HOLD_MAX_SCENARIOS`
-    expected scenarios; above, with `priced` (the config's model and prices), each as the
-    `ScenarioView` of its slim document and its file (`views.scenario_view`).
+    `records` holds each scenario's report by identity (`reports.model.scenario_report`, priced
+    with `priced`: the config's model and prices): its whole document up to `HOLD_MAX_SCENARIOS`
+    expected scenarios; above, its slim document and its file.
     """
 
     def __init__(
@@ -432,7 +432,7 @@ class ResultWriter:
         execution: str,
         mode: str,
         expected: int = 0,
-        priced: tuple[str, Mapping[str, Price]] | None = None,
+        priced: tuple[str, Mapping[str, Price]] = ("", {}),
     ) -> None:
         self.directory = directory
         self.execution = execution
@@ -443,12 +443,12 @@ class ResultWriter:
         child = expected >= SINK_MIN_SCENARIOS
         self._sink: subprocess.Popen[bytes] | None = _start_sink() if child else None
         self._sink_broken = False
-        # Each written document by scenario identity: the reports read the same documents, and
-        # building them again cost as much as writing them.
-        self.records: dict[str, Any] = {}
-        self._priced = priced if expected > HOLD_MAX_SCENARIOS else None
+        # Each written document's report by scenario identity: the reports read the same
+        # documents, and building them again cost as much as writing them.
+        self.records: dict[str, ScenarioReport] = {}
+        self._priced = priced
         self._sources: Sources | None = None
-        if self._priced is not None:
+        if expected > HOLD_MAX_SCENARIOS:
             from cachelint.runner.reports.model import Sources
 
             self._sources = Sources(directory)
@@ -482,26 +482,25 @@ class ResultWriter:
     def slims(self) -> bool:
         """Whether `records` holds slim documents (a large suite): the run then keeps
         `slim_result`s too."""
-        return self._priced is not None
+        return self._sources is not None
 
-    def _kept(self, record: dict[str, Any], data: bytes) -> Any:
-        if self._priced is None or self._sources is None:
-            return record
-        from cachelint.runner.reports.model import scenario_view
+    def _kept(self, record: dict[str, Any], data: bytes) -> ScenarioReport:
+        from cachelint.runner.reports.model import scenario_report
 
-        return scenario_view(record, *self._priced, source=self._sources.of(record, data))
+        source = self._sources.of(record, data) if self._sources is not None else None
+        return scenario_report(record, *self._priced, source=source)
 
     def close(self) -> None:
         if self._sink is not None:
             sink, self._sink = self._sink, None
             written = self._finish_sink(sink)
-            if not written and self._priced is not None:
+            if not written and self._sources is not None:
                 # A large suite's documents are not held: they cannot be written here instead.
                 self._failure = (self._base, "the process writing the results files failed")
             elif not written:
-                for identity, record in self.records.items():  # the child failed: do it here
+                for identity, kept in self.records.items():  # the child failed: do it here
                     if self._failure is None:
-                        data = (_compact(record) + "\n").encode("utf-8")
+                        data = (_compact(kept.record) + "\n").encode("utf-8")
                         self._write_here(f"{self._base}/{identity}.json", data)
         if self._failure is not None:
             path, reason = self._failure
@@ -548,14 +547,3 @@ def _start_sink() -> subprocess.Popen[bytes] | None:
         )
     except OSError:
         return None  # no interpreter to start: written here
-
-
-def summary_counts(results: Sequence[ScenarioResult]) -> Mapping[str, int]:
-    return {
-        "scenarios": len(results),
-        "passed": sum(1 for r in results if r.passed),
-        "failed": sum(1 for r in results if not r.passed),
-        "trials": sum(len(r.trials) for r in results),
-        "calls": sum(len(t.calls) for r in results for t in r.trials),
-        "cache_hits": sum(1 for r in results for t in r.trials for c in t.calls if c.hit),
-    }

@@ -1,7 +1,7 @@
 """The top of the HTML report: summary cards, the search and status filter, the regressions table.
 
-Pure functions of an `ExecutionView` and the run's notes; `e` escapes (`htmlreport._e`).
-Regressions against a baseline reach the page as the notes `publishing.run_verdict` writes
+Pure functions of a `RunReport` and the run's notes; `e` escapes (`htmlreport._e`).
+Regressions against a baseline reach the page as the notes `publishing.judge` writes
 ("REGRESSED  <scenario>: <what>"), the lines every other format shows; against a compared
 execution, as the verdicts of both.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from cachelint.runner.cost import Spend, money
-from cachelint.runner.reports.model import ExecutionView, ScenarioView
+from cachelint.runner.reports.model import RunReport, ScenarioReport
 
 Escape = Callable[[object], str]
 REGRESSED = "REGRESSED  "
@@ -45,7 +45,7 @@ def regression(line: str) -> Regression:
 
 
 def regressions(
-    view: ExecutionView, notes: Sequence[str], compare: ExecutionView | None
+    view: RunReport, notes: Sequence[str], compare: RunReport | None
 ) -> list[Regression]:
     """Against the baseline (the notes), then against a compared execution (pass -> fail)."""
     found = [regression(n[len(REGRESSED) :]) for n in notes if n.startswith(REGRESSED)]
@@ -57,16 +57,16 @@ def regressions(
     return found
 
 
-def missed(s: ScenarioView) -> bool:
+def missed(s: ScenarioReport) -> bool:
     """A trial that stopped on a replay cache miss."""
     return any(str(t.get("error") or "").startswith("cache miss") for t in s.trials)
 
 
-def errored(s: ScenarioView) -> bool:
+def errored(s: ScenarioReport) -> bool:
     return any(t.get("error") for t in s.trials)
 
 
-def marks(view: ExecutionView, found: Sequence[Regression]) -> dict[str, str]:
+def marks(view: RunReport, found: Sequence[Regression]) -> dict[str, str]:
     """Scenario identity -> the extra classes the status filter reads."""
     regressed = {r.scenario for r in found}
     out: dict[str, str] = {}
@@ -100,7 +100,7 @@ def _cost_card(spend: Spend, e: Escape) -> str:
     return _card("cost", f"≥ {money(spend.dollars)}", label, e, title=spend.text())
 
 
-def cards(view: ExecutionView, e: Escape) -> str:
+def cards(view: RunReport, e: Escape) -> str:
     """Scenarios, pass rate, passed, failed, errors/misses, cost, cache hits."""
     total = len(view.scenarios)
     passed = sum(1 for s in view.scenarios if s.passed)

@@ -8,21 +8,25 @@ pair is `agent/tenant/name@TARGET`. Each pair calls through the cache under the 
 (`Scenario.cache_identity`): its entries sit in the scenario's cache directory, keyed by the
 target's provider, model and params like any other entry, recorded and replayed the same way.
 
-`matrix_of(view)` is the report model every format renders: one row per scenario, one column
-per target (pass, cost, latency, tokens, judge scores), a pass rate and a total cost per column.
+`matrix_of(report)` is the matrix part of the run's report (`reports.model.RunReport.matrix`):
+one row per scenario, one column per target (pass, cost, latency, tokens, judge scores), a pass
+rate and a total cost per column.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.runner.cost import Spend
 from cachelint.runner.dataset import Scenario
 from cachelint.targets import target_name
+
+if TYPE_CHECKING:
+    from cachelint.runner.reports.model import RunReport
 
 SEPARATOR = "@"
 
@@ -149,12 +153,12 @@ def _cell_dict(c: Cell) -> dict[str, Any]:
     }
 
 
-def matrix_of(view: Any) -> Matrix | None:
-    """The matrix of an execution (`views.ExecutionView`), or None when it ran none. A pair's
-    record names its target (`"target"`) and its dataset identity (`"origin"`)."""
+def matrix_of(report: RunReport) -> Matrix | None:
+    """The matrix of a run's report, or None when it ran none. A pair's record names its target
+    (`"target"`) and its dataset identity (`"origin"`)."""
     rows: dict[str, dict[str, Cell]] = {}
     models: dict[str, str] = {}
-    for s in view.scenarios:
+    for s in report.scenarios:
         column, origin = s.record.get("target"), s.record.get("origin")
         if not isinstance(column, str) or not isinstance(origin, str):
             continue

@@ -34,9 +34,10 @@ class OrderedLines:
             stream.write(head)
             stream.flush()
 
-    def __call__(self, result: Any) -> None:
+    def __call__(self, scenario: Any) -> None:
+        """`scenario` done: its report (`reports.model.ScenarioReport`)."""
         with self._lock:
-            self._pending[self._index[result.scenario.identity]] = result
+            self._pending[self._index[scenario.identity]] = scenario
             chunks: list[str] = []
             while self._next in self._pending:
                 chunks.append(self._render(self._pending.pop(self._next)))
@@ -64,9 +65,9 @@ def live_progress(
         return OrderedLines(out, order, text_scenario, head=head), True
     if not is_terminal(err):
 
-        def line(result: Any) -> str:
-            verdict = "PASS" if result.passed else "FAIL"
-            return f"cachelint: {verdict}  {sanitize(result.scenario.identity)}\n"
+        def line(scenario: Any) -> str:
+            verdict = "PASS" if scenario.passed else "FAIL"
+            return f"cachelint: {verdict}  {sanitize(scenario.identity)}\n"
 
         return OrderedLines(err, order, line), False
     return None, False

@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cachelint.errors import CachelintError
 from cachelint.runner.results import claim_execution, execution_name
-
-if TYPE_CHECKING:  # the parser is built on every command: the engine loads only when used
-    from cachelint.runner.client import CallRecord
-    from cachelint.runner.engine import ScenarioResult, TrialResult
 
 RUN_FILE = "run.json"
 
@@ -47,20 +43,15 @@ NO_RERUN = Rerun()
 
 @dataclass(frozen=True)
 class Kept:
-    """A resumed execution's scenarios already done, and the order the report lists all in."""
+    """A resumed execution's scenarios already done (their results documents), and the order the
+    report lists all in."""
 
     order: tuple[str, ...] = ()
-    results: Mapping[str, ScenarioResult] = field(default_factory=dict)
     records: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def merge(self, ran: Sequence[ScenarioResult], written: dict[str, Any]) -> list[Any]:
-        """The kept results and the ones that ran now, in dataset order; `written` (the
-        writer's documents, by identity) gains the kept documents as they are on disk."""
-        if not self.results:
-            return list(ran)
+    def add_to(self, written: dict[str, Any]) -> None:
+        """`written` (the writer's reports, by identity) gains the kept documents."""
         written.update(self.records)
-        now = {r.scenario.identity: r for r in ran}
-        return [self.results.get(i) or now[i] for i in self.order]
 
 
 def add_options(parser: Any) -> None:
@@ -175,8 +166,6 @@ def _is_directory(path: Path) -> bool:
 
 
 def _resumed(root: Path, name: str, selected: list[Any], mode: str) -> tuple[list[Any], Kept]:
-    from cachelint.runner.evidence import RECORD_MAX_BYTES, read_json
-
     name = execution_name(name)
     directory = root / name
     if not _is_directory(directory):
@@ -189,90 +178,29 @@ def _resumed(root: Path, name: str, selected: list[Any], mode: str) -> tuple[lis
             f"--resume {name}: that execution finished ({directory / RUN_FILE} exists); "
             f"re-run what it failed with --failed {name}"
         )
-    results: dict[str, ScenarioResult] = {}
     records: dict[str, Mapping[str, Any]] = {}
     for scenario in selected:
-        rel = f"{scenario.identity}.json"
-        if not os.path.lexists(directory / rel):
-            continue
-        _, record = read_json(directory, rel, RECORD_MAX_BYTES)
-        results[scenario.identity] = rebuilt(scenario, record, str(directory / rel), mode)
-        records[scenario.identity] = record
-    rest = [s for s in selected if s.identity not in results]
-    order = tuple(s.identity for s in selected)
-    return rest, Kept(order, results, records)
+        if os.path.lexists(directory / f"{scenario.identity}.json"):
+            records[scenario.identity] = _kept(directory, scenario.identity, mode)
+    rest = [s for s in selected if s.identity not in records]
+    return rest, Kept(tuple(s.identity for s in selected), records)
 
 
-def rebuilt(scenario: Any, record: Any, shown: str, mode: str) -> ScenarioResult:
-    """A kept scenario's result as the text, JSON and JUnit reports read it, from its file."""
-    from cachelint.runner.engine import ScenarioResult
+def _kept(directory: Path, identity: str, mode: str) -> Mapping[str, Any]:
+    """A kept scenario's results document, read as the reports read one (one error line when
+    it is not a results file), when it is this scenario's, run in this mode."""
+    from cachelint.runner.reports.model import read_document
 
-    if not isinstance(record, dict) or record.get("scenario") != scenario.identity:
+    shown = directory / f"{identity}.json"
+    record = read_document(directory, f"{identity}.json")
+    if record.get("scenario") != identity:
         raise CachelintError(
-            f"{shown}: not the results of {scenario.identity}; remove the file to run the "
-            "scenario again, or start a new execution"
+            f"{shown}: not the results of {identity}; remove the file to run the scenario "
+            "again, or start a new execution"
         )
     if record.get("mode") != mode:
         raise CachelintError(
             f"{shown}: the execution ran in mode {record.get('mode')!r}; resume it with "
             f"--cache {record.get('mode')}"
         )
-    try:
-        trials = tuple(_trial(t) for t in record["trials"])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise CachelintError(
-            f"{shown}: not a results file this cachelint writes; remove it to run the scenario "
-            "again, or start a new execution"
-        ) from None
-    return ScenarioResult(scenario, trials)
-
-
-def _trial(t: Mapping[str, Any]) -> TrialResult:
-    from cachelint.runner.assertions import AssertionResult
-    from cachelint.runner.engine import JudgeScore, TrialResult
-    from cachelint.runner.output import Output, ToolCall
-
-    if not isinstance(t["passed"], bool) or not isinstance(t["trial"], int):
-        raise ValueError("verdict")
-    out = t.get("output")
-    output = (
-        Output(
-            str(out["text"]),
-            tuple(ToolCall(str(c["name"]), c.get("arguments")) for c in out["tool_calls"]),
-        )
-        if out
-        else None
-    )
-    return TrialResult(
-        trial=t["trial"],
-        passed=t["passed"],
-        error=t.get("error"),
-        output=output,
-        assertions=tuple(
-            AssertionResult(str(a["type"]), bool(a["passed"]), str(a["reason"]))
-            for a in t.get("assertions") or ()
-        ),
-        judges=tuple(
-            JudgeScore(str(j["metric"]), j.get("score"), str(j.get("reason", "")), j.get("key"))
-            for j in t.get("judges") or ()
-        ),
-        calls=tuple(_call(c, t) for c in t.get("calls") or ()),
-        judge_calls=tuple(_call(c, t) for c in t.get("judge_calls") or ()),
-        latency_s=float(t.get("latency_s") or 0.0),
-    )
-
-
-def _call(c: Mapping[str, Any], trial: Mapping[str, Any]) -> CallRecord:
-    from cachelint.runner.client import CallRecord
-
-    return CallRecord(
-        purpose=str(c["purpose"]),
-        key=str(c["key"]),
-        entry=str(c["entry"]),
-        hit=bool(c["cache_hit"]),
-        latency_s=float(c.get("latency_s") or 0.0),
-        usage=c.get("usage"),
-        messages=tuple(c.get("messages") or ()),
-        response=c.get("response", trial.get("response")),
-        model=c.get("model"),
-    )
+    return record

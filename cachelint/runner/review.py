@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cachelint.runner.reports.model import ExecutionView, ScenarioView
+from cachelint.runner.reports.model import RunReport, ScenarioReport
 from cachelint.runner.request import closeness, request_diff
 
 SAME_REQUEST = "(the same request, re-recorded: the model answered differently)"
@@ -106,7 +106,7 @@ def closest(
 # ---- from two executions ------------------------------------------------------------------------
 
 
-def _calls(s: ScenarioView) -> Iterator[tuple[str, Mapping[str, Any], Any]]:
+def _calls(s: ScenarioReport) -> Iterator[tuple[str, Mapping[str, Any], Any]]:
     """(where, request, response) of each target call the scenario made, trial by trial."""
     for trial in s.trials:
         calls = list(trial.get("calls") or ())
@@ -117,7 +117,7 @@ def _calls(s: ScenarioView) -> Iterator[tuple[str, Mapping[str, Any], Any]]:
             yield f"trial {trial.get('trial')}, call {i}", request, response
 
 
-def _scenario_changes(old: ScenarioView | None, new: ScenarioView) -> list[AnswerChange]:
+def _scenario_changes(old: ScenarioReport | None, new: ScenarioReport) -> list[AnswerChange]:
     before = {where: (req, resp) for where, req, resp in _calls(old)} if old else {}
     changes = []
     for where, request, response in _calls(new):
@@ -149,7 +149,7 @@ def _response_of(before: Mapping[str, tuple[Mapping[str, Any], Any]], request: A
     return next(resp for req, resp in before.values() if req is request)
 
 
-def compare_executions(a: ExecutionView, b: ExecutionView) -> Review:
+def compare_executions(a: RunReport, b: RunReport) -> Review:
     """What B's calls answered that A's did not, per scenario, with the verdict change."""
     earlier = {s.identity: s for s in a.scenarios}
     changes: list[AnswerChange] = []

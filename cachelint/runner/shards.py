@@ -104,7 +104,7 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
 
 
 class _Counts:
-    """The counts a run's summary gives (`engine.summary_counts`, by agent and by tenant), summed
+    """The counts a run's summary gives (`RunReport.counts`, by agent and by tenant), summed
     over the merged scenarios' results."""
 
     def __init__(self) -> None:

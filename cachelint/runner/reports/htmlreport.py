@@ -1,6 +1,6 @@
 """The HTML report: one self-contained page (inline CSS, JS and SVG; no network; works from file://).
 
-Rendered from an `ExecutionView` (the per-scenario results documents) plus the run summaries of
+Rendered from a `RunReport` (the per-scenario results documents) plus the run summaries of
 earlier executions for the trends, so `cachelint report` and `run --html` draw the same page. Every
 user-derived string (dataset text, model output, tool arguments, reasons, names) goes through
 `_e`; the page's Content-Security-Policy forbids any fetch, so a string that slipped through could
@@ -29,7 +29,7 @@ from cachelint.runner.htmlscenario import escape as _e
 from cachelint.runner.htmlscenario import text as _t
 from cachelint.runner.htmlscenario import verdict as _verdict
 from cachelint.runner.reports.matrixviews import matrix_html
-from cachelint.runner.reports.model import ExecutionView, ScenarioView, group_spend
+from cachelint.runner.reports.model import RunReport, ScenarioReport, group_spend
 from cachelint.runner.review import compare_executions
 from cachelint.runner.reviewviews import REVIEW_CSS, review_html
 from cachelint.settings import ReportSettings
@@ -195,7 +195,7 @@ def trend_chart(trend: Trend) -> str:
 
 
 def _scenario(
-    s: ScenarioView,
+    s: ScenarioReport,
     settings: ReportSettings,
     trend: Trend | None,
     marks: Mapping[str, str],
@@ -244,18 +244,18 @@ def _scenario(
 
 
 def _hierarchy(
-    view: ExecutionView,
+    report: RunReport,
     settings: ReportSettings,
     trend: Trend | None,
     marks: Mapping[str, str],
 ) -> Iterator[str]:
     yield '<div id="hierarchy" data-testid="hierarchy">'
-    roots = {_dataset_root(s) for s in view.scenarios}
+    roots = {_dataset_root(s) for s in report.scenarios}
     datasets = roots.pop() if len(roots) == 1 else None
     if datasets is not None:  # said once here, not under each scenario
         yield f'<p class="meta">each scenario\'s dataset: {_t(datasets)}/&lt;scenario&gt;.json</p>'
     numbers = itertools.count()
-    for agent, members in view.groups(by_tenant=False):
+    for agent, members in report.groups(by_tenant=False):
         ok = sum(1 for s in members if s.passed)
         cls = "group all-passed" if ok == len(members) else "group"
         yield (
@@ -263,7 +263,7 @@ def _hierarchy(
             f'<h2>{_e(agent)} <span class="meta">{ok}/{len(members)} passed, '
             f"{_group_cost(members)}</span></h2>"
         )
-        tenants: dict[str, list[ScenarioView]] = {}
+        tenants: dict[str, list[ScenarioReport]] = {}
         for s in members:
             tenants.setdefault(s.tenant, []).append(s)
         for tenant, scenarios in sorted(tenants.items()):
@@ -287,24 +287,24 @@ def _hierarchy(
     yield "</div>"
 
 
-def _dataset_root(s: ScenarioView) -> str | None:
+def _dataset_root(s: ScenarioReport) -> str | None:
     """The dataset directory `s.path` is under when it is `<root>/<identity>.json`."""
     tail = f"/{s.identity}.json"
     return s.path[: -len(tail)] if s.path.endswith(tail) else None
 
 
-def _group_cost(members: Sequence[ScenarioView]) -> str:
+def _group_cost(members: Sequence[ScenarioReport]) -> str:
     spend = group_spend(members)
     return f'<span title="{_e(spend.text())}">{_e(htmlsummary.short_cost(spend))}</span>'
 
 
-def _cost(s: ScenarioView | None) -> str:
+def _cost(s: ScenarioReport | None) -> str:
     if s is None:
         return "-"
     return f'<span title="{_e(s.spend.text())}">{_e(htmlsummary.short_cost(s.spend))}</span>'
 
 
-def _compare(a: ExecutionView, b: ExecutionView) -> str:
+def _compare(a: RunReport, b: RunReport) -> str:
     before = {s.identity: s for s in a.scenarios}
     after = {s.identity: s for s in b.scenarios}
     rows = [
@@ -334,38 +334,37 @@ def _compare(a: ExecutionView, b: ExecutionView) -> str:
     return "".join(rows)
 
 
-def _top(view: ExecutionView, found: Sequence[htmlsummary.Regression]) -> list[str]:
+def _top(report: RunReport, found: Sequence[htmlsummary.Regression]) -> list[str]:
     """The verdict, what fails the run, the summary cards and line, the regressions table."""
-    passed = sum(1 for s in view.scenarios if s.passed)
-    title = f"cachelint run {view.name}"
+    passed = sum(1 for s in report.scenarios if s.passed)
+    title = f"cachelint run {report.name}"
     return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>",
-        f'<h1 data-testid="verdict">{_e(title)} ({_e(view.mode)}): {_verdict(view.passed)}</h1>',
+        f'<h1 data-testid="verdict">{_e(title)} ({_e(report.mode)}): '
+        f"{_verdict(report.passed)}</h1>",
         *(
             f'<p class="fail" data-testid="run-failure">FAIL {_e(failure)}</p>'
-            for failure in view.failures
+            for failure in report.failures
         ),
-        htmlsummary.cards(view, _e),
-        f'<p class="meta" data-testid="summary">{passed}/{len(view.scenarios)} scenarios '
-        f'passed; cost <span data-testid="run-cost">{_e(view.spend.text())}</span>'
-        + (f" ({_e(view.started)})" if view.started else "")
+        htmlsummary.cards(report, _e),
+        f'<p class="meta" data-testid="summary">{passed}/{len(report.scenarios)} scenarios '
+        f'passed; cost <span data-testid="run-cost">{_e(report.spend.text())}</span>'
+        + (f" ({_e(report.started)})" if report.started else "")
         + "</p>",
         htmlsummary.regressions_table(found, _e),
     ]
 
 
-def _middle(
-    view: ExecutionView, trend: Trend | None, compare: ExecutionView | None, notes: Sequence[str]
-) -> list[str]:
+def _middle(report: RunReport, trend: Trend | None, compare: RunReport | None) -> list[str]:
     """The notes, mutations, trend, comparison and re-record review, target matrix."""
-    parts = [f'<p class="note">{_e(n)}</p>' for n in htmlsummary.shown_notes(notes)]
-    if view.mutations:
+    parts = [f'<p class="note">{_e(n)}</p>' for n in htmlsummary.shown_notes(report.notes)]
+    if report.mutations:
         parts.append("<h2>eval-cache-mutated</h2><table>")
-        for m in view.mutations:
-            parts.append(f"<tr><td>{_e(m.get('path'))}</td><td>{_e(m.get('message'))}</td></tr>")
+        for m in report.mutations:
+            parts.append(f"<tr><td>{_e(m.path)}</td><td>{_e(m.message)}</td></tr>")
         parts.append("</table>")
     if trend is not None and len(trend.runs) > 1:
         parts.append(
@@ -373,32 +372,31 @@ def _middle(
             "the whole suite</h2>"
             '<p class="meta">recordings and filtered runs (--agent, --tenant, --scenario, '
             "--shard) are left out"
-            + ("" if trend.runs[-1].execution == view.name else "; this execution is one of them")
+            + ("" if trend.runs[-1].execution == report.name else "; this execution is one of them")
             + f"</p>{trend_chart(trend)}</div>"
         )
     if compare is not None:
-        parts.append(_compare(compare, view))
-        parts.extend(review_html(compare_executions(compare, view)))
-    matrix = view.matrix()
+        parts.append(_compare(compare, report))
+        parts.extend(review_html(compare_executions(compare, report)))
+    matrix = report.matrix()
     if matrix is not None:
         parts.append(matrix_html(matrix, _e))
     return parts
 
 
 def render_html(
-    view: ExecutionView,
+    report: RunReport,
     settings: ReportSettings,
     *,
     trend: Trend | None = None,
-    compare: ExecutionView | None = None,
-    notes: Sequence[str] = (),
+    compare: RunReport | None = None,
 ) -> Iterator[str]:
     """The page in pieces, to be written as they come: a large suite's page is tens of MB, and
     joined it would be held two or three times over (its parts, the text, the bytes)."""
-    found = htmlsummary.regressions(view, notes, compare)
-    parts = [*_top(view, found), *_middle(view, trend, compare, notes)]
-    parts.append("<h2>scenarios</h2>" + htmlsummary.toolbar(len(view.scenarios)))
+    found = htmlsummary.regressions(report, report.notes, compare)
+    parts = [*_top(report, found), *_middle(report, trend, compare)]
+    parts.append("<h2>scenarios</h2>" + htmlsummary.toolbar(len(report.scenarios)))
     for part in parts:
         yield part + "\n"
-    yield from _hierarchy(view, settings, trend, htmlsummary.marks(view, found))
+    yield from _hierarchy(report, settings, trend, htmlsummary.marks(report, found))
     yield f"\n</main><script>{JS}</script></body></html>\n"

@@ -1,27 +1,35 @@
-"""Executions as the reports read them: results documents plus cost, from disk or memory.
+"""The one report model of a run, from which every format renders: text, JSON and JUnit
+(reports/text.py, reports/junit.py), Markdown and GitHub annotations (reports/prformats.py) and
+the HTML page (reports/htmlreport.py), for a run as it ends and for `cachelint report` reading a
+saved execution. Built once (`RunReport`), never patched: the budget and baseline verdict and the
+cost lines are in it from the start (reports/publishing.py `judge`).
 
-Every report beyond text/JSON/JUnit (HTML, Markdown, GitHub annotations, baselines, merged shards)
-reads the same thing: the per-scenario documents `ResultWriter` writes to
-`<results>/<execution>/<agent>/<tenant>/<scenario>.json` and the execution's `run.json`. A run
-builds the same documents in memory, so `run --html` and `cachelint report` render the same
-page from the same data.
+A scenario's report is its results document, the file `engine.ResultWriter` writes to
+`<results>/<execution>/<agent>/<tenant>/<scenario>.json`, with its cost and tokens, made as the
+file is written or read. A large run (`engine.HOLD_MAX_SCENARIOS`) holds each document slim
+(`slim_record`: what the reports draw of it) and the page reads the whole one back from its file
+(`ScenarioReport.whole`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from cachelint.errors import CachelintError
+from cachelint.findings import Finding
 from cachelint.runner.cost import Price, Spend, call_spend, tokens
+
+if TYPE_CHECKING:
+    from cachelint.runner.matrix import Matrix
 
 RUN_FILE = "run.json"
 
 
 @dataclass(frozen=True)
-class ScenarioView:
+class ScenarioReport:
     record: Mapping[str, Any]  # the per-scenario results document (engine.scenario_record)
     spend: Spend  # USD of the priced calls, and the calls no price covers
     tokens: tuple[int, int]  # input, output (target and judge calls)
@@ -29,13 +37,15 @@ class ScenarioView:
     # run keeps only that in memory).
     source: Source | None = None
 
-    def whole(self) -> ScenarioView:
+    def whole(self) -> ScenarioReport:
         """This scenario with its whole results document (read back from its file when only
         the slim one is held): what the page draws the conversation from."""
         if self.source is None:
             return self
         directory, rel = self.source.run.directory, f"{self.identity}.json"
-        return ScenarioView(_record(directory, rel, self.source.digest), self.spend, self.tokens)
+        return ScenarioReport(
+            read_document(directory, rel, self.source.digest), self.spend, self.tokens
+        )
 
     def system_texts(self) -> list[tuple[bytes, str | None]]:
         """Its system texts the page may share (`htmlscenario.system_texts`) by `text_key`, each
@@ -57,6 +67,11 @@ class ScenarioView:
         return str(self.record["scenario"])
 
     @property
+    def name(self) -> str:
+        """The dataset's scenario name (a matrix pair's too: `origin` is its dataset identity)."""
+        return str(self.record.get("origin") or self.identity).split("/")[2]
+
+    @property
     def agent(self) -> str:
         return str(self.record["agent"])
 
@@ -74,21 +89,31 @@ class ScenarioView:
 
     @property
     def trials(self) -> list[Mapping[str, Any]]:
-        return list(self.record["trials"])
+        return cast(list[Mapping[str, Any]], self.record["trials"])
 
     @property
     def pass_rate(self) -> float:
         return float(self.record.get("pass_rate", 1.0 if self.passed else 0.0))
 
     @property
+    def pass_policy(self) -> str:
+        """The `pass` policy the verdict followed, as every report names it."""
+        return str(self.record.get("pass_policy"))
+
+    @property
+    def passed_trials(self) -> int:
+        return sum(1 for t in self.trials if t.get("passed"))
+
+    def calls(self, *, judges: bool = False) -> Iterator[Mapping[str, Any]]:
+        """The target calls of every trial (with `judges`, the judges' calls too)."""
+        for t in self.trials:
+            yield from t.get("calls") or ()
+            yield from (t.get("judge_calls") or ()) if judges else ()
+
+    @property
     def latency_s(self) -> float:
         """Provider latency of the live calls (a cache entry records none; a hit is a lookup)."""
-        return sum(
-            float(c.get("latency_s") or 0.0)
-            for t in self.trials
-            for c in t.get("calls") or ()
-            if not c.get("cache_hit")
-        )
+        return sum(float(c.get("latency_s") or 0.0) for c in self.calls() if not c.get("cache_hit"))
 
     @property
     def cache_hit(self) -> bool:
@@ -119,16 +144,53 @@ class ScenarioView:
         return reasons or ["failed"]
 
 
-@dataclass(frozen=True)
-class ExecutionView:
-    name: str
-    mode: str
-    started: str | None
-    scenarios: list[ScenarioView]
-    mutations: list[Mapping[str, Any]] = field(default_factory=list)
+class Verdict(NamedTuple):
+    """A run judged on its budget and baseline (`publishing.judge`)."""
+
     # What fails the run beyond its scenarios and the canary (over budget, a budget that cannot
     # be checked, baseline regressions): each format shows them and the run as failed.
     failures: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # the cost and baseline lines each format shows
+
+
+NOT_JUDGED = Verdict()
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """A run (an execution) as every format renders it."""
+
+    name: str  # the execution
+    mode: str
+    started: str | None
+    scenarios: Sequence[ScenarioReport]
+    mutations: Sequence[Finding] = ()  # what the offline canary saw the run change
+    # What fails the run beyond its scenarios and the canary (over budget, a budget that cannot
+    # be checked, baseline regressions): each format shows them and the run as failed.
+    failures: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # the cost and baseline lines each format shows
+    results_dir: str | None = None  # repo-relative, where a run wrote its results files
+
+    @classmethod
+    def saved(
+        cls,
+        summary: Mapping[str, Any],
+        directory: Path,
+        scenarios: Sequence[ScenarioReport],
+        verdict: Verdict = NOT_JUDGED,
+    ) -> RunReport:
+        """The execution in `directory` from its run summary and its scenarios (`read_scenarios`),
+        with its `failures` and `notes` when judged."""
+        mutations = tuple(
+            Finding(
+                path=str(m.get("path", "")),
+                code=str(m.get("code", "")),
+                message=str(m.get("message", "")),
+            )
+            for m in summary.get("mutations") or ()
+        )
+        name, mode = str(summary.get("execution", directory.name)), str(summary.get("mode", ""))
+        return cls(name, mode, summary.get("started"), scenarios, mutations, *verdict)
 
     @property
     def passed(self) -> bool:
@@ -138,20 +200,44 @@ class ExecutionView:
     def spend(self) -> Spend:
         return group_spend(self.scenarios)
 
-    def matrix(self) -> Any:
-        """The target matrix this execution ran (`runner.matrix.Matrix`), else None."""
+    def matrix(self) -> Matrix | None:
+        """The target matrix this execution ran, else None."""
         from cachelint.runner.matrix import matrix_of
 
         return matrix_of(self)
 
-    def groups(self, by_tenant: bool) -> list[tuple[str, list[ScenarioView]]]:
-        out: dict[str, list[ScenarioView]] = {}
-        for s in self.scenarios:
-            out.setdefault(f"{s.agent}/{s.tenant}" if by_tenant else s.agent, []).append(s)
-        return sorted(out.items())
+    def groups(self, by_tenant: bool) -> list[tuple[str, list[ScenarioReport]]]:
+        return groups(self.scenarios, by_tenant)
+
+    def counts(self) -> dict[str, int]:
+        """Scenarios, passed and failed, trials, target calls and their cache hits."""
+        passed = sum(1 for s in self.scenarios if s.passed)
+        calls = [c for s in self.scenarios for c in s.calls()]
+        return {
+            "scenarios": len(self.scenarios),
+            "passed": passed,
+            "failed": len(self.scenarios) - passed,
+            "trials": sum(len(s.trials) for s in self.scenarios),
+            "calls": len(calls),
+            "cache_hits": sum(1 for c in calls if c.get("cache_hit")),
+        }
+
+    def entries(self) -> Iterator[str]:
+        """The cache entries the run's calls reached, the judges' included."""
+        return (str(c.get("entry")) for s in self.scenarios for c in s.calls(judges=True))
 
 
-def group_spend(members: Sequence[ScenarioView]) -> Spend:
+def groups(
+    scenarios: Sequence[ScenarioReport], by_tenant: bool
+) -> list[tuple[str, list[ScenarioReport]]]:
+    """The scenarios by agent (or agent/tenant), sorted by that name."""
+    out: dict[str, list[ScenarioReport]] = {}
+    for s in scenarios:
+        out.setdefault(f"{s.agent}/{s.tenant}" if by_tenant else s.agent, []).append(s)
+    return sorted(out.items())
+
+
+def group_spend(members: Sequence[ScenarioReport]) -> Spend:
     return sum((s.spend for s in members), Spend())
 
 
@@ -161,7 +247,7 @@ class Source:
 
     run: Sources
     digest: bytes  # `evidence.written_digest` of the bytes written: `read_own` reads them back
-    systems: tuple[bytes, ...]  # its `ScenarioView.system_texts`' keys
+    systems: tuple[bytes, ...]  # its `ScenarioReport.system_texts`' keys
 
 
 class Sources:
@@ -216,16 +302,16 @@ def slim_record(record: Mapping[str, Any]) -> dict[str, Any]:
     return {**record, "trials": trials}
 
 
-def scenario_view(
+def scenario_report(
     record: Mapping[str, Any],
     model: str,
     prices: Mapping[str, Price],
     source: Source | None = None,
-) -> ScenarioView:
+) -> ScenarioReport:
     """The scenario's tokens and cost: each call priced as the `cost` assertion prices it
     (`cost.pricing_model`: a scenario may call several models, and judges their own), `model`
     for records that do not say. A call no price covers is counted as unpriced, never as free.
-    With a `source` (the file `record` was written to), the view keeps the slim record only."""
+    With a `source` (the file `record` was written to), it keeps the slim record only."""
     usages: list[Any] = []
     spend = Spend()
     for t in record.get("trials") or ():
@@ -241,8 +327,8 @@ def scenario_view(
     n_in = sum(tokens(u)[0] for u in usages)
     n_out = sum(tokens(u)[1] for u in usages)
     if source is not None:
-        return ScenarioView(slim_record(record), spend, (n_in, n_out), source)
-    return ScenarioView(record, spend, (n_in, n_out))
+        return ScenarioReport(slim_record(record), spend, (n_in, n_out), source)
+    return ScenarioReport(record, spend, (n_in, n_out))
 
 
 def _read_json(directory: Path, rel: str) -> Any:
@@ -310,7 +396,7 @@ def _not_written_here(path: Path, problem: str) -> CachelintError:
     )
 
 
-def _record(directory: Path, rel: str, digest: bytes | None = None) -> Mapping[str, Any]:
+def read_document(directory: Path, rel: str, digest: bytes | None = None) -> Mapping[str, Any]:
     """A scenario's results document `directory/rel`, when a report can read it; with `digest`,
     the bytes this process wrote there are its own document (`evidence.read_own`)."""
     if digest is not None:
@@ -359,27 +445,32 @@ def listed_scenario(entry: object, run_file: Path) -> str:
     return cast(str, identity)
 
 
+def read_scenarios(
+    directory: Path, model: str, prices: Mapping[str, Price], run: Mapping[str, Any]
+) -> list[ScenarioReport]:
+    """The scenarios of the execution in `directory`, in the order its run summary `run` lists
+    them (dataset order)."""
+    return [
+        scenario_report(
+            read_document(directory, f"{listed_scenario(entry, directory / RUN_FILE)}.json"),
+            model,
+            prices,
+        )
+        for entry in run["scenarios"]
+    ]
+
+
 def load_execution(
     directory: Path,
     model: str,
     prices: Mapping[str, Price],
     run: Mapping[str, Any] | None = None,
-) -> ExecutionView:
-    """An execution from `directory`: its run summary (`run`, else its run.json, read with
-    `read_run`) names the scenarios, in dataset order."""
+) -> RunReport:
+    """The execution in `directory`, unjudged: its run summary (`run`, else its run.json, read
+    with `read_run`) and its scenarios."""
     if run is None:
         run = read_run(directory)
-    views = []
-    for entry in run["scenarios"]:
-        identity = listed_scenario(entry, directory / RUN_FILE)
-        views.append(scenario_view(_record(directory, f"{identity}.json"), model, prices))
-    return ExecutionView(
-        name=str(run.get("execution", directory.name)),
-        mode=str(run.get("mode", "")),
-        started=run.get("started"),
-        scenarios=views,
-        mutations=list(run.get("mutations") or ()),
-    )
+    return RunReport.saved(run, directory, read_scenarios(directory, model, prices, run))
 
 
 def execution_directory(repo: Path, results: str, name: str) -> Path:

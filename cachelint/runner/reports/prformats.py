@@ -1,6 +1,6 @@
 """Pull-request formats: a Markdown summary and GitHub workflow-command annotations.
 
-Pure functions of an `ExecutionView` (no I/O, no clock, no env). Markdown escapes every
+Pure functions of a `RunReport` (no I/O, no clock, no env). Markdown escapes every
 string taken from the repository or a model (agent, tenant and dataset names, answers, reasons,
 the notes built from them) so it cannot inject links, images, HTML or table cells, and breaks what
 GitHub would turn into a live @mention, an autolink or an issue reference with an invisible
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
 
 from cachelint.display import sanitize, sanitize_block
 from cachelint.runner.cost import Spend, money
 from cachelint.runner.reports.matrixviews import matrix_markdown
-from cachelint.runner.reports.model import ExecutionView, ScenarioView, group_spend
+from cachelint.runner.reports.model import RunReport, ScenarioReport, group_spend
 from cachelint.settings import ReportSettings
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
@@ -46,7 +45,7 @@ def _spent(spend: Spend) -> str:
     return money(spend.dollars) if spend.complete else md(spend.text())
 
 
-def _judges(s: ScenarioView, settings: ReportSettings) -> str:
+def _judges(s: ScenarioReport, settings: ReportSettings) -> str:
     parts = []
     for metric, score in sorted(s.judge_scores().items()):
         shown = f"{score:.1f}/5" if score is not None else "no score"
@@ -54,52 +53,46 @@ def _judges(s: ScenarioView, settings: ReportSettings) -> str:
     return ", ".join(parts)
 
 
-def render_markdown(
-    view: ExecutionView, settings: ReportSettings, notes: Sequence[str] = ()
-) -> str:
+def render_markdown(report: RunReport, settings: ReportSettings) -> str:
     """The run summary: a header that is ❌ whenever the run fails (a scenario, the canary, the
     budget, a baseline), what failed the run, cost per agent/tenant, failures, passed scenarios;
-    then `notes` (cost and baseline lines), escaped like everything else."""
-    passed = sum(1 for s in view.scenarios if s.passed)
-    total = len(view.scenarios)
-    icon = "✅" if view.passed else "❌"
+    then its notes (cost and baseline lines), escaped like everything else."""
+    passed = sum(1 for s in report.scenarios if s.passed)
+    total = len(report.scenarios)
+    icon = "✅" if report.passed else "❌"
     # The header names what failed the run (the budget and its figures, say), not only ❌.
-    why = f"; {md(view.failures[0].split(';')[0])}" if view.failures else ""
-    why += f" (and {len(view.failures) - 1} more)" if len(view.failures) > 1 else ""
-    out = [
-        f"## {icon} cachelint run {md(view.name)} ({md(view.mode)}): {passed}/{total} passed{why}",
-        "",
-    ]
-    out += [f"- ❌ {md(failure)}" for failure in view.failures]
-    out += ([""] if view.failures else []) + [
+    why = f"; {md(report.failures[0].split(';')[0])}" if report.failures else ""
+    why += f" (and {len(report.failures) - 1} more)" if len(report.failures) > 1 else ""
+    title = f"cachelint run {md(report.name)} ({md(report.mode)})"
+    out = [f"## {icon} {title}: {passed}/{total} passed{why}", ""]
+    out += [f"- ❌ {md(failure)}" for failure in report.failures]
+    out += ([""] if report.failures else []) + [
         "| agent / tenant | passed | cost |",
         "| --- | --- | --- |",
     ]
-    for name, members in view.groups(by_tenant=True):
+    for name, members in report.groups(by_tenant=True):
         ok = sum(1 for s in members if s.passed)
         out.append(f"| {md(name)} | {ok}/{len(members)} | {_spent(group_spend(members))} |")
-    out.append(f"| **total** | **{passed}/{total}** | **{_spent(view.spend)}** |")
+    out.append(f"| **total** | **{passed}/{total}** | **{_spent(report.spend)}** |")
     out.append("")
-    matrix = view.matrix()
+    matrix = report.matrix()
     out.extend(matrix_markdown(matrix, md) if matrix is not None else ())
-    for m in view.mutations:
-        out.append(
-            f"- ❌ `eval-cache-mutated`: {md(m.get('path', ''))}: {md(m.get('message', ''))}"
-        )
-    failed = [s for s in view.scenarios if not s.passed]
+    for m in report.mutations:
+        out.append(f"- ❌ `eval-cache-mutated`: {md(m.path)}: {md(m.message)}")
+    failed = [s for s in report.scenarios if not s.passed]
     if failed:
         out += ["### Failures", ""]
         for s in failed:
             out.append(f"- ❌ **{md(s.identity)}** ({md(s.path)})")
             out.extend(f"  - {md(reason)}" for reason in s.failure_reasons())
         out.append("")
-    out.extend(_passed_table(view, settings))
-    out.extend(f"- {md(note)}" for note in notes)
+    out.extend(_passed_table(report, settings))
+    out.extend(f"- {md(note)}" for note in report.notes)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _passed_table(view: ExecutionView, settings: ReportSettings) -> list[str]:
-    rest = [s for s in view.scenarios if s.passed]
+def _passed_table(report: RunReport, settings: ReportSettings) -> list[str]:
+    rest = [s for s in report.scenarios if s.passed]
     if not rest:
         return []
     out = [f"<details><summary>{len(rest)} passed scenarios</summary>"]
@@ -123,11 +116,11 @@ def _prop(text: str) -> str:
     return _data(sanitize(text)).replace(":", "%3A").replace(",", "%2C")
 
 
-def render_github(view: ExecutionView, settings: ReportSettings) -> str:
+def render_github(report: RunReport, settings: ReportSettings) -> str:
     """`::error` per failed scenario on its dataset file, `::warning` per judge score under the
     average threshold (judges never gate, so a poor score warns)."""
     out: list[str] = []
-    for s in view.scenarios:
+    for s in report.scenarios:
         where = f"file={_prop(s.path)},title={_prop('cachelint: ' + s.identity)}"
         if not s.passed:
             message = f"{s.identity} failed:\n" + "\n".join(s.failure_reasons())
@@ -140,14 +133,14 @@ def render_github(view: ExecutionView, settings: ReportSettings) -> str:
                     f"({settings.interpret(score)}; average is {settings.judge_average:g})"
                 )
                 out.append(f"::warning {where}::{_data(sanitize_block(text))}")
-    for m in view.mutations:
-        text = f"{m.get('code')}: {m.get('message')}"
-        out.append(f"::error file={_prop(str(m.get('path', '')))}::{_data(sanitize_block(text))}")
-    for failure in view.failures:
+    for m in report.mutations:
+        text = f"{m.code}: {m.message}"
+        out.append(f"::error file={_prop(m.path)}::{_data(sanitize_block(text))}")
+    for failure in report.failures:
         out.append(f"::error title=cachelint run::{_data(sanitize_block(failure))}")
-    passed = sum(1 for s in view.scenarios if s.passed)
+    passed = sum(1 for s in report.scenarios if s.passed)
     out.append(
-        f"cachelint run {sanitize(view.name)}: {passed}/{len(view.scenarios)} scenarios "
-        f"passed, cost {sanitize(view.spend.text())}" + ("" if view.passed else "; FAILED")
+        f"cachelint run {sanitize(report.name)}: {passed}/{len(report.scenarios)} scenarios "
+        f"passed, cost {sanitize(report.spend.text())}" + ("" if report.passed else "; FAILED")
     )
     return "\n".join(out) + "\n"

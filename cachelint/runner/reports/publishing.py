@@ -1,7 +1,8 @@
-"""What `cachelint run` publishes beyond the text/JSON/JUnit report: the HTML page, the pull-request
-formats and `$GITHUB_STEP_SUMMARY`, the budget and the baselines.
+"""What `cachelint run` and `cachelint report` publish of a run's report: the verdict on the budget
+and the baseline that goes into the report (`judge`), run.json and trend.json, the HTML page, the
+pull-request formats and `$GITHUB_STEP_SUMMARY`, the baselines.
 
-Called once from `commands/run.py::publish`; the renderers it calls are pure, the I/O is here.
+The renderers it calls are pure, the I/O is here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +20,15 @@ from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write_chunks
 from cachelint.jsonstream import Streamed, json_chunks
-from cachelint.runner.cost import money
-from cachelint.runner.reports.model import RUN_FILE, ExecutionView, ScenarioView, scenario_view
+from cachelint.runner.cost import Spend, money
+from cachelint.runner.reports.model import (
+    RUN_FILE,
+    RunReport,
+    ScenarioReport,
+    Verdict,
+    group_spend,
+    groups,
+)
 
 if TYPE_CHECKING:
     from cachelint.runner.reports.htmlreport import TrendRun
@@ -73,52 +81,18 @@ def check_extras(repo: Path, extras: Extras | None) -> None:
         baselines.load(repo, baselines.check_label(extras.baseline, "--baseline"))
 
 
-def view_of(
-    report: Any,
-    config: Config,
-    started: str | None,
-    written: Mapping[str, Any] | None = None,
-) -> ExecutionView:
-    """The run's results as the reports read them (the same documents the results files hold:
-    `written`, the ResultWriter's, where it has the scenario's: a document, or for a large run
-    the `ScenarioView` of its slim document)."""
-    from cachelint.runner.engine import scenario_record
-
-    known = written or {}
-    model, prices = config.target.model, config.prices
-
-    def view(r: Any) -> ScenarioView:
-        found = known.get(r.scenario.identity)
-        if isinstance(found, ScenarioView):
-            return found
-        record = found or scenario_record(r, execution=report.execution, mode=report.mode)
-        return scenario_view(record, model, prices)
-
-    return ExecutionView(
-        name=report.execution,
-        mode=report.mode,
-        started=started,
-        scenarios=[view(r) for r in report.results],
-        mutations=[
-            {"code": f.code, "path": f.path, "message": f.message} for f in report.mutations
-        ],
-    )
-
-
-def cost_summary(view: ExecutionView) -> dict[str, Any]:
+def cost_summary(report: RunReport) -> dict[str, Any]:
     """USD by run, agent, tenant and scenario: the priced calls' dollars (a lower bound where
     `complete` is false), and the run's calls no price covers, by why (`model M`)."""
-    from cachelint.runner.reports.model import group_spend
-
-    spend = view.spend
+    spend = report.spend
     return {
         "currency": "USD",
         "run": spend.dollars,
         "complete": spend.complete,
         "unpriced": dict(spend.unpriced),
-        "by_agent": {n: group_spend(m).dollars for n, m in view.groups(by_tenant=False)},
-        "by_tenant": {n: group_spend(m).dollars for n, m in view.groups(by_tenant=True)},
-        "scenarios": {s.identity: s.spend.dollars for s in view.scenarios},
+        "by_agent": {n: group_spend(m).dollars for n, m in report.groups(by_tenant=False)},
+        "by_tenant": {n: group_spend(m).dollars for n, m in report.groups(by_tenant=True)},
+        "scenarios": {s.identity: s.spend.dollars for s in report.scenarios},
     }
 
 
@@ -252,31 +226,30 @@ def trend_runs(root: Path, current: Mapping[str, Any], count: int) -> list[Trend
 
 def write_html_page(
     target: Path,
-    view: ExecutionView,
+    report: RunReport,
     config: Config,
     summary: Mapping[str, Any],
     *,
-    compare: ExecutionView | None = None,
-    notes: Sequence[str] = (),
+    compare: RunReport | None = None,
     durable: bool = True,
 ) -> None:
     """Write the HTML report to `target` atomically, each piece as it is rendered."""
     from cachelint.runner.reports.htmlreport import Trend, render_html
 
     runs = trend_runs(config.repo / config.results, summary, config.reports.trend_executions)
-    pieces = render_html(view, config.reports, trend=Trend(runs), compare=compare, notes=notes)
+    pieces = render_html(report, config.reports, trend=Trend(runs), compare=compare)
     try:
         atomic_write_chunks(target, (p.encode("utf-8") for p in pieces), durable=durable)
     except OSError as exc:
         raise CachelintError(f"{target}: cannot write report: {exc.strerror}") from None
 
 
-def pr_text(fmt: str, view: ExecutionView, config: Config, notes: Sequence[str]) -> str:
+def pr_text(fmt: str, report: RunReport, config: Config) -> str:
     from cachelint.runner.reports.prformats import render_github, render_markdown
 
     if fmt == "github":
-        return render_github(view, config.reports)
-    return render_markdown(view, config.reports, notes)
+        return render_github(report, config.reports)
+    return render_markdown(report, config.reports)
 
 
 def append_step_summary(markdown: str, env: Mapping[str, str]) -> None:
@@ -294,9 +267,8 @@ def append_step_summary(markdown: str, env: Mapping[str, str]) -> None:
         ) from None
 
 
-def _budget_failures(view: ExecutionView, budget: float) -> list[str]:
+def _budget_failures(spend: Spend, budget: float) -> list[str]:
     """Why the run's cost fails its budget: over it, or not known well enough to check it."""
-    spend = view.spend
     where = "[tool.cachelint.reports] budget"
     failures: list[str] = []
     if spend.dollars > budget:
@@ -319,42 +291,40 @@ def _budget_failures(view: ExecutionView, budget: float) -> list[str]:
     return failures
 
 
-def run_verdict(
-    view: ExecutionView, config: Config, extras: Extras
-) -> tuple[ExecutionView, list[str]]:
-    """The run judged on its budget and baseline: the view with what fails it (`failures`), and
-    the cost and baseline lines for the reports."""
+def judge(scenarios: Sequence[ScenarioReport], config: Config, extras: Extras) -> Verdict:
+    """The run judged on its budget and baseline, as its `RunReport` holds it: what fails the run
+    (`failures`), and the cost and baseline lines (`notes`), with the baseline it saves."""
     from cachelint.runner import baselines
-    from cachelint.runner.reports.model import group_spend
 
     notes: list[str] = []
     failures: list[str] = []
-    budget = config.reports.budget
+    budget, spend = config.reports.budget, group_spend(scenarios)
     if config.prices or budget is not None:
         shown = f" (budget {money(budget)})" if budget is not None else ""
-        notes.append(f"cost: {view.spend.text()}{shown}")
+        notes.append(f"cost: {spend.text()}{shown}")
         for by_tenant in (False, True):
-            parts = [f"{n} {group_spend(m).text()}" for n, m in view.groups(by_tenant=by_tenant)]
+            parts = [f"{n} {group_spend(m).text()}" for n, m in groups(scenarios, by_tenant)]
             notes.append(f"cost by {'tenant' if by_tenant else 'agent'}: " + ", ".join(parts))
     if budget is not None:
-        failures.extend(_budget_failures(view, budget))
+        failures.extend(_budget_failures(spend, budget))
     if extras.baseline is not None:
         found = baselines.regressions(
-            baselines.load(config.repo, extras.baseline), view, config.reports
+            baselines.load(config.repo, extras.baseline), scenarios, config.reports
         )
         line = f"baseline {extras.baseline}: {len(found)} regression(s)"
         (failures if found else notes).append(line)
         notes.extend(f"REGRESSED  {line}" for line in found)
-    return replace(view, failures=(*view.failures, *failures)), notes
+    if extras.save_baseline is not None:
+        notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
+    return Verdict(tuple(failures), tuple(notes))
 
 
 def write_run_summary(
     results_dir: Path,
     report_dict: Mapping[str, Any],
-    view: ExecutionView,
+    report: RunReport,
     config: Config,
     *,
-    started: str,
     shard: tuple[int, int] | None,
     filtered: bool = False,
 ) -> dict[str, Any]:
@@ -362,9 +332,9 @@ def write_run_summary(
     run selected less than the whole suite (`filtered`: the trend leaves it out)."""
     summary = {
         **report_dict,
-        "started": started,
+        "started": report.started,
         "model": config.target.model,
-        "cost": cost_summary(view),
+        "cost": cost_summary(report),
         "filtered": filtered,
     }
     if shard is not None:
@@ -374,11 +344,11 @@ def write_run_summary(
     # Written in pieces (`jsonstream`): a large run's summary is never one string.
     for name, document in ((RUN_FILE, summary), (TREND_FILE, trend_point(summary))):
         pieces = itertools.chain(json_chunks(document, compact=True), ("\n",))
-        atomic_write_chunks(results_dir / name, _encoded(pieces), durable=False)
+        atomic_write_chunks(results_dir / name, encoded(pieces), durable=False)
     return summary
 
 
-def _encoded(pieces: Iterable[str], size: int = 1 << 16) -> Iterator[bytes]:
+def encoded(pieces: Iterable[str], size: int = 1 << 16) -> Iterator[bytes]:
     """`pieces` as UTF-8, joined into writes of about `size` characters."""
     batch: list[str] = []
     held = 0
@@ -392,36 +362,31 @@ def _encoded(pieces: Iterable[str], size: int = 1 << 16) -> Iterator[bytes]:
         yield "".join(batch).encode("utf-8")
 
 
-@dataclass(frozen=True)
-class Published:
-    notes: list[str]  # budget, baseline and cost lines for every report
-    failed: bool  # a budget or baseline verdict fails the run
-    # The stdout text, when this module renders the chosen format (`--format json`: in pieces).
-    text: str | Iterable[str] | None
-
-
-def publish_more(
-    view: ExecutionView,
+def publish_run(
+    report: RunReport,
     config: Config,
-    report_dict: Mapping[str, Any],
     *,
-    notes: Sequence[str],
     fmt: str,
     html: Path | None,
     results_dir: Path,
     extras: Extras,
-    started: str,
     shard: tuple[int, int] | None,
     filtered: bool = False,
-) -> Published:
-    """Write run.json, the HTML pages and the baseline of a run judged by `run_verdict` (`view`
-    carries its failures, `notes` its cost and baseline lines)."""
+) -> str | Iterable[str] | None:
+    """Write run.json and trend.json, the baseline and the HTML pages of a run; return the stdout
+    text when this module renders the chosen format (`--format json`: in pieces), else None."""
+    from cachelint.runner.reports.text import report_dict
+
+    document = report_dict(report, streamed=True)  # run.json's, and --format json's
     summary = write_run_summary(
-        results_dir, report_dict, view, config, started=started, shard=shard, filtered=filtered
+        results_dir, document, report, config, shard=shard, filtered=filtered
     )
-    notes = list(notes)
+    if extras.save_baseline is not None:
+        from cachelint.runner import baselines
+
+        baselines.save(config.repo, extras.save_baseline, report)
     page = results_dir / "report.html"
-    write_html_page(page, view, config, summary, notes=notes, durable=False)
+    write_html_page(page, report, config, summary, durable=False)
     if html is not None:
         from cachelint.fsutil import open_regular
 
@@ -430,18 +395,12 @@ def publish_more(
                 atomic_write_chunks(html, iter(lambda: fh.read(1 << 20), b""))
         except OSError as exc:
             raise CachelintError(f"{html}: cannot write report: {exc.strerror}") from None
-    if extras.save_baseline is not None:
-        from cachelint.runner import baselines
-
-        baselines.save(config.repo, extras.save_baseline, view)
-        notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
-    failed = bool(view.failures)
     if fmt == "json":
-        return Published(notes, failed, json_text(report_dict, summary["cost"]))
+        return json_text(document, summary["cost"])
     if fmt not in PR_FORMATS:
-        return Published(notes, failed, None)
-    text = pr_text(fmt, view, config, notes)
+        return None
+    text = pr_text(fmt, report, config)
     append_step_summary(
-        text if fmt == "markdown" else pr_text("markdown", view, config, notes), os.environ
+        text if fmt == "markdown" else pr_text("markdown", report, config), os.environ
     )
-    return Published(notes, failed, text)
+    return text
