@@ -241,14 +241,10 @@ def trial_body(trial: Mapping[str, Any], shared: Shared, settings: ReportSetting
     return head + (f"<noscript>{body}</noscript>" if trial.get("passed") else body)
 
 
-def conversation(trial: Mapping[str, Any], shared: Shared) -> str:
+def _conversation(trial: Mapping[str, Any], shared: Shared) -> list[str]:
     """Every call of the trial, each with every message it sent (system included) and its
     answer; then the target's final output where it is not the last answer; then the judges'
     calls, folded."""
-    return "".join(_conversation(trial, shared))
-
-
-def _conversation(trial: Mapping[str, Any], shared: Shared) -> list[str]:
     parts: list[str] = []
     calls = trial.get("calls") or []
     last: list[Turn] = []
