@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from cachelint.errors import CachelintError
@@ -122,3 +124,37 @@ def test_the_cost_check_and_the_reports_price_a_call_alike() -> None:
     assert call_spend(million, "other", {"model": "other-2"}, "x", prices).unpriced == (
         ("model other", 1),
     )
+
+
+HOSTILE = "a&b <c> \"d\" 'e'\tf\ng\rh \x1b[31m \u202e \ufffe"
+
+
+def test_junit_written_in_pieces_is_what_elementtree_writes() -> None:
+    """The JUnit report is written in pieces by hand: the bytes are those ElementTree writes
+    (parsed back and indented again, nothing changes), for hostile text in every attribute and
+    body, a failed run, the canary's findings, an unpriced call and an empty run."""
+    import xml.etree.ElementTree as ET
+
+    from cachelint.findings import Finding
+    from cachelint.runner.reports.junit import junit_chunks
+
+    failing = record(f"a/t/{HOSTILE[:3]}", passed=False, reason=HOSTILE, path=f"d/{HOSTILE}.json")
+    trial = cast(list[dict[str, object]], failing["trials"])[0]
+    trial["error"] = f"{HOSTILE}\nsecond line"
+    trial["judges"] = [{"metric": "m", "score": None, "reason": HOSTILE}]
+    passing = record("a/u/ok", passed=True, reason="fine", path="d/ok.json")
+    scenarios = [
+        scenario_report(failing, "m", {}),
+        scenario_report(passing, "m", {"x": Price(1, 1)}),
+    ]
+    mutated = (Finding(path=f"eval-cache/{HOSTILE}", code="eval-cache-mutated", message=HOSTILE),)
+    run = RunReport("x", "replay", None, scenarios, mutated, failures=(f"over: {HOSTILE}",))
+    for report in (run, RunReport("x", "replay", None, [])):
+        head, _, body = "".join(junit_chunks(report)).partition("\n")
+        again = ET.fromstring(body)
+        ET.indent(again)
+        assert head == '<?xml version="1.0" encoding="UTF-8"?>'
+        assert body == ET.tostring(again, encoding="unicode") + "\n"
+    root = ET.fromstring("".join(junit_chunks(run)).partition("\n")[2])
+    assert (root.get("tests"), root.get("failures")) == ("4", "3")
+    assert [s.get("name") for s in root] == ["a/t", "a/u", "eval-cache-mutated", "cachelint-run"]
