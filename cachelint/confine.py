@@ -314,6 +314,7 @@ def read_inside(
     private: Iterable[str] = (),
     error: type[CachelintError] = OutsideRepository,
     credential: bool = False,
+    opened: dict[str, int] | None = None,
 ) -> bytes:
     """The one way cachelint reads a file of a repository: `repo/rel` must be a path below
     `repo` through no symbolic link and no `.git` component, name neither a credential file
@@ -323,13 +324,15 @@ def read_inside(
     followed. A breach of that policy raises `error` (one line naming `what` and `rel`); a
     missing, special or oversized file the OSError of `fsutil.read_regular`. `credential`: this
     read is the env-file's own, for its key (`cachelint.credentials`), and skips the name checks.
-    `repo` may also be cachelint's own directory in git's (the entry cache)."""
+    `repo` may also be cachelint's own directory in git's (the entry cache). `opened`: for reads
+    of many files a directory at a time (a suite's datasets), the last directory walked to, kept
+    open and read from again (the caller closes it: `close_opened`)."""
     rel = rel.replace("\\", "/")
     reason = _refusal(rel, () if credential else private, credential)
     if reason is not None:
         raise error(f"{what} {rel}: {reason}; cachelint never reads it, name another file")
     parts = [p for p in _parts(rel) if p not in ("", ".")]
-    data, info = _read_walk(repo, parts, rel, what, max_bytes, error)
+    data, info = _read_walk(repo, parts, rel, what, max_bytes, error, opened)
     for other in private:
         try:
             seen = os.stat(repo / other, follow_symlinks=False)
@@ -350,14 +353,46 @@ def _read_walk(
     what: str,
     max_bytes: int,
     error: type[CachelintError],
+    opened: dict[str, int] | None = None,
 ) -> tuple[bytes, os.stat_result]:
     limit = "cachelint's bound for this file"
     if not _WALK_BY_FD:  # Windows: lstat each component, then open without following the last
         require_no_link(repo, rel, what, error)
         return read_regular_at(None, str(repo.joinpath(*parts)), max_bytes, rel, limit)
+    parent = "/".join(parts[:-1])
+    fd = opened.get(parent) if opened is not None else None
+    if fd is None:
+        if opened:
+            close_opened(opened)
+        fd = _walk_to(repo, parts[:-1], rel, what, error)
+        if opened is not None:
+            opened[parent] = fd
+    try:
+        return read_regular_at(fd, parts[-1], max_bytes, rel, limit)
+    except NotRegularFile:
+        if stat.S_ISLNK(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+            _raise_link(rel, rel, what, error)
+        raise
+    finally:
+        if opened is None:
+            os.close(fd)
+
+
+def close_opened(opened: dict[str, int]) -> None:
+    """Close the directories `read_inside` kept open in `opened`."""
+    for fd in opened.values():
+        os.close(fd)
+    opened.clear()
+
+
+def _walk_to(
+    repo: Path, parts: Sequence[str], rel: str, what: str, error: type[CachelintError]
+) -> int:
+    """An open descriptor of the directory `repo/parts...`, each component opened without
+    following a link."""
     fd = os.open(repo, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))  # the repository may be a link
     try:
-        for i, part in enumerate(parts[:-1]):
+        for i, part in enumerate(parts):
             mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
             if stat.S_ISLNK(mode):
                 _raise_link(rel, "/".join(parts[: i + 1]), what, error)
@@ -369,14 +404,10 @@ def _read_walk(
                 raise
             os.close(fd)
             fd = inner
-        try:
-            return read_regular_at(fd, parts[-1], max_bytes, rel, limit)
-        except NotRegularFile:
-            if stat.S_ISLNK(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
-                _raise_link(rel, rel, what, error)
-            raise
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def _raise_link(rel: str, link: str, what: str, error: type[CachelintError]) -> None:

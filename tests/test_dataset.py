@@ -360,3 +360,23 @@ def test_identity_is_nfc_whatever_the_file_system_lists(tmp_path: Path) -> None:
     write(tmp_path, f"{ROOT}/support/{nfd}/refund.json", scenario())
     [s] = load_scenarios(tmp_path, ROOT)
     assert s.identity == "support/caf\u00e9/refund" and s.tenant == "caf\u00e9"
+
+
+def test_loading_keeps_no_directory_open(tmp_path: Path) -> None:
+    """Each dataset directory is walked to once for all of its files and closed after them:
+    a suite of many tenants never holds their directories open at once, nor after loading."""
+    for tenant in ("acme", "globex", "initech"):
+        for name in ("a", "b", "c"):
+            write(tmp_path, f"{ROOT}/support/{tenant}/{name}.json", scenario())
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("no /proc/self/fd to count open descriptors")
+    before = len(list(fds.iterdir()))
+    loaded = load_scenarios(tmp_path, ROOT)
+    assert [s.identity for s in loaded][:4] == [
+        "support/acme/a",
+        "support/acme/b",
+        "support/acme/c",
+        "support/globex/a",
+    ]
+    assert len(list(fds.iterdir())) == before

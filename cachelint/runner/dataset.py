@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cachelint.canonical import canonical_bytes
-from cachelint.confine import TEXT_BYTES, read_inside
+from cachelint.confine import TEXT_BYTES, close_opened, read_inside
 from cachelint.errors import CachelintError
 from cachelint.fastjson import loads, utf8_sig_text
 from cachelint.fsutil import DEFAULT_MAX_BYTES
@@ -434,10 +434,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def _read_json(repo: Path, path: str, private: Collection[str]) -> tuple[bytes, Any]:
-    """A dataset file's bytes and its JSON, strictly: UTF-8, no NaN, no lone surrogate."""
+def _read_json(
+    repo: Path, path: str, private: Collection[str], opened: dict[str, int] | None = None
+) -> tuple[bytes, Any]:
+    """A dataset file's bytes and its JSON, strictly: UTF-8, no NaN, no lone surrogate.
+    `opened`: the directory read last, kept open for the next file in it (`read_inside`)."""
     try:
-        raw = read_inside(repo, path, f"{path}:", DEFAULT_MAX_BYTES, private=private)
+        raw = read_inside(repo, path, f"{path}:", DEFAULT_MAX_BYTES, private=private, opened=opened)
         text = utf8_sig_text(raw)
         data = loads(text, parse_constant=_reject_constant, raw=raw)
     except UnicodeDecodeError as exc:
@@ -491,27 +494,31 @@ def load_scenarios(
     files = dataset_files(base, root)
     if listed is not None:
         listed(len(files))
-    for relative in files:
-        path = f"{root}/{relative}"
-        identity = scenario_identity(relative, path, seen)
-        raw, data = _read_json(repo, path, private)
-        try:
-            scenarios.append(
-                parse_scenario(
-                    repo,
-                    identity,
-                    path,
-                    data,
-                    prompts=prompts,
-                    private=private,
-                    metrics=metrics,
-                    file_digest=content_hash(raw),
-                    default_pass=default_pass,
+    opened: dict[str, int] = {}  # a tenant's directory, walked to once for all of its files
+    try:
+        for relative in files:
+            path = f"{root}/{relative}"
+            identity = scenario_identity(relative, path, seen)
+            raw, data = _read_json(repo, path, private, opened)
+            try:
+                scenarios.append(
+                    parse_scenario(
+                        repo,
+                        identity,
+                        path,
+                        data,
+                        prompts=prompts,
+                        private=private,
+                        metrics=metrics,
+                        file_digest=content_hash(raw),
+                        default_pass=default_pass,
+                    )
                 )
-            )
-        except RecursionError:  # e.g. `options` nested a few hundred levels deep
-            raise CachelintError(
-                f"{path}: nested too deeply to be part of a cache key; flatten the options"
-            ) from None
+            except RecursionError:  # e.g. `options` nested a few hundred levels deep
+                raise CachelintError(
+                    f"{path}: nested too deeply to be part of a cache key; flatten the options"
+                ) from None
+    finally:
+        close_opened(opened)
     scenarios.sort(key=lambda s: s.identity)
     return scenarios
