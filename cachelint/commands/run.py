@@ -198,9 +198,10 @@ class RunPlan:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What executing a plan produced: the results and what the offline canary saw."""
+    """What executing a plan produced: the scenarios' reports and what the offline canary
+    saw."""
 
-    results: list[ScenarioResult]
+    order: list[str]  # the scenarios run, by identity, in dataset order
     mutations: list[Finding]
     # Per root, so the green record can reuse the canary's hashes instead of reading every
     # entry again (it pins one digest per cache root).
@@ -306,7 +307,7 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
     from cachelint.credentials import configured_keys
     from cachelint.netguard import armed
     from cachelint.runner.assertions.evaluators import eval_context
-    from cachelint.runner.engine import ResultWriter, run_scenarios, slim_result
+    from cachelint.runner.engine import ResultWriter, run_scenarios
 
     repo, config, selected = plan.repo, plan.config, plan.selected
     results_dir = repo / config.results / plan.execution
@@ -325,7 +326,7 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
     on_done = _on_done(writer, progress, lines)
     try:
         with writer, armed(replay=not plan.mode.calls_live):
-            results = run_scenarios(
+            run_scenarios(
                 selected,
                 make_client=wiring.make_client,
                 target=wiring.target,
@@ -333,7 +334,8 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
                 jobs=plan.options.jobs,
                 on_done=on_done,
                 context=eval_context(repo, selected, config),
-                keep=slim_result if writer.slims else None,  # a large suite: memory stays flat
+                # Nothing: the writer's reports are what the end reads (memory stays flat).
+                keep=lambda result: None,
                 keys=configured_keys(config),  # masked in every output, whatever their shape
             )
     finally:
@@ -344,7 +346,7 @@ def execute(plan: RunPlan, wiring: Wiring, *, out: TextIO, err: TextIO) -> Outco
 
     mutations, after_by_root = _after(plan)
     return Outcome(
-        results=results,
+        order=[s.identity for s in selected],
         mutations=mutations,
         after_by_root=after_by_root,
         streamed=streamed,
@@ -441,7 +443,7 @@ def _report(plan: RunPlan, outcome: Outcome) -> RunReport:
     from cachelint.store import format_time
 
     config, written = plan.config, outcome.records or {}
-    order = plan.kept.order or [r.scenario.identity for r in outcome.results]
+    order = plan.kept.order or outcome.order
     scenarios = [written[identity] for identity in order]
     scenarios = [
         s
@@ -521,7 +523,12 @@ def _start_green_listing(plan: RunPlan, outcome: Outcome) -> GitProcess | None:
     """The green record's git listing, started when the run can still end green (else None)."""
     from cachelint.green import start_worktree_listing
 
-    green = not plan.filtered and not outcome.mutations and all(r.passed for r in outcome.results)
+    written = outcome.records or {}
+    green = (
+        not plan.filtered
+        and not outcome.mutations
+        and all(written[identity].passed for identity in outcome.order)
+    )
     return start_worktree_listing(plan.repo) if green else None
 
 

@@ -234,14 +234,15 @@ def run_scenarios(
     jobs: int = 1,
     on_done: Callable[[ScenarioResult], None] | None = None,
     context: EvalContext | None = None,
-    keep: Callable[[ScenarioResult], ScenarioResult] | None = None,
+    keep: Callable[[ScenarioResult], ScenarioResult | None] | None = None,
     keys: Sequence[str] = (),
 ) -> list[ScenarioResult]:
     """Run every scenario; the result list is in the order given, whatever finishes first.
-    Each result has the configured `keys` masked (`runner.masking`) before anything sees it."""
+    Each result has the configured `keys` masked (`runner.masking`) before anything sees it.
+    `keep` says what the list holds of each (None: nothing; a run holds `on_done`'s reports)."""
     masker = Masker(keys)
 
-    def one(scenario: Scenario) -> ScenarioResult:
+    def one(scenario: Scenario) -> ScenarioResult | None:
         result = run_scenario(
             scenario, trials=trials, make_client=make_client, target=target, context=context
         )
@@ -249,16 +250,15 @@ def run_scenarios(
             result = masker.value(result)
         if on_done is not None:
             on_done(result)
-        # What the run holds of it to the end (`slim_result` for a large suite).
         return result if keep is None else keep(result)
 
     if jobs <= 1 or len(scenarios) <= 1:
-        return [one(s) for s in scenarios]
+        return [r for s in scenarios if (r := one(s)) is not None]
     return _run_daemon_pool(one, scenarios, jobs)
 
 
 def _run_daemon_pool(
-    one: Callable[[Scenario], ScenarioResult], scenarios: Sequence[Scenario], jobs: int
+    one: Callable[[Scenario], ScenarioResult | None], scenarios: Sequence[Scenario], jobs: int
 ) -> list[ScenarioResult]:
     """`one` over `scenarios` on `jobs` daemon threads, results in the order given.
 
@@ -381,20 +381,6 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
     }
 
 
-def slim_result(result: ScenarioResult) -> ScenarioResult:
-    """`result` as the end of a large run holds it: without the messages, answers and output
-    its results file has (the text, JSON and JUnit reports and the entries used read none)."""
-
-    def light(calls: tuple[CallRecord, ...]) -> tuple[CallRecord, ...]:
-        return tuple(dataclasses.replace(c, messages=(), response=None, tools=()) for c in calls)
-
-    trials = tuple(
-        dataclasses.replace(t, output=None, calls=light(t.calls), judge_calls=light(t.judge_calls))
-        for t in result.trials
-    )
-    return ScenarioResult(result.scenario, trials)
-
-
 # Up to this many scenarios a run keeps each results document whole for the reports; above, only
 # what the reports other than the page read (`reports.model.slim_record`), the page reading each
 # file back as it is drawn, so memory stays flat however large the suite.
@@ -477,12 +463,6 @@ class ResultWriter:
                 self._sink_broken = True  # written here at close, with the rest
         if self._sink is None:
             self._write_here(path, data)
-
-    @property
-    def slims(self) -> bool:
-        """Whether `records` holds slim documents (a large suite): the run then keeps
-        `slim_result`s too."""
-        return self._sources is not None
 
     def _kept(self, record: dict[str, Any], data: bytes) -> ScenarioReport:
         from cachelint.runner.reports.model import scenario_report

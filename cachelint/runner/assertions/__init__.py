@@ -108,8 +108,8 @@ NEEDS_A_RUN = frozenset(kind for kind, t in REGISTRY.items() if t.scope == "run"
 
 
 def validate_assertion(spec: Any, where: str) -> Mapping[str, Any]:
-    """A validated copy of one assertion spec; `where` names the file and list position, e.g.
-    "eval-datasets/a/b/c.json: assert[2]"."""
+    """One assertion spec, validated (most types give `spec` itself, not a copy); `where` names
+    the file and list position, e.g. "eval-datasets/a/b/c.json: assert[2]"."""
     if not isinstance(spec, Mapping):
         raise CachelintError(
             f'{where}: an assertion must be an object like {{"type": "contains", '

@@ -1,9 +1,10 @@
 """The assertions over one answer (its text and tool calls), and the words every assertion type
 shares: one-line spec errors, field checks, shown values, the time-bounded regex search.
 
-Each type here has a validator, `(spec, where) -> validated copy`, raising one line that names the
-field, and a check, `(spec, output) -> (passed, reason)`, whose reason says what was checked and
-what was seen, passing or failing. `assertions.REGISTRY` names them; the dataset reference with an
+Each type here has a validator, `(spec, where) -> spec` (validated, not copied: a suite of many
+thousand scenarios holds each spec once), raising one line that names the field, and a check,
+`(spec, output) -> (passed, reason)`, whose reason says what was checked and what was seen,
+passing or failing. `assertions.REGISTRY` names them; the dataset reference with an
 example of each is docs/assertions.md.
 """
 
@@ -153,7 +154,7 @@ def fields(required: Collection[str], *, strings: Collection[str] = ()) -> Valid
         check_fields(spec, required, (), where)
         for field in strings:
             need_str(spec, field, where)
-        return dict(spec)
+        return spec
 
     return validate
 
@@ -174,7 +175,7 @@ def validate_regex(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
         re.compile(pattern, _regex_flags(flags))
     except re.error as exc:
         raise bad(where, "pattern", f"invalid regular expression: {exc}") from None
-    return dict(spec)
+    return spec
 
 
 def validate_json_path(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
@@ -187,7 +188,7 @@ def validate_json_path(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]
             if isinstance(spec[field], bool) or not isinstance(spec[field], (int, float)):
                 raise bad(where, field, f"expected a number, got {show(spec[field])}")
         validate_json_path({k: v for k, v in spec.items() if k not in COMPARISONS}, where)
-        return dict(spec)
+        return spec
     check_fields(spec, {"path"}, {"equals", "exists"}, where)
     path = need_str(spec, "path", where)
     try:
@@ -198,7 +199,7 @@ def validate_json_path(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]
         raise bad(where, "exists", "give either 'equals' or 'exists', not both")
     if "exists" in spec and not isinstance(spec["exists"], bool):
         raise bad(where, "exists", f"expected true or false, got {show(spec['exists'])}")
-    return dict(spec)
+    return spec
 
 
 def validate_tool_arg(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
@@ -215,13 +216,13 @@ def validate_tool_arg(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
         )
         rest = {k: v for k, v in spec.items() if k not in ("regex", "flags")}
         validate_tool_arg({**rest, "equals": None}, where)  # tool and arg, worded as for equals
-        return dict(spec)
+        return spec
     check_fields(spec, {"tool", "arg", "equals"}, (), where)
     need_str(spec, "tool", where)
     arg = need_str(spec, "arg", where)
     if any(not part for part in arg.split(".")):
         raise bad(where, "arg", f"dotted path {arg!r} has an empty part")
-    return dict(spec)
+    return spec
 
 
 def validate_no_pii(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
@@ -237,7 +238,7 @@ def validate_no_pii(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
             "kinds",
             f"expected a non-empty list from {', '.join(PII_KINDS)}, got {show(kinds)}",
         )
-    return dict(spec)
+    return spec
 
 
 def validate_length(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
@@ -245,7 +246,7 @@ def validate_length(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     check_bounds(spec, where, need=True)
     if spec.get("unit", "chars") not in UNITS:
         raise bad(where, "unit", f"expected one of {', '.join(UNITS)}, got {show(spec['unit'])}")
-    return dict(spec)
+    return spec
 
 
 def validate_limit(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
@@ -254,7 +255,7 @@ def validate_limit(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     value = spec["max"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise bad(where, "max", f"expected a number of at least 0, got {show(value)}")
-    return dict(spec)
+    return spec
 
 
 def validate_python(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
@@ -268,7 +269,7 @@ def validate_python(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
             "function",
             f'expected "module:function" (imported from the repository root), got {show(function)}',
         )
-    return dict(spec)
+    return spec
 
 
 # ---- checks of the text -------------------------------------------------------------------------
@@ -341,7 +342,7 @@ NEGATED: dict[str, tuple[Validate, Check]] = {
 def validate_negated(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     """The fields of the check it negates, worded as for that check."""
     NEGATED[spec["type"]][0]({**spec, "type": spec["type"].removeprefix("not-")}, where)
-    return dict(spec)
+    return spec
 
 
 def negated(spec: Mapping[str, Any], out: Output) -> tuple[bool, str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
 from cachelint.errors import CachelintError
 from cachelint.findings import Finding
@@ -283,23 +283,60 @@ class Sources:
 _HEAVY = ("messages", "output", "response")
 
 
-def slim_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """`record` without what only the page's conversations read (`_HEAVY`)."""
+class Slim(Mapping[str, Any]):
+    """An object of a slim results document as a large run holds it: its values in one tuple,
+    its keys shared by every object with the same keys (a dict of a dozen keys costs about
+    three times as much, and a run holds one for each scenario, trial and call)."""
+
+    __slots__ = ("_index", "_values")
+    _shapes: ClassVar[dict[tuple[str, ...], dict[str, int]]] = {}
+
+    def __init__(self, items: Mapping[str, Any]) -> None:
+        keys = tuple(items)
+        index = Slim._shapes.get(keys)
+        if index is None:
+            index = Slim._shapes.setdefault(keys, {k: i for i, k in enumerate(keys)})
+        self._index = index
+        self._values = tuple(items.values())
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[self._index[key]]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        at = self._index.get(key)
+        return default if at is None else self._values[at]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def slim_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`record` without what only the page's conversations read (`_HEAVY`), each of its objects
+    down to the trials' calls a `Slim` (what the reports read of them as `Mapping`s; the lists
+    and objects within they hand to run.json stay as decoded)."""
 
     def calls(listed: Any) -> Any:
         if not isinstance(listed, list):
             return listed
-        return [{k: v for k, v in c.items() if k not in _HEAVY} for c in listed]
+        return [Slim({k: v for k, v in c.items() if k not in _HEAVY}) for c in listed]
 
     trials = [
-        {
-            **{k: v for k, v in t.items() if k not in _HEAVY},
-            "calls": calls(t.get("calls")),
-            "judge_calls": calls(t.get("judge_calls")),
-        }
+        Slim(
+            {
+                **{k: v for k, v in t.items() if k not in _HEAVY},
+                "calls": calls(t.get("calls")),
+                "judge_calls": calls(t.get("judge_calls")),
+            }
+        )
         for t in record.get("trials") or ()
     ]
-    return {**record, "trials": trials}
+    return Slim({**record, "trials": trials})
 
 
 def scenario_report(
