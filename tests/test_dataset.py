@@ -380,3 +380,21 @@ def test_loading_keeps_no_directory_open(tmp_path: Path) -> None:
         "support/globex/a",
     ]
     assert len(list(fds.iterdir())) == before
+
+
+def test_a_suite_holds_equal_options_and_assertions_once_and_keeps_their_types(
+    tmp_path: Path,
+) -> None:
+    # Issue 44: 100,000 scenarios repeat the same options and checks; each is held once. Only
+    # values equal with their types are merged: 0, false and 0.0 are different cache keys.
+    temperatures: list[Any] = [0, 0, False, 0.0, -0.0]
+    for n, temperature in enumerate(temperatures):
+        write(tmp_path, f"{ROOT}/support/t{n}/refund.json", scenario(options={"t": temperature}))
+    loaded = load_scenarios(tmp_path, ROOT)
+    assert [s.options["t"] for s in loaded] == temperatures
+    assert [type(s.options["t"]) for s in loaded] == [type(t) for t in temperatures]
+    assert loaded[0].options is loaded[1].options
+    assert len({id(s.options) for s in loaded}) == 4
+    assert len({id(s.assertions[0]) for s in loaded}) == 1
+    assert len({id(s.agent) for s in loaded}) == 1
+    assert len({key_of(s) for s in loaded}) == len(loaded)

@@ -329,21 +329,23 @@ def parse_scenario(
     file_digest: str = "",
     private: Collection[str] = (),
     default_pass: PassPolicy = ALL,
+    shared: dict[Any, Any] | None = None,
 ) -> Scenario:
     """Validate one parsed dataset file (`path` is repo-relative, used in messages); `private`:
     the credential files a `system-file` may not name (`confine.private_files`); `default_pass`:
-    the policy of a dataset without `pass` (the config's `trials-pass`).
+    the policy of a dataset without `pass` (the config's `trials-pass`); `shared`: values held
+    once across the scenarios of one load (`_once`).
 
     `prompts` caches system files by repo-relative path across the scenarios of one load: a suite
     of thousands of scenarios usually shares a handful of prompt files."""
     f = _Fields(path)
     _known_fields(data, f)
     messages, system_source = _conversation(repo, data, f, prompts, private)
-    options = _options(data, f)
+    options = _once(_options(data, f), shared)
     tools = _tools(data.get("tools", []), f)
     _require_canonical(f, messages=messages, options=options, tools=tools)
     assertions = [
-        validate_assertion(spec, f"{path}: assert[{i}]")
+        _once(validate_assertion(spec, f"{path}: assert[{i}]"), shared)
         for i, spec in enumerate(f.array(data.get("assert", []), "assert"))
     ]
     judges = _judges(data.get("judge", []), f, metrics)
@@ -355,6 +357,8 @@ def parse_scenario(
     target, targets = _targets(data, f)
     model_calls = _model_calls(data.get("model-calls", True), f)
     agent, tenant, name = identity.split("/")
+    if shared is not None:  # a suite's scenarios share a few agents and tenants
+        agent, tenant = shared.setdefault(agent, agent), shared.setdefault(tenant, tenant)
     return Scenario(
         identity=identity,
         path=path,
@@ -376,6 +380,20 @@ def parse_scenario(
         pass_policy=policy,
         targets=tuple(targets),
     )
+
+
+# The values `_once` holds once: equal values of these types are the same JSON.
+_FLAT = (str, int, bool, type(None))
+
+
+def _once(value: Mapping[str, Any], shared: dict[Any, Any] | None) -> Any:
+    """`value`, or an equal object an earlier scenario of this load holds: a suite of many
+    thousand scenarios repeats the same options and assertions. Only objects of strings,
+    integers, booleans and nulls, compared with their types (0 and false, 1 and 1.0 differ)."""
+    if shared is None or not all(type(v) in _FLAT for v in value.values()):
+        return value
+    key = tuple((k, type(v), v) for k, v in value.items())
+    return shared.setdefault(key, value)
 
 
 def _options(data: dict[str, Any], f: _Fields) -> dict[str, Any]:
@@ -491,6 +509,7 @@ def load_scenarios(
     scenarios: list[Scenario] = []
     seen: dict[str, str] = {}
     prompts: dict[str, str] = {}
+    shared: dict[Any, Any] = {}  # parse_scenario's values held once across the suite
     files = dataset_files(base, root)
     if listed is not None:
         listed(len(files))
@@ -508,6 +527,7 @@ def load_scenarios(
                         path,
                         data,
                         prompts=prompts,
+                        shared=shared,
                         private=private,
                         metrics=metrics,
                         file_digest=content_hash(raw),

@@ -339,6 +339,9 @@ def slim_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
     return Slim({**record, "trials": trials})
 
 
+_UNPRICED: dict[Spend, Spend] = {}
+
+
 def scenario_report(
     record: Mapping[str, Any],
     model: str,
@@ -364,6 +367,8 @@ def scenario_report(
     n_in = sum(tokens(u)[0] for u in usages)
     n_out = sum(tokens(u)[1] for u in usages)
     if source is not None:
+        # A large run's scenarios mostly share a few unpriced tallies (no dollars): one each.
+        spend = _UNPRICED.setdefault(spend, spend) if not spend.dollars else spend
         return ScenarioReport(slim_record(record), spend, (n_in, n_out), source)
     return ScenarioReport(record, spend, (n_in, n_out))
 
