@@ -30,7 +30,7 @@ from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a run holds one for each of up to 100,000 scenarios
 class Scenario:
     identity: str  # "agent/tenant/scenario"
     path: str  # repo-relative path of the JSON file
