@@ -90,18 +90,23 @@ def cache_digest(snap: Snapshot) -> str:
     return hasher.hexdigest()
 
 
+def _digest(snap: Snapshot | str) -> str:
+    return snap if isinstance(snap, str) else cache_digest(snap)
+
+
 def cache_digests(
-    config: Config, snapshots: Mapping[str, Snapshot] | None = None
+    config: Config, snapshots: Mapping[str, Snapshot | str] | None = None
 ) -> dict[str, str]:
-    """One digest per cache root; `snapshots` are roots the caller already hashed (a root missing
-    from it, or from disk, is hashed here / digests as empty)."""
+    """One digest per cache root; `snapshots` are roots the caller already hashed, each its
+    snapshot or that snapshot's `cache_digest` (a root missing from it, or from disk, is hashed
+    here / digests as empty)."""
     from cachelint.meai import skip_matcher
 
     known = snapshots or {}
     hashed = all(r in known for r in config.cache)
     skip = None if hashed else skip_matcher(config, present_only=False)
     return {
-        root: cache_digest(known[root] if root in known else snapshot(config.repo, [root], skip))
+        root: _digest(known[root] if root in known else snapshot(config.repo, [root], skip))
         for root in config.cache
     }
 
@@ -141,7 +146,7 @@ def worktree_state(
     config: Config,
     *,
     with_cache: bool = True,
-    cache_snapshots: Mapping[str, Snapshot] | None = None,
+    cache_snapshots: Mapping[str, Snapshot | str] | None = None,
     known: Mapping[str, str] | None = None,
     listing: GitProcess | None = None,
 ) -> GreenState:
@@ -215,7 +220,7 @@ def record_green_run(
     mode: str,
     scenarios: Sequence[str],
     now: datetime,
-    cache_snapshots: Mapping[str, Snapshot] | None = None,
+    cache_snapshots: Mapping[str, Snapshot | str] | None = None,
     known: Mapping[str, str] | None = None,
     listing: GitProcess | None = None,
 ) -> Path:

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from cachelint.canary import Canary
     from cachelint.formats import ReportFormat
     from cachelint.gitutil import GitProcess
-    from cachelint.hashing import Snapshot
     from cachelint.progressbar import Bar
     from cachelint.runner.client import Mode
     from cachelint.runner.dataset import Scenario
@@ -203,9 +202,9 @@ class Outcome:
 
     order: list[str]  # the scenarios run, by identity, in dataset order
     mutations: list[Finding]
-    # Per root, so the green record can reuse the canary's hashes instead of reading every
-    # entry again (it pins one digest per cache root).
-    after_by_root: dict[str, Snapshot] | None
+    # Per root, the digest the green record pins (`green.cache_digest`), from the canary's hashes
+    # instead of reading every entry again; not held as the snapshot while reports are written.
+    after_by_root: dict[str, str] | None
     streamed: bool = False  # the text report's scenario blocks were already printed live
     # Each scenario's report (`ResultWriter.records`), a resumed execution's kept ones their
     # results documents, by identity.
@@ -392,7 +391,7 @@ def _on_done(
     return on_done
 
 
-def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, Snapshot] | None]:
+def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, str] | None]:
     """What the canary saw the run change in the cache tree, and the tree's contents after a run
     a green record may vouch for (whole and unchanged); neither without a canary."""
     from cachelint.credentials import configured_keys
@@ -410,7 +409,9 @@ def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, Snapshot] | None]:
     mutations = [masked(f, keys) for f in found]
     if mutations or plan.filtered:  # only a green record reads the contents
         return mutations, None
-    return mutations, plan.canary.contents()
+    from cachelint.green import cache_digest
+
+    return mutations, {root: cache_digest(snap) for root, snap in plan.canary.contents().items()}
 
 
 def publish(plan: RunPlan, outcome: Outcome, *, out: TextIO, err: TextIO) -> int:
