@@ -125,3 +125,17 @@ def test_a_damaged_summary_drops_out_of_the_trend(tmp_path: Path, damaged: dict[
     (results / "x/run.json").write_text(json.dumps(damaged), encoding="utf-8")
     current = _summary("now", _judged("a", 1.0))
     assert [r.execution for r in trend_runs(results, current, 10)] == ["now"]
+
+
+def test_an_earlier_execution_holds_one_point_per_rate_for_scenarios_without_judges() -> None:
+    # Issue 44: a page draws nine earlier executions of up to 100,000 scenarios.
+    listed = [(f"a/t/s{n}", rate) for n, rate in enumerate([1.0, 1.0, 0.5, 0.5, 0.0, -0.0])]
+    summary = {"mode": "replay", "scenarios": [{"scenario": s, "pass_rate": r} for s, r in listed]}
+    judged = {"scenario": "a/t/j", "pass_rate": 1.0, "trials": [{"judges": [{"metric": "m"}]}]}
+    judged["trials"][0]["judges"][0]["score"] = 4
+    drawn = TrendRun.of({**summary, "scenarios": [*summary["scenarios"], judged]})
+    assert drawn is not None
+    points = [drawn.scenarios[s] for s, _ in listed]
+    assert points[0] is points[1] and points[2] is points[3]
+    assert [str(p[0]) for p in points] == ["1.0", "1.0", "0.5", "0.5", "0.0", "-0.0"]
+    assert drawn.scenarios["a/t/j"] == (1.0, {"m": 4.0})
