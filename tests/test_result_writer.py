@@ -99,3 +99,26 @@ def test_the_child_names_temp_files_as_every_other_writer() -> None:
     from cachelint import resultsink
 
     assert resultsink.TEMP_MARK == TEMP_PREFIX
+
+
+def test_a_slim_document_holds_each_fact_once_and_reads_as_the_whole() -> None:
+    # Issue 44: a large run holds one slim document per scenario; what it repeats is one object.
+    from cachelint.runner.reports.model import slim_record
+
+    usage = {"prompt_tokens": 3, "completion_tokens": 2}
+    call = {"key": "k", "entry": "e", "cache_hit": True, "usage": dict(usage), "messages": []}
+    trial = {"trial": 0, "judges": [], "usage": dict(usage), "calls": [call], "judge_calls": []}
+    record = {"scenario": "a/t/s", "trials": [trial, {**trial, "trial": 1, "calls": []}]}
+    slim = slim_record(json.loads(json.dumps(record)))
+    one, two = slim["trials"]
+    assert one["usage"] is one["calls"][0]["usage"]
+    assert one["judges"] is one["judge_calls"] is two["judges"] is two["calls"]
+    assert two["usage"] == usage and two["usage"] is not one["usage"]
+    whole = {
+        **record,
+        "trials": [{**t, "calls": [{**c} for c in t["calls"]]} for t in record["trials"]],
+    }
+    for t in whole["trials"]:
+        for c in t["calls"]:
+            del c["messages"]
+    assert json.dumps(slim, default=dict) == json.dumps(whole)

@@ -324,19 +324,23 @@ def slim_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
     def calls(listed: Any) -> Any:
         if not isinstance(listed, list):
             return listed
-        return [Slim({k: v for k, v in c.items() if k not in _HEAVY}) for c in listed]
+        return [Slim({k: v for k, v in c.items() if k not in _HEAVY}) for c in listed] or _EMPTY
 
-    trials = [
-        Slim(
-            {
-                **{k: v for k, v in t.items() if k not in _HEAVY},
-                "calls": calls(t.get("calls")),
-                "judge_calls": calls(t.get("judge_calls")),
-            }
-        )
-        for t in record.get("trials") or ()
-    ]
-    return Slim({**record, "trials": trials})
+    def trial(t: Mapping[str, Any]) -> Slim:
+        kept = {k: _EMPTY if v == [] else v for k, v in t.items() if k not in _HEAVY}
+        made = kept["calls"] = calls(t.get("calls"))
+        kept["judge_calls"] = calls(t.get("judge_calls"))
+        # A trial of one call: its usage is that call's (engine.sum_usage keeps integers only,
+        # so equal usages are the same JSON).
+        if isinstance(made, list) and len(made) == 1 and kept.get("usage") == made[0].get("usage"):
+            kept["usage"] = made[0].get("usage")
+        return Slim(kept)
+
+    return Slim({**record, "trials": [trial(t) for t in record.get("trials") or ()]})
+
+
+# The one empty list of every slim document: nothing changes a document the reports read.
+_EMPTY: list[Any] = []
 
 
 _UNPRICED: dict[Spend, Spend] = {}
