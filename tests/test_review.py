@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from cachelint.runner.reports.reviewviews import COMMENT_LIMIT, review_markdown
 from cachelint.runner.review import AnswerChange, Review
-from cachelint.runner.reviewviews import COMMENT_LIMIT, review_markdown
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import BASIC, DEAD, record, write_repo
 

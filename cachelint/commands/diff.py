@@ -110,7 +110,7 @@ def diff(
     from cachelint.confine import check_output
     from cachelint.fsutil import atomic_write, atomic_write_chunks
     from cachelint.runner.cachediff import cache_review
-    from cachelint.runner.reviewviews import review_markdown, review_page
+    from cachelint.runner.reports.reviewviews import review_markdown, review_page
 
     config = load(repo_root(start), config_path)
     targets = {

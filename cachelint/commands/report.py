@@ -150,8 +150,8 @@ def _merge(
 def _review_comment(path: Path, a: RunReport, b: RunReport, page: Path) -> Path:
     """The re-record review of `a` -> `b` as a pull-request comment, beside the compare page."""
     from cachelint.fsutil import atomic_write
+    from cachelint.runner.reports.reviewviews import review_markdown
     from cachelint.runner.review import compare_executions
-    from cachelint.runner.reviewviews import review_markdown
 
     text = review_markdown(compare_executions(a, b), full_page=page.name)
     try:

@@ -16,9 +16,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from cachelint.runner import htmlsummary
-from cachelint.runner.htmlassets import CSS, JS
-from cachelint.runner.htmlscenario import (
+from cachelint.runner.reports import htmlsummary
+from cachelint.runner.reports.htmlassets import CSS, JS
+from cachelint.runner.reports.htmlscenario import (
     FRAMES,
     VERDICT_B,
     Shared,
@@ -26,13 +26,13 @@ from cachelint.runner.htmlscenario import (
     shared_texts,
     trial_body,
 )
-from cachelint.runner.htmlscenario import escape as _e
-from cachelint.runner.htmlscenario import text as _t
-from cachelint.runner.htmlscenario import verdict as _verdict
+from cachelint.runner.reports.htmlscenario import escape as _e
+from cachelint.runner.reports.htmlscenario import text as _t
+from cachelint.runner.reports.htmlscenario import verdict as _verdict
 from cachelint.runner.reports.matrixviews import matrix_html
 from cachelint.runner.reports.model import RunReport, ScenarioReport, group_spend
+from cachelint.runner.reports.reviewviews import REVIEW_CSS, review_html
 from cachelint.runner.review import compare_executions
-from cachelint.runner.reviewviews import REVIEW_CSS, review_html
 from cachelint.settings import ReportSettings
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"

@@ -50,7 +50,7 @@ class ScenarioReport:
     def system_texts(self) -> list[tuple[bytes, str | None]]:
         """Its system texts the page may share (`htmlscenario.system_texts`) by `text_key`, each
         with its text, or None where a large run did not hold it (only one scenario sent it)."""
-        from cachelint.runner.htmlscenario import system_texts, text_key
+        from cachelint.runner.reports.htmlscenario import system_texts, text_key
 
         if self.source is None:
             return [(text_key(body), body) for body in system_texts(self.trials)]
@@ -265,7 +265,7 @@ class Sources:
     def of(self, record: Mapping[str, Any], data: bytes) -> Source:
         """The `Source` of `record`, written as `data`."""
         from cachelint.runner.evidence import written_digest
-        from cachelint.runner.htmlscenario import system_texts, text_key
+        from cachelint.runner.reports.htmlscenario import system_texts, text_key
 
         texts = system_texts(record.get("trials") or ())
         keys = tuple(text_key(body) for body in texts)

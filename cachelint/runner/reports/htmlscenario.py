@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from cachelint.display import sanitize_block
+from cachelint.runner.reports.reviewviews import ANSWER_CHARS, NEEDS_ESCAPE, escape_html
 from cachelint.runner.review import call_arguments
-from cachelint.runner.reviewviews import ANSWER_CHARS, NEEDS_ESCAPE, escape_html
 from cachelint.settings import ReportSettings
 
 # A shorter text is no larger written out than its link.
