@@ -56,6 +56,12 @@ def _json_escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
+def escape_json_unsafe(text: str) -> str:
+    """JSON text as `json.dumps(..., ensure_ascii=False)` wrote it, with what that leaves raw and
+    a terminal could act on (DEL, C1, bidi marks, U+2028/9, lone surrogates) as `\\u` escapes."""
+    return _JSON_UNSAFE.sub(_json_escape, text)
+
+
 def json_dumps(document: Any, *, compact: bool = False) -> str:
     """Deterministic JSON (sorted keys, UTF-8) with DEL, C1, bidi marks, U+2028/9 and lone
     surrogates written as `\\u` escapes: readable output, exact values for consumers, and no raw
@@ -64,7 +70,7 @@ def json_dumps(document: Any, *, compact: bool = False) -> str:
         text = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     else:
         text = json.dumps(document, sort_keys=True, ensure_ascii=False, indent=2)
-    return _JSON_UNSAFE.sub(_json_escape, text)
+    return escape_json_unsafe(text)
 
 
 def shell_command(*argv: str) -> str:

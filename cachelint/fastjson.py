@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from cachelint.display import _JSON_UNSAFE, _json_escape, json_dumps  # its very escapes
+from cachelint.display import escape_json_unsafe, json_dumps  # its very escapes
 
 # A digit maps to "0", any other byte to itself: a run of 19 digits is then 19 zeros.
 _DIGITS = bytes.maketrans(b"0123456789", b"0" * 10)
@@ -114,4 +114,4 @@ def dumps_compact(document: Any) -> str:
         text = orjson.dumps(_plain(document), option=orjson.OPT_SORT_KEYS).decode("utf-8")
     except (_Other, orjson.JSONEncodeError, RecursionError):
         return json_dumps(document, compact=True)
-    return _JSON_UNSAFE.sub(_json_escape, text)
+    return escape_json_unsafe(text)

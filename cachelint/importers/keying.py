@@ -87,9 +87,9 @@ class _Recorded:
         route: str = "chat/completions",
         headers: Mapping[str, str] | None = None,
     ) -> _Completion:
-        from cachelint.runner.providers.transport import _ANSWER_SHAPE, _api
+        from cachelint.runner.providers.transport import answer_shape
 
-        field, kind, wanted = _ANSWER_SHAPE[_api(route)]
+        field, kind, wanted = answer_shape(route)
         answer = self.answer
         if not isinstance(answer, dict) or (
             field is not None and not isinstance(answer.get(field), kind)

@@ -117,6 +117,12 @@ def _api(route: str) -> str:
     return route if route in _ANSWER_SHAPE else re.split("[:/]", route)[-1]
 
 
+def answer_shape(route: str) -> tuple[str | None, type, str]:
+    """What a successful answer of the API at `route` holds: its field (None: any JSON object is
+    one), that field's type, and what to call the answer when the field is missing."""
+    return _ANSWER_SHAPE[_api(route)]
+
+
 def _is_azure(host: str) -> bool:
     host = host.lower().rstrip(".")
     return host == "azure.com" or host.endswith(".azure.com")
@@ -342,7 +348,7 @@ class OpenAICompatibleTransport:
                 f"{self._where(endpoint)} answered HTTP {resp.status_code} with a body that is "
                 f"not JSON: {excerpt} (is the url an OpenAI-compatible /v1 endpoint?)"
             ) from None
-        field, kind, wanted = _ANSWER_SHAPE[_api(route)]
+        field, kind, wanted = answer_shape(route)
         shape = isinstance(data, dict) and (field is None or isinstance(data.get(field), kind))
         if not shape:
             excerpt = self._excerpt(resp.text, endpoint)
