@@ -12,7 +12,7 @@ from typing import Any
 from cachelint.runner.reports.reviewviews import COMMENT_LIMIT, review_markdown
 from cachelint.runner.review import AnswerChange, Review
 from tests.conftest import commit_all, run_cachelint
-from tests.helpers import BASIC, DEAD, record, write_repo
+from tests.helpers import BASIC, DEAD, record, write_repo, write_targets_repo
 
 CONCISE = (
     "You are the Acme support agent.\nAnswer refund questions.\nBe concise, cite the policy.\n"
@@ -207,3 +207,56 @@ def test_diff_base_says_why_an_old_verdict_is_unknown(git_repo: Path) -> None:
     (note,) = [line for line in shown.stdout.splitlines() if "old verdicts unknown" in line]
     assert note.startswith("- old verdicts unknown: the replay at HEAD failed \\(eval\\-datasets/")
     assert "'prompts/acme\\.md' not found" in note and "cachelint\\-base" not in note, note
+
+
+# A target matrix: the big model is the primary target, the small one the second.
+MATRIX = f"""
+    compare = ["default", "small"]
+    [tool.cachelint.target]
+    url = "{DEAD}"
+    provider = "cachelint-fake"
+    model = "big-model"
+    api-key-env = "CACHELINT_TEST_KEY"
+
+    [tool.cachelint.targets.small]
+    url = "{DEAD}"
+    provider = "cachelint-fake"
+    model = "small-model"
+    api-key-env = "CACHELINT_TEST_KEY"
+    """
+REFUND = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "30 days"}]}
+BOTH_RIGHT: dict[str, Any] = {"default": {"content": "Refunds take 30 days."}}
+SMALL_WRONG: dict[str, Any] = {
+    "rules": [{"match": {"model": "small-model"}, "reply": {"content": "Ask the shop."}}],
+    "default": {"content": "Refunds take 30 days."},
+}
+
+
+def test_diff_base_names_the_target_whose_answer_changed_and_its_verdict(
+    git_repo: Path,
+) -> None:
+    """Both pairs of a two-target matrix recorded and committed; only the second target is
+    re-recorded, now failing: the review shows that target and its regressed verdict, not the
+    primary pair's unchanged one."""
+    write_targets_repo(git_repo, targets=MATRIX, scenarios={"support/acme/refund": REFUND})
+    outcome, calls = record(git_repo, BOTH_RIGHT)
+    assert (outcome.rc, calls) == (0, 2), outcome.out + outcome.err
+    commit_all(git_repo, "recorded")
+    outcome, calls = record(git_repo, SMALL_WRONG, targets=["small"], execution="rerecorded")
+    assert (outcome.rc, calls) == (1, 1), outcome.out + outcome.err
+    regressed = "support/acme/refund (target small)</b>: PASS → FAIL (regressed)"
+    shown = run_cachelint(
+        git_repo, "diff", "--base", "HEAD", "--execution", "rerecorded", "--html", "review.html"
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"<b>{regressed}" in shown.stdout, shown.stdout
+    assert "1 scenario's recorded answers changed" in shown.stdout
+    assert "old verdicts unknown" not in shown.stdout
+    page = (git_repo / "review.html").read_text(encoding="utf-8")
+    assert 'data-scenario="support/acme/refund" data-target="small" open>' in page
+    assert "support/acme/refund (target small): PASS → FAIL (regressed)" in page
+    # a replay of the whole matrix as 'now': the entry names the pair whose call used it
+    assert record(git_repo, {}, refresh=False, execution="replayed")[0].rc == 1
+    replayed = run_cachelint(git_repo, "diff", "--base", "HEAD", "--execution", "replayed")
+    assert f"<b>{regressed}" in replayed.stdout, replayed.stdout
+    assert "PASS → PASS" not in replayed.stdout  # the primary pair's verdict, unchanged

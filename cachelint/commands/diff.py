@@ -12,12 +12,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from cachelint.config import Config, load
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError, ExitCode
 from cachelint.gitutil import repo_root
+
+if TYPE_CHECKING:
+    from cachelint.runner.reviewpairs import Verdicts
 
 
 def add_parser(
@@ -66,24 +69,25 @@ def _handle(ns: argparse.Namespace) -> int:
     )
 
 
-def _verdicts(config: Config, name: str | None, *, latest: bool) -> dict[str, bool]:
-    """Scenario identity -> passed, from an execution's results (none: empty)."""
+def _verdicts(config: Config, name: str | None, *, latest: bool) -> Verdicts:
+    """An execution's verdicts, per scenario and per matrix pair (none: empty)."""
     from cachelint.runner.evidence import verified
     from cachelint.runner.reports.model import execution_directory, list_executions, load_execution
     from cachelint.runner.results import execution_name
+    from cachelint.runner.reviewpairs import Verdicts, from_records
 
     root = config.repo / config.results
     if name is None:
         names = list_executions(root) if latest else []
         if not names:
-            return {}
+            return Verdicts()
         name = names[-1]
     execution_name(name)
     # A linked execution is refused as report --execution refuses it: read from elsewhere.
     directory = execution_directory(config.repo, config.results, name)
     summary = dict(verified(directory).document)
     view = load_execution(directory, config.target.model, config.prices, summary)
-    return {s.identity: s.passed for s in view.scenarios}
+    return from_records([s.record for s in view.scenarios])
 
 
 def _inside(config: Config, path: Path | None) -> Path | None:
@@ -111,6 +115,7 @@ def diff(
     from cachelint.fsutil import atomic_write, atomic_write_chunks
     from cachelint.runner.cachediff import cache_review
     from cachelint.runner.reports.reviewviews import review_markdown, review_page
+    from cachelint.runner.reviewpairs import paired
 
     config = load(repo_root(start), config_path)
     targets = {
@@ -127,17 +132,11 @@ def diff(
 
         recorded = [c.scenario for c in review.changes if c.old is not None]
         at_base = replay_at(config.repo, base, recorded, config=_inside(config, config_path))
-        then = at_base.passed
+        then = at_base.verdicts
         review = replace(review, notes=(*review.notes, *filter(None, [at_base.note])))
     else:
         then = _verdicts(config, before, latest=False)
-    review = replace(
-        review,
-        changes=[
-            replace(c, before=then.get(c.scenario), after=now.get(c.scenario))
-            for c in review.changes
-        ],
-    )
+    review = replace(review, changes=[paired(c, then, now) for c in review.changes])
     page = targets.get("--html")
     text = review_markdown(review, full_page=str(html) if page else None)
     try:

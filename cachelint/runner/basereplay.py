@@ -23,6 +23,8 @@ from pathlib import Path
 from cachelint.childproc import module_command
 from cachelint.display import sanitize
 from cachelint.gitutil import run_git
+from cachelint.runner.matrix import split_identity
+from cachelint.runner.reviewpairs import Verdicts, from_document
 
 _EXECUTION = "diff-base-replay"
 _TIMEOUT_S = 3600
@@ -30,7 +32,7 @@ _TIMEOUT_S = 3600
 
 @dataclass(frozen=True)
 class BaseVerdicts:
-    passed: dict[str, bool]  # scenario identity -> passed in the replay at REF
+    verdicts: Verdicts  # per scenario (and per pair, in a matrix) in the replay at REF
     note: str | None = None  # why some or all verdicts are unknown
 
 
@@ -40,8 +42,10 @@ def _glob(identity: str) -> str:
 
 
 def _replay_args(scenarios: Sequence[str], config: Path | None) -> list[str]:
+    """The replay's arguments. A pair's identity (`agent/tenant/name@TARGET`) selects nothing:
+    its scenario is selected, which replays every pair of it."""
     args = ["run", "--cache", "replay", "--format", "json", "--execution", _EXECUTION]
-    for identity in sorted(set(scenarios)):
+    for identity in sorted({split_identity(s)[0] for s in scenarios}):
         args += ["--scenario", _glob(identity)]
     return args + (["--config", os.fspath(config)] if config is not None else [])
 
@@ -52,7 +56,7 @@ def replay_at(
     """Replay `scenarios` (identities recorded at `ref`) at `ref`; their verdicts. `config` is
     the --config path relative to the repository, when one was given."""
     if not scenarios:
-        return BaseVerdicts({})
+        return BaseVerdicts(Verdicts())
     commit = run_git(["rev-parse", "--verify", f"{ref}^{{commit}}"], cwd=repo).out.decode().strip()
     with tempfile.TemporaryDirectory(prefix="cachelint-base-") as tmp:
         clone = Path(tmp) / "base"
@@ -72,18 +76,19 @@ def replay_at(
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return BaseVerdicts({}, f"the replay at {ref} took over {_TIMEOUT_S} s; stopped")
+            return BaseVerdicts(
+                Verdicts(), f"the replay at {ref} took over {_TIMEOUT_S} s; stopped"
+            )
     return _verdicts(ref, done, clone)
 
 
 def _verdicts(ref: str, done: subprocess.CompletedProcess[bytes], clone: Path) -> BaseVerdicts:
     try:
-        document = json.loads(done.stdout)
-        passed = {str(s["scenario"]): bool(s["passed"]) for s in document["scenarios"]}
-    except (ValueError, KeyError, TypeError):
+        verdicts = from_document(json.loads(done.stdout))
+    except (ValueError, KeyError, TypeError, AttributeError):
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
         why = lines[-1].removeprefix("cachelint: error: ") if lines else f"exit {done.returncode}"
         # the clone is gone by now: its path would name nothing
         why = sanitize(why.replace(os.fspath(clone), f"(a checkout of {ref})"))
-        return BaseVerdicts({}, f"old verdicts unknown: the replay at {ref} failed ({why})")
-    return BaseVerdicts(passed)
+        return BaseVerdicts(Verdicts(), f"old verdicts unknown: the replay at {ref} failed ({why})")
+    return BaseVerdicts(verdicts)

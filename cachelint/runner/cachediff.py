@@ -29,6 +29,7 @@ Files = dict[str, bytes]  # entry file name -> blob id (at REF) or bytes (workin
 class Recorded:
     request: Mapping[str, Any]
     response: Any
+    model: str | None = None  # the model the entry was recorded from
 
 
 def _entry_dir(path: str, roots: Sequence[str]) -> tuple[str, str] | None:
@@ -106,7 +107,8 @@ def _recorded(files: Mapping[str, bytes]) -> Recorded | None:
         return None
     if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
         return None
-    return Recorded(entry["request"], response)
+    model = entry.get("model", entry["request"].get("model"))
+    return Recorded(entry["request"], response, model if isinstance(model, str) else None)
 
 
 def _scenario(directory: str, roots: Sequence[str]) -> str:
@@ -147,7 +149,12 @@ def _change(
     if then == now:
         return None
     return AnswerChange(
-        scenario, directory, explain(old.request if old else None, new.request), then, now
+        scenario,
+        directory,
+        explain(old.request if old else None, new.request),
+        then,
+        now,
+        model=new.model,
     )
 
 

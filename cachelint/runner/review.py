@@ -31,8 +31,15 @@ class AnswerChange:
     request_changes: tuple[str, ...]
     old: str | None
     new: str
-    before: bool | None = None  # the scenario's verdict, when known
+    before: bool | None = None  # the verdict of the scenario (of the pair, in a matrix)
     after: bool | None = None
+    target: str | None = None  # the target whose call changed, when the scenario has several
+    model: str | None = None  # the model the changed entry was recorded from
+
+    @property
+    def label(self) -> str:
+        """The scenario, and the target when it runs against several."""
+        return self.scenario if self.target is None else f"{self.scenario} (target {self.target})"
 
     @property
     def verdict_change(self) -> str:
@@ -52,10 +59,11 @@ class Review:
     notes: Sequence[str] = field(default_factory=tuple)
 
     def scenarios(self) -> list[tuple[str, list[AnswerChange]]]:
-        """The changes grouped by scenario, in scenario order."""
+        """The changes grouped by scenario (by pair, in a matrix: `AnswerChange.label`), in
+        scenario order."""
         grouped: dict[str, list[AnswerChange]] = {}
         for change in self.changes:
-            grouped.setdefault(change.scenario, []).append(change)
+            grouped.setdefault(change.label, []).append(change)
         return sorted(grouped.items())
 
 

@@ -54,8 +54,9 @@ def headline(review: Review) -> str:
     scenarios = review.scenarios()
     regressed = sum(1 for _, c in scenarios if c[0].verdict_change == "regressed")
     fixed = sum(1 for _, c in scenarios if c[0].verdict_change == "fixed")
-    word = "scenario's" if len(scenarios) == 1 else "scenarios'"
-    line = f"{len(scenarios)} {word} recorded answers changed ({review.base} → {review.head})"
+    count = len({c.scenario for c in review.changes})
+    word = "scenario's" if count == 1 else "scenarios'"
+    line = f"{count} {word} recorded answers changed ({review.base} → {review.head})"
     if regressed or fixed:
         line += f": {regressed} regressed, {fixed} fixed"
     return line
@@ -125,12 +126,14 @@ def review_html(review: Review) -> Iterator[str]:
         f"<p>{escape_html(headline(review))}</p>"
     )
     yield from (f'<p class="note">{escape_html(n)}</p>' for n in review.notes)
-    for scenario, changes in review.scenarios():
-        opened = " open" if changes[0].verdict_change == "regressed" else ""
+    for label, changes in review.scenarios():
+        first = changes[0]
+        opened = " open" if first.verdict_change == "regressed" else ""
+        target = "" if first.target is None else f' data-target="{escape_html(first.target)}"'
         yield (
             '<details class="reviewed" data-testid="reviewed" '
-            f'data-scenario="{escape_html(scenario)}"'
-            f"{opened}><summary>{escape_html(scenario)}: {escape_html(verdict_line(changes[0]))}"
+            f'data-scenario="{escape_html(first.scenario)}"{target}'
+            f"{opened}><summary>{escape_html(label)}: {escape_html(verdict_line(first))}"
             f'<span class="meta"> ({len(changes)} answer(s) changed)</span></summary>'
         )
         yield from (_html_change(c) for c in changes)
