@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cachelint.display import json_dumps, sanitize
+from cachelint.display import sanitize
 from cachelint.jsonstream import Streamed
 from cachelint.reporters import finding_lines
 from cachelint.runner.matrix import matrix_lines
@@ -215,7 +215,3 @@ def report_dict(report: RunReport, *, streamed: bool = False) -> dict[str, Any]:
         "results_dir": report.results_dir,
         **({"matrix": matrix.as_dict()} if matrix is not None else {}),
     }
-
-
-def render_json(report: RunReport) -> str:
-    return json_dumps(report_dict(report)) + "\n"
