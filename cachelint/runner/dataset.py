@@ -344,10 +344,7 @@ def parse_scenario(
     options = _once(_options(data, f), shared)
     tools = _tools(data.get("tools", []), f)
     _require_canonical(f, messages=messages, options=options, tools=tools)
-    assertions = [
-        _once(validate_assertion(spec, f"{path}: assert[{i}]"), shared)
-        for i, spec in enumerate(f.array(data.get("assert", []), "assert"))
-    ]
+    assertions = _assertions(data, f, shared)
     judges = _judges(data.get("judge", []), f, metrics)
     trials = _trials(data.get("trials", 1), f)
     field_pass = f"{path}: field 'pass'"
@@ -356,9 +353,7 @@ def parse_scenario(
     description = _description(data, f)
     target, targets = _targets(data, f)
     model_calls = _model_calls(data.get("model-calls", True), f)
-    agent, tenant, name = identity.split("/")
-    if shared is not None:  # a suite's scenarios share a few agents and tenants
-        agent, tenant = shared.setdefault(agent, agent), shared.setdefault(tenant, tenant)
+    agent, tenant, name = _identity_parts(identity, shared)
     return Scenario(
         identity=identity,
         path=path,
@@ -380,6 +375,21 @@ def parse_scenario(
         pass_policy=policy,
         targets=tuple(targets),
     )
+
+
+def _assertions(data: Any, f: _Fields, shared: dict[Any, Any] | None) -> list[Any]:
+    return [
+        _once(validate_assertion(spec, f"{f.path}: assert[{i}]"), shared)
+        for i, spec in enumerate(f.array(data.get("assert", []), "assert"))
+    ]
+
+
+def _identity_parts(identity: str, shared: dict[Any, Any] | None) -> tuple[str, str, str]:
+    """(agent, tenant, name); a suite's scenarios share a few agents and tenants, held once."""
+    agent, tenant, name = identity.split("/")
+    if shared is not None:
+        agent, tenant = shared.setdefault(agent, agent), shared.setdefault(tenant, tenant)
+    return agent, tenant, name
 
 
 # The values `_once` holds once: equal values of these types are the same JSON.
