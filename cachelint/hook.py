@@ -240,48 +240,22 @@ def _cached_table(git_dir: str, key: tuple[object, ...]) -> object:
 
 
 def _keep_table(git_dir: str, key: tuple[object, ...], table: dict[str, object] | None) -> None:
-    """Write `(key, table)` to the git directory's `cachelint/hook-config` atomically (a temp file
-    renamed over it, no fsync: a torn file is a miss), never through a link; a value marshal
-    cannot write (a TOML date) or a git directory that cannot be written is skipped silently."""
+    """Write `(key, table)` to the git directory's `cachelint/hook-config` atomically
+    (`fsutil.atomic_write_chunks`, no fsync: a torn file is a miss); a value marshal cannot write
+    (a TOML date) or a git directory that cannot be written is skipped silently. This runs only
+    when the config's bytes changed, so its imports stay off the fast path."""
     try:
         data = marshal.dumps((key, table))  # type: ignore[arg-type]  # checked here: ValueError
     except ValueError:
         return
-    directory = os.path.join(git_dir, _TABLE_DIR)
-    temp = f".cachelint-tmp-hook-{os.getpid()}"
+    from pathlib import Path
+
+    from cachelint.fsutil import atomic_write_chunks
+
     try:
-        if not os.path.isdir(directory):
-            os.mkdir(directory)  # a link put there since is not followed: EEXIST
-        if os.open not in os.supports_dir_fd:  # Windows: no descriptor of a directory
-            _write_replace(None, os.path.join(directory, temp), data, directory)
-            return
-        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-        dir_fd = os.open(directory, flags)
-        try:
-            _write_replace(dir_fd, temp, data, None)
-        finally:
-            os.close(dir_fd)
+        atomic_write_chunks(Path(git_dir, _TABLE_DIR, _TABLE_FILE), (data,), durable=False)
     except OSError:
         return
-
-
-def _write_replace(dir_fd: int | None, temp: str, data: bytes, directory: str | None) -> None:
-    final = _TABLE_FILE if directory is None else os.path.join(directory, _TABLE_FILE)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, dir_fd=dir_fd)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        os.replace(temp, final, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        try:
-            os.unlink(temp, dir_fd=dir_fd)
-        except OSError:
-            pass
-        raise
 
 
 def _str_list(value: object, default: list[str]) -> list[str] | None:

@@ -78,9 +78,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "directory, a `.git` file): read_regular's checks (lstat, no link, no special file, "
         "bounded) without importing fsutil, a tenth of the hook's own cost"
     ),
-    ("cachelint/hook.py", "_keep_table", "os.open"): (
-        "the git directory's cachelint directory, opened without following a link to write in"
-    ),
     ("cachelint/importers/apply.py", "_read_map", "read_regular"): (
         "import: a map file named on the command line; bounded"
     ),
