@@ -13,6 +13,7 @@ from cachelint.runner.reports.reviewviews import COMMENT_LIMIT, review_markdown
 from cachelint.runner.review import AnswerChange, Review
 from tests.conftest import commit_all, run_cachelint
 from tests.helpers import BASIC, DEAD, record, write_repo, write_targets_repo
+from tests.test_matrix import COMPARE, REFUND, targets
 
 CONCISE = (
     "You are the Acme support agent.\nAnswer refund questions.\nBe concise, cite the policy.\n"
@@ -209,22 +210,8 @@ def test_diff_base_says_why_an_old_verdict_is_unknown(git_repo: Path) -> None:
     assert "'prompts/acme\\.md' not found" in note and "cachelint\\-base" not in note, note
 
 
-# A target matrix: the big model is the primary target, the small one the second.
-MATRIX = f"""
-    compare = ["default", "small"]
-    [tool.cachelint.target]
-    url = "{DEAD}"
-    provider = "cachelint-fake"
-    model = "big-model"
-    api-key-env = "CACHELINT_TEST_KEY"
-
-    [tool.cachelint.targets.small]
-    url = "{DEAD}"
-    provider = "cachelint-fake"
-    model = "small-model"
-    api-key-env = "CACHELINT_TEST_KEY"
-    """
-REFUND = {"input": "How do refunds work?", "assert": [{"type": "contains", "value": "30 days"}]}
+# A target matrix (test_matrix's): the big model is the primary target, the small one the second.
+MATRIX = targets(COMPARE)
 BOTH_RIGHT: dict[str, Any] = {"default": {"content": "Refunds take 30 days."}}
 SMALL_WRONG: dict[str, Any] = {
     "rules": [{"match": {"model": "small-model"}, "reply": {"content": "Ask the shop."}}],
