@@ -11,7 +11,8 @@ stamp), then times N rounds of:
   and the entry cache in .git/cachelint/ written) and warm (entries whose files git holds
   unchanged come from the entry cache, as for a pre-commit hook after its first run);
 - with `--baseline DIR`, the same three runs of the cachelint in another checkout (say a
-  `git worktree` of the commit before a change), paired with this one's.
+  `git worktree` of the commit before a change), paired with this one's in each round, the two
+  taking turns at going first, both as `python -m cachelint` with their checkout on PYTHONPATH.
 
 Cold and first are compared with plumbing + b3sum of the same round, warm with the plumbing floor
 alone. Peak memory is what cachelint held at once: the larger of its own peak RSS (wait4) and its
@@ -61,6 +62,9 @@ from cachelint.store import (  # noqa: E402
     entry_digest,
     format_time,
 )
+
+sys.path.insert(0, str(PROJECT / "benchmarks"))
+from procmem import git_split_pss_kib  # noqa: E402
 
 ROOT = "eval-cache"
 AGENTS = ("support", "billing", "triage", "search")
@@ -251,18 +255,22 @@ _BASELINE_ARGS: list[str] = []
 
 
 def _check_command(*extra: str, baseline: bool = False) -> list[str]:
+    """The installed `cachelint` script alone; beside a baseline, both checkouts the same way:
+    `python -m cachelint` with the checkout on PYTHONPATH (`_check_env`)."""
     if baseline:
         return [sys.executable, "-m", "cachelint", "check", *extra, *_BASELINE_ARGS]
     script = Path(sys.executable).parent / "cachelint"
-    if script.is_file():
+    if script.is_file() and _CHECKOUT["baseline"] is None:
         return [str(script), "check", *extra, *_ARGS]
     return [sys.executable, "-m", "cachelint", "check", *extra, *_ARGS]
 
 
 def _check_env(*, baseline: bool = False) -> dict[str, str]:
+    """PYTHONPATH names the checkout beside a baseline: it is searched before the editable
+    install's finder, so each side imports its own cachelint."""
     env = _env()
-    if baseline and _CHECKOUT["baseline"] is not None:
-        env["PYTHONPATH"] = str(_CHECKOUT["baseline"])
+    if _CHECKOUT["baseline"] is not None:
+        env["PYTHONPATH"] = str(_CHECKOUT["baseline"] if baseline else PROJECT)
     return env
 
 
@@ -311,52 +319,21 @@ def tree_peak_mb(repo: Path, *extra: str) -> tuple[float, float]:
     peak = [0, 0]
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(
-            _check_command(*extra), cwd=repo, stdout=out, stderr=subprocess.STDOUT, env=_env()
+            _check_command(*extra),
+            cwd=repo,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=_check_env(),
         )
         deadline = time.monotonic() + TIMEOUT_S
         forked: set[int] = set()
         while proc.poll() is None and time.monotonic() < deadline:
-            own, git = _tree_pss_kib(proc.pid, forked)
+            own, git = git_split_pss_kib(proc.pid, forked)
             peak = [max(peak[0], own), max(peak[1], own + git)]
             time.sleep(0.005)
         proc.kill()
         proc.wait()
     return peak[0] / 1024, peak[1] / 1024
-
-
-def _tree_pss_kib(root: int, forked: set[int]) -> tuple[int, int]:
-    """PSS of `root` and its descendants but git, and of its git descendants (children of every
-    thread: cachelint starts git and its helpers from a background thread).
-
-    A child caught between vfork and exec still runs its parent's command line and shares its
-    parent's memory, which its smaps would count a second time: it is left out. A child with its
-    parent's command line still there one sample later was forked without exec, and its own
-    pages (copies made on write) count: `forked` carries the pids seen so from sample to sample."""
-    totals = {False: 0, True: 0}
-    pending: list[tuple[int, bytes]] = [(root, b"")]
-    seen: set[int] = set()
-    while pending:
-        pid, parent_command = pending.pop()
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                command = fh.read()
-            if command == parent_command:
-                seen.add(pid)
-                if pid not in forked:
-                    continue
-            with open(f"/proc/{pid}/comm") as fh:
-                is_git = fh.read().strip() == "git"
-            with open(f"/proc/{pid}/smaps_rollup") as fh:
-                pss = next(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
-            totals[is_git] += pss
-            for task in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task}/children") as fh:
-                    pending += [(int(child), command) for child in fh.read().split()]
-        except (OSError, ValueError, StopIteration):
-            continue  # it ended meanwhile
-    forked.clear()
-    forked.update(seen)
-    return totals[False], totals[True]
 
 
 @dataclass
@@ -374,6 +351,7 @@ class Row:
     exit_code: int
     last_line: str
     baseline: dict[str, list[float]] = field(default_factory=dict)  # --baseline's runs, paired
+    baseline_lines: list[str] = field(default_factory=list)  # the baseline's last lines
 
     @staticmethod
     def ratios(times: list[float], floors: list[float]) -> list[float]:
@@ -433,29 +411,22 @@ def measure(base: Path, entries: int, repeat: int, *, reuse: bool = False) -> Ro
         start = time.perf_counter()
         files = build(repo, entries)
         build_s = time.perf_counter() - start
+    sides = [False, True] if _CHECKOUT["baseline"] is not None else [False]
     floor(repo)  # warm the page cache and git's index for both sides alike
     hash_floor(repo)
-    run_check(repo, "--no-cache")
-    # Interleaved, so a slow spell of a shared machine hits every column alike.
+    for baseline in sides:
+        run_check(repo, "--no-cache", baseline=baseline)
+    # Interleaved, so a slow spell of a shared machine hits every column alike; the two
+    # checkouts take turns at going first.
     times: dict[str, list[float]] = {
         k: [] for k in ("floor", "hash", "cold", "first", "warm", "b-cold", "b-first", "b-warm")
     }
     runs: list[CheckRun] = []
-    with_baseline = _CHECKOUT["baseline"] is not None
-    for _ in range(repeat):
-        times["floor"].append(_timed(lambda: floor(repo)))
-        times["hash"].append(_timed(lambda: hash_floor(repo)))
-        for prefix, baseline in (("", False), ("b-", True)) if with_baseline else (("", False),):
-            cold = run_check(repo, "--no-cache", baseline=baseline)
-            shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
-            first = run_check(repo, baseline=baseline)
-            warm = run_check(repo, baseline=baseline)
-            times[prefix + "cold"].append(cold.seconds)
-            times[prefix + "first"].append(first.seconds)
-            times[prefix + "warm"].append(warm.seconds)
-            if not baseline:
-                runs += [cold, first, warm]
-        shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
+    baseline_runs: list[CheckRun] = []
+    for i in range(repeat):
+        got = _round(repo, times, sides if i % 2 == 0 else sides[::-1])
+        runs += got[False]
+        baseline_runs += got.get(True, [])
     last = runs[-1]
     if {r.last_line for r in runs} != {last.last_line}:
         raise BenchError("cold, first and warm checks disagree; the entry cache is wrong")
@@ -478,9 +449,31 @@ def measure(base: Path, entries: int, repeat: int, *, reuse: bool = False) -> Ro
         last.exit_code,
         last.last_line,
     )
-    if with_baseline:
+    if baseline_runs:
         row.baseline = {k: times["b-" + k] for k in ("cold", "first", "warm")}
+        row.baseline_lines = sorted({r.last_line for r in baseline_runs})
     return row
+
+
+def _round(
+    repo: Path, times: dict[str, list[float]], sides: Sequence[bool]
+) -> dict[bool, list[CheckRun]]:
+    """One round: the two floors, then cold, first and warm checks of each side in turn (False:
+    this checkout, True: the baseline); each side's first check starts with no entry cache."""
+    times["floor"].append(_timed(lambda: floor(repo)))
+    times["hash"].append(_timed(lambda: hash_floor(repo)))
+    got: dict[bool, list[CheckRun]] = {}
+    for baseline in sides:
+        cold = run_check(repo, "--no-cache", baseline=baseline)
+        shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
+        first = run_check(repo, baseline=baseline)
+        warm = run_check(repo, baseline=baseline)
+        prefix = "b-" if baseline else ""
+        for name, done in (("cold", cold), ("first", first), ("warm", warm)):
+            times[prefix + name].append(done.seconds)
+        got[baseline] = [cold, first, warm]
+    shutil.rmtree(repo / ".git" / "cachelint", ignore_errors=True)
+    return got
 
 
 def _timed(work: Callable[[], None]) -> float:
@@ -518,6 +511,8 @@ def table(rows: Sequence[Row]) -> str:
                 f"{'':>8} {name} vs baseline: {m:.2f} ({lo:.2f}-{hi:.2f}) "
                 f"(baseline median {statistics.median(times):.3f} s)"
             )
+        if r.baseline_lines and r.baseline_lines != [r.last_line]:
+            lines.append(f"{'':>8} NOTE: the baseline's checks ended {r.baseline_lines}")
     lines.append(
         "seconds: medians; ratio: the median of each run over the floor of its own round "
         "(cold and first: plumbing + b3sum; warm: plumbing), lowest-highest in brackets"

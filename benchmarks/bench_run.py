@@ -4,6 +4,7 @@
     python benchmarks/bench_run.py --sizes 200 2000
     python benchmarks/bench_run.py --promptfoo              # also time promptfoo's cached replay
     python benchmarks/bench_run.py --sizes 2000 20000 100000 --matrix 0   # growth and memory
+    python benchmarks/bench_run.py --sizes 2000 --matrix 0 --baseline ../old  # paired, old commit
 
 For each size it builds a temp git repository with that many scenarios (10 agents x 10 tenants x
 N/100 names, a system-file prompt, two assertions each), records the cache once through the
@@ -15,6 +16,14 @@ that file is not there), and in process (the per-case cost alone, up to `--in-pr
 round samples the peak PSS of all of the run's processes, children included (`procmem`). The end
 line gives the per-case time's growth from 2,000 (else the smallest size) to the largest, and the
 peak PSS's from 20,000 to the largest (the issue's goals: <= 1.1x, <= 1.2x and <= 300 MB).
+
+`--baseline DIR` also replays each suite with the cachelint of another checkout (say a `git
+worktree` of an older commit) in the same rounds, the order reversed every other round; both run
+as `PYTHONPATH=<checkout> python -m cachelint run` (`--baseline-args` adds arguments to the
+baseline's runs only), with their bytecode compiled first, and must end with the same summary
+counts. Per size it prints this checkout's wall, CPU and peak PSS over the baseline's: the median
+of the per-round ratios, lowest-highest in brackets. The suite is built and recorded by this
+checkout; the baseline replays that cache.
 
 `--promptfoo` takes promptfoo from `.ci/promptfoo` when `.ci/run` installed it there, else installs
 the same pinned set (its package.json and lockfile, `npm ci` without optional packages) into a
@@ -54,13 +63,23 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cachelint.commands.run import run  # noqa: E402
 from cachelint.config import TargetConfig  # noqa: E402
 from cachelint.devtools.fake_provider import FakeProvider, parse_script  # noqa: E402
 from cachelint.runner.options import RunOptions  # noqa: E402
+from cachelint.runner.pipeline import run  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from procmem import Round, describe, growth, replay_rounds  # noqa: E402
+from procmem import (  # noqa: E402
+    Baseline,
+    Round,
+    against_baseline,
+    cachelint_env,
+    commit_of,
+    compile_bytecode,
+    describe,
+    growth,
+    replay_rounds,
+)
 
 SCRIPT = {"rules": [{"match": {}, "reply": {"echo": True}}]}
 # cachelint's subprocesses keep their compiled bytecode, as an installed package does (pip writes
@@ -207,7 +226,7 @@ def startup() -> float:
             [sys.executable, "-m", "cachelint", "--version"],
             capture_output=True,
             check=True,
-            env=CACHELINT_ENV,
+            env=cachelint_env(CACHELINT_ENV, ROOT),
         )
         times.append(time.perf_counter() - started)
     return statistics.median(times)
@@ -477,7 +496,7 @@ def compare_promptfoo(work: Path, size: int, tool: Path, pairs: int) -> None:
     )
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 2000, 20000])
     parser.add_argument("--promptfoo", action="store_true", help="also time promptfoo")
@@ -501,8 +520,43 @@ def main() -> int:
     parser.add_argument(
         "--in-process-max", type=int, default=20000, help="largest size also timed in process"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="also replay with the cachelint of this checkout (e.g. a git worktree of an older "
+        "commit), paired in the same rounds",
+    )
+    parser.add_argument(
+        "--baseline-args",
+        default="",
+        metavar="ARGS",
+        help="extra run arguments for the baseline runs only",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
+    return parser
+
+
+def _baseline(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> Baseline | None:
+    """--baseline's checkout, announced with both commits; None without one."""
+    if ns.baseline is None:
+        return None
+    if not (ns.baseline / "cachelint" / "__init__.py").is_file():
+        parser.error(f"--baseline {ns.baseline}: no cachelint package there")
+    baseline = Baseline(ns.baseline.resolve(), tuple(ns.baseline_args.split()))
+    print(
+        f"this checkout {ROOT} at {commit_of(ROOT)} against the baseline {baseline.checkout} at "
+        f"{commit_of(baseline.checkout)}; 'vs baseline': this checkout / the baseline, the median "
+        "of the per-round ratios, lowest-highest in brackets"
+    )
+    return baseline
+
+
+def main() -> int:
+    parser = _parser()
     ns = parser.parse_args()
+    baseline = _baseline(parser, ns)
+    compile_bytecode([ROOT] + ([baseline.checkout] if baseline else []))
     work = Path(tempfile.mkdtemp(prefix="cachelint-bench-run-"))
     base = startup()
     print(f"interpreter + cachelint startup: {base * 1000:.0f} ms")
@@ -512,8 +566,10 @@ def main() -> int:
             repo = work / f"repo-{size}"
             build(repo, size)
             took = record(repo)
-            by_size[size] = replay_rounds(repo, ns.rounds, CACHELINT_ENV)
+            by_size[size] = replay_rounds(repo, ns.rounds, CACHELINT_ENV, baseline)
             print(f"{describe(size, by_size[size])}; recorded in {took:.1f} s", flush=True)
+            for line in against_baseline(by_size[size]):
+                print(line, flush=True)
             if size <= ns.in_process_max:
                 inproc = replay_in_process(repo)
                 print(f"{'':>8}in process {inproc:.2f} s = {inproc / size * 1000:.3f} ms/case")
