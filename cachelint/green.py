@@ -145,7 +145,6 @@ def _hash_worktree(repo: Path, path: str) -> str | None:
 def worktree_state(
     config: Config,
     *,
-    with_cache: bool = True,
     cache_snapshots: Mapping[str, Snapshot | str] | None = None,
     known: Mapping[str, str] | None = None,
     listing: GitProcess | None = None,
@@ -166,8 +165,7 @@ def worktree_state(
             state.datasets[path] = digest
         if selector.watched(path):
             state.watched[path] = digest
-    if with_cache:
-        state.cache = cache_digests(config, cache_snapshots)
+    state.cache = cache_digests(config, cache_snapshots)
     return state
 
 
