@@ -102,7 +102,7 @@ class GitProcess:
             if not isinstance(source, int):
                 source.close()
 
-    def result(self, *, ok_codes: Sequence[int] = (0,)) -> GitResult:
+    def result(self) -> GitResult:
         try:
             rc = self._proc.wait()
             self._out.seek(0)
@@ -110,7 +110,7 @@ class GitProcess:
             result = GitResult(rc, self._out.read(), self._err.read())
         finally:
             self._close()
-        if result.rc not in ok_codes:
+        if result.rc != 0:
             raise GitError(describe_failure(self.cmd, result))
         return result
 
