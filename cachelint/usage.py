@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -108,43 +108,23 @@ def _write_json(target: str, record: Mapping[str, Any], what: str, command: str)
         ) from None
 
 
-def write_usage(
-    config: Config,
-    *,
-    execution: str,
-    mode: str,
-    filtered: bool,
-    passed: bool,
-    entries: Iterable[str],
-    finished: datetime | None = None,
-) -> None:
-    """Record the cache entries a `cachelint run`'s calls (targets' and judges') reached."""
+def record_run(config: Config, report: Any, *, filtered: bool) -> None:
+    """Record the cache entries a finished `cachelint run`'s calls (targets' and judges')
+    reached (`report` is its `RunReport`); a full run (passed or not) ends what a recording
+    run's marker stood for."""
     from cachelint import clock
 
     record = {
         "format": FORMAT,
-        "execution": execution,
-        "mode": mode,
+        "execution": report.name,
+        "mode": report.mode,
         "root": config.cache[0],
         "filtered": filtered,
-        "passed": passed,
-        "finished": format_time(finished or clock.now()),
-        "entries": sorted(set(entries)),
+        "passed": report.passed,
+        "finished": format_time(clock.now()),
+        "entries": sorted(set(report.entries())),
     }
     _write_json(path(config), record, "the entries this run used", "cachelint run")
-
-
-def record_run(config: Config, report: Any, *, filtered: bool) -> None:
-    """`write_usage` for a finished run (`report` is its `RunReport`); a full one (passed or
-    not) ends what a recording run's marker stood for."""
-    write_usage(
-        config,
-        execution=report.name,
-        mode=report.mode,
-        filtered=filtered,
-        passed=report.passed,
-        entries=report.entries(),
-    )
     if not filtered:
         clear_recording(config, FrontDoor.RUN)
 
