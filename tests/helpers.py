@@ -24,7 +24,6 @@ import pytest
 from cachelint.canonical import cache_key
 from cachelint.cli import main
 from cachelint.collect import collect
-from cachelint.commands.run import run
 from cachelint.config import load
 from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
@@ -32,6 +31,7 @@ from cachelint.green import record_green_run
 from cachelint.rules import Rule, all_rules
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.options import RunOptions
+from cachelint.runner.pipeline import run
 from cachelint.store import Store
 from tests.conftest import PROJECT, commit_all, git
 from tests.conftest import RUN_NOW as RUN_NOW  # CACHELINT_NOW for the run tests

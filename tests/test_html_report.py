@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from cachelint.commands.run import run
 from cachelint.runner.options import RunOptions
+from cachelint.runner.pipeline import run
 from tests.conftest import commit_all, run_cachelint
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from cachelint.commands.run import run
 from cachelint.display import json_dumps, sanitize, sanitize_block, shell_command
 from cachelint.runner.options import RunOptions
+from cachelint.runner.pipeline import run
 from tests.conftest import commit_all, run_cachelint
 from tests.fakes import fake_server
 

@@ -19,12 +19,12 @@ import pytest
 
 from cachelint import collect as collect_module
 from cachelint.collect import collect
-from cachelint.commands import run as run_command
 from cachelint.commands.check import check
-from cachelint.commands.run import run
 from cachelint.commands.stamp import stamp
 from cachelint.config import load
+from cachelint.runner import pipeline
 from cachelint.runner.options import RunOptions
+from cachelint.runner.pipeline import run
 from tests.example import EXAMPLE_ENTRIES, EXAMPLE_SCENARIOS, make_example_repo
 from tests.helpers import NOW
 from tests.trees import copy_bundled
@@ -178,7 +178,7 @@ def test_run_draws_a_bar_counting_its_scenarios(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = make_example_repo(tmp_path / "example")
-    monkeypatch.setattr(run_command, "_PROGRESS_MIN", 1)
+    monkeypatch.setattr(pipeline, "_PROGRESS_MIN", 1)
     out = io.StringIO()
     with terminal(monkeypatch) as tty:
         assert run(repo, RunOptions(execution="bar"), out=out, err=tty.stream) == 0

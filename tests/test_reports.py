@@ -14,8 +14,8 @@ import pytest
 
 from cachelint.commands.green import green
 from cachelint.commands.report import report
-from cachelint.commands.run import run
 from cachelint.runner.options import RunOptions
+from cachelint.runner.pipeline import run
 from cachelint.runner.reports.publishing import Extras
 from tests.conftest import commit_all, git, run_cachelint
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo

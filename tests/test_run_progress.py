@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from cachelint.commands.run import run
 from cachelint.errors import CachelintError
 from cachelint.runner.options import RunOptions
+from cachelint.runner.pipeline import run
 from cachelint.runner.progress import OrderedLines
 from cachelint.runner.results import GITIGNORE
 from tests.conftest import git

@@ -8,7 +8,7 @@ import sys
 
 def test_run_and_git_helpers_load_no_thread_pool() -> None:
     # concurrent.futures (~5 ms) serves `check`'s git queue only; a replay never builds one.
-    probe = "import sys, cachelint.commands.run, cachelint.gitutil; print(sorted(sys.modules))"
+    probe = "import sys, cachelint.runner.pipeline, cachelint.gitutil; print(sorted(sys.modules))"
     loaded = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     ).stdout

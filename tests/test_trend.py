@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from cachelint.commands.run import run
 from cachelint.runner.options import RunOptions
+from cachelint.runner.pipeline import run
 from cachelint.runner.reports.htmlreport import Trend, TrendRun
 from cachelint.runner.reports.publishing import TREND_FILE, trend_point, trend_runs
 from tests.example import EXAMPLE_SCENARIOS, make_example_repo

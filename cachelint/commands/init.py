@@ -334,10 +334,10 @@ def _record_example(repo: Path, report: Report) -> None:
     its cache entries are there already."""
     from dataclasses import replace
 
-    from cachelint.commands.run import run
     from cachelint.devtools.fake_provider import running
     from cachelint.devtools.fake_script import parse_script
     from cachelint.runner.options import RunOptions
+    from cachelint.runner.pipeline import run
     from cachelint.runner.wiring import upstream_transport
 
     config = _load(repo)

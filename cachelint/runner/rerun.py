@@ -49,10 +49,6 @@ class Kept:
     order: tuple[str, ...] = ()
     records: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def add_to(self, written: dict[str, Any]) -> None:
-        """`written` (the writer's reports, by identity) gains the kept documents."""
-        written.update(self.records)
-
 
 def add_options(parser: Any) -> None:
     parser.add_argument(
