@@ -56,7 +56,7 @@ def test_readme_quick_start_is_two_commands() -> None:
 
 
 def test_dataset_reference_documents_every_field_assertion_type_and_metric() -> None:
-    from cachelint.runner.assertions import TYPES
+    from cachelint.runner.assertions import REGISTRY
     from cachelint.runner.dataset import FIELDS
     from cachelint.runner.judges import METRICS
 
@@ -65,7 +65,7 @@ def test_dataset_reference_documents_every_field_assertion_type_and_metric() -> 
     assert "(docs/datasets.md)" in README and "(assertions.md)" in reference
     for name in sorted(FIELDS | METRICS):
         assert f"| `{name}` |" in reference, name
-    for kind in sorted(TYPES):
+    for kind in sorted(REGISTRY):
         assert f"`{kind}`" in reference, kind
         assert f"`{kind}`" in assertions, kind
 

@@ -101,7 +101,6 @@ REGISTRY: dict[str, AssertionType] = {
     "cost": _run(checks.validate_limit),
     "python": _run(checks.validate_python),
 }
-TYPES = frozenset(REGISTRY)
 DETERMINISTIC = frozenset(kind for kind, t in REGISTRY.items() if t.deterministic)
 NOT_NESTED = frozenset(kind for kind, t in REGISTRY.items() if t.scope != "answer")
 NEEDS_A_RUN = frozenset(kind for kind, t in REGISTRY.items() if t.scope == "run")
