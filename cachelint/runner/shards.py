@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,9 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
     execution a report or `green` would read. `order` is the dataset order of every scenario; a
     scenario found in two shards is an error (the shards were not of one split)."""
     from cachelint.resultsink import write_file
+    from cachelint.runner.cost import Spend
     from cachelint.runner.evidence import read_record, read_summary
+    from cachelint.runner.reports.model import RunReport, ScenarioReport, checked, slim_record
 
     summaries = [(source, read_summary(source)) for source in sources]
     owner: dict[str, Path] = {}
@@ -65,11 +67,12 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
                 )
             owner[listed.identity] = source
     made: set[str] = set()
-    counts = _Counts()
+    counted: list[ScenarioReport] = []  # what the run's counts read of each scenario
     for source, summary in summaries:
         for listed in summary.scenarios:
             raw, record = read_record(source, listed)
-            counts.add(listed.entry, record)
+            record = checked(record, source / f"{listed.identity}.json")
+            counted.append(ScenarioReport(slim_record(record), Spend(), (0, 0)))
             try:
                 write_file(f"{dest}/{listed.identity}.json", raw, made)
             except OSError as exc:
@@ -85,12 +88,15 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
     mutations = [dict(m) for _, summary in summaries for m in summary.mutations]
     modes = {summary.mode for _, summary in summaries}
     started = [str(summary.document.get("started") or "") for _, summary in summaries]
+    report = RunReport(dest.name, "", None, counted)
     merged = {
         "format": 1,
         "execution": dest.name,
         "mode": modes.pop() if len(modes) == 1 else "mixed",
         "passed": not mutations and all(e["passed"] for e in scenarios),
-        **counts.as_dict(),
+        "summary": report.counts(),
+        "by_agent": report.group_counts(by_tenant=False),
+        "by_tenant": report.group_counts(by_tenant=True),
         "scenarios": scenarios,
         "mutations": mutations,
         "merged_from": [s.name for s in sources],
@@ -101,36 +107,3 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
     data = json_dumps(merged, compact=True)
     atomic_write(dest / RUN_FILE, (data + "\n").encode("utf-8"))
     return merged
-
-
-class _Counts:
-    """The counts a run's summary gives (`RunReport.counts`, by agent and by tenant), summed
-    over the merged scenarios' results."""
-
-    def __init__(self) -> None:
-        self.totals = dict.fromkeys(
-            ("scenarios", "passed", "failed", "trials", "calls", "cache_hits"), 0
-        )
-        self.groups: tuple[dict[str, list[int]], dict[str, list[int]]] = ({}, {})
-
-    def add(self, entry: Mapping[str, Any], record: Mapping[str, Any]) -> None:
-        passed = entry["passed"] is True
-        trials = [t for t in record["trials"] if isinstance(t, dict)]
-        calls = [c for t in trials for c in (t.get("calls") or ()) if isinstance(c, dict)]
-        self.totals["scenarios"] += 1
-        self.totals["passed" if passed else "failed"] += 1
-        self.totals["trials"] += len(trials)
-        self.totals["calls"] += len(calls)
-        self.totals["cache_hits"] += sum(1 for c in calls if c.get("cache_hit") is True)
-        agent, tenant = str(entry.get("agent")), str(entry.get("tenant"))
-        for groups, name in zip(self.groups, (agent, f"{agent}/{tenant}"), strict=True):
-            group = groups.setdefault(name, [0, 0])
-            group[0] += 1 if passed else 0
-            group[1] += 1
-
-    def as_dict(self) -> dict[str, Any]:
-        by_agent, by_tenant = (
-            {n: {"passed": p, "total": t} for n, (p, t) in sorted(groups.items())}
-            for groups in self.groups
-        )
-        return {"summary": dict(self.totals), "by_agent": by_agent, "by_tenant": by_tenant}

@@ -222,6 +222,13 @@ class RunReport:
             "cache_hits": sum(1 for c in calls if c.get("cache_hit")),
         }
 
+    def group_counts(self, by_tenant: bool) -> dict[str, dict[str, int]]:
+        """Passed and total scenarios by agent (or agent/tenant)."""
+        return {
+            n: {"passed": sum(1 for s in m if s.passed), "total": len(m)}
+            for n, m in self.groups(by_tenant)
+        }
+
     def entries(self) -> Iterator[str]:
         """The cache entries the run's calls reached, the judges' included."""
         return (str(c.get("entry")) for s in self.scenarios for c in s.calls(judges=True))
@@ -451,8 +458,11 @@ def read_document(directory: Path, rel: str, digest: bytes | None = None) -> Map
         own = read_own(directory, rel, digest)
         if own is not None:
             return cast(Mapping[str, Any], own)
-    path = directory / rel
-    record = _read_json(directory, rel)
+    return checked(_read_json(directory, rel), directory / rel)
+
+
+def checked(record: Any, path: Path) -> Mapping[str, Any]:
+    """`record`, read from `path`, when a report can read it as a scenario's results document."""
     if not isinstance(record, dict):
         raise _not_written_here(path, "not an object")
     missing = [key for key in _REQUIRED if record.get(key) is None]
