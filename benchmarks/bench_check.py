@@ -523,7 +523,9 @@ def table(rows: Sequence[Row]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--entries", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--repeat", type=int, default=5, help="runs of each (default 5)")
+    parser.add_argument(
+        "--repeat", "--rounds", type=int, default=5, help="paired rounds of every run (default 5)"
+    )
     parser.add_argument("--keep", type=Path, metavar="DIR", help="build trees here and keep them")
     parser.add_argument(
         "--reuse", action="store_true", help="time the trees already built in --keep DIR"
