@@ -15,7 +15,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cachelint.canonical import cache_key
 from cachelint.runner import providers
 from cachelint.store import FORMAT
 
@@ -25,7 +24,6 @@ __all__ = [
     "closeness",
     "normalise_text",
     "request_diff",
-    "request_key",
 ]
 
 
@@ -151,11 +149,6 @@ def _prompt(value: Any) -> Any:
     if isinstance(value, list):  # text blocks
         return _message({"content": value})["content"]
     return value
-
-
-def request_key(request: Mapping[str, Any]) -> str:
-    """Shorthand for `canonical.cache_key(request)`."""
-    return cache_key(request)
 
 
 # ---- explaining a miss --------------------------------------------------------------------------
