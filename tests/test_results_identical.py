@@ -1,8 +1,11 @@
 """A run's reports and results are the same bytes whether the run keeps every results document in
 memory for the reports or reads each back from its file as the page is rendered (the path a large
-suite takes to keep its memory flat): every file of `eval-results/<execution>/`, the `--junit` and
-`--html` files and stdout, in text and in `--format json`, on a suite of a few hundred scenarios
-recorded through the fake provider (passing, failing, judged, several trials, priced)."""
+suite takes to keep its memory flat), and the same bytes as the golden digests in
+tests/data/golden-run.json, taken before the replay-at-scale work reshaped how they are written:
+every file of `eval-results/<execution>/`, the `--junit` and `--html` files and stdout, in text and
+in `--format json`, on a suite of a few hundred scenarios recorded through the fake provider
+(passing, failing, judged, several trials, priced). A change meant to alter a report rewrites the
+golden file with CACHELINT_WRITE_GOLDEN=1 and says so in its commit."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from tests.conftest import run_cachelint
 from tests.helpers import DEAD, SCRIPT, do_run, record, refund, write_repo
 
 NOW = "2026-01-31T12:00:00Z"
+GOLDEN = Path(__file__).parent / "data" / "golden-run.json"
 PRICED = '[tool.cachelint.prices]\n"scripted-v1" = { input = 2.5, output = 10.0 }\n'
 
 
@@ -91,6 +95,20 @@ def test_reports_are_identical_held_or_read_back(
     read_back = _replay(git_repo, fmt, "same")
     assert len(held) > 200
     assert read_back == held
+    _compare_with_golden(fmt, held)
+
+
+def _compare_with_golden(fmt: str, digests: dict[str, str]) -> None:
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8")) if GOLDEN.is_file() else {}
+    if os.environ.get("CACHELINT_WRITE_GOLDEN") == "1":
+        golden[fmt] = digests
+        GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    differ = sorted(
+        name
+        for name in golden[fmt].keys() | digests.keys()
+        if golden[fmt].get(name) != digests.get(name)
+    )
+    assert differ == [], f"not the golden bytes ({fmt}): {differ[:10]}"
 
 
 def _judged_suite(repo: Path) -> None:
