@@ -326,14 +326,10 @@ _TARGET_KEYS: dict[str, tuple[str, Check]] = {
 }
 
 
+# `repr` bounded in depth and length: a value nested 500 levels deep is bad input to name, not a
+# RecursionError.
 _REPR = reprlib.Repr()
 _REPR.maxstring = _REPR.maxother = 120
-
-
-def _show(value: Any) -> str:
-    """`repr` bounded in depth and length: a value nested 500 levels deep is bad input to name,
-    not a RecursionError."""
-    return _REPR.repr(value)
 
 
 def _apply(
@@ -348,7 +344,9 @@ def _apply(
         try:
             out[attr] = check(value)
         except ValueError as exc:
-            raise ConfigError(f"{where}: key {key!r} = {_show(value)}: expected {exc}") from None
+            raise ConfigError(
+                f"{where}: key {key!r} = {_REPR.repr(value)}: expected {exc}"
+            ) from None
     return out
 
 
