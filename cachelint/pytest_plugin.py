@@ -349,6 +349,7 @@ class _Tracker:
         self.state.report(report.nodeid, report.when, report.outcome)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from cachelint import clock
         from cachelint.errors import CachelintError
         from cachelint.pytest_pass import conclude, partial_reason
 
@@ -365,7 +366,7 @@ class _Tracker:
                 state,
                 session=found["session"],
                 mode=found["mode"].value,
-                now=_now(),
+                now=clock.now(),
                 why=why,
             )
         except (CachelintError, pytest.UsageError) as exc:
@@ -378,9 +379,3 @@ class _Tracker:
 
         for note in self.state.notes:
             terminalreporter.write_line(sanitize(f"cachelint: {note}"))
-
-
-def _now() -> Any:
-    from cachelint import clock
-
-    return clock.now()
