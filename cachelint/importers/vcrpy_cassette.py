@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from cachelint.errors import CachelintError
 from cachelint.importers import Parsed, Recorded, Skipped
-from cachelint.secretscan import describe, mask, scan
+from cachelint.secretscan import describe, mask, redact_url, scan
 
 # Request headers that carry a credential whatever its format, and query parameters likewise
 # (the Gemini API took `?key=` before its SDK moved to x-goog-api-key).
@@ -115,7 +115,7 @@ def _interaction(value: Any, source: str, scenario: str, max_bytes: int) -> Reco
     code = status.get("code") if isinstance(status, dict) else status
     if not isinstance(code, int) or not 200 <= code < 300:
         raise _Unusable(
-            f"{method} {_shown_url(uri)} was answered HTTP {code}: an error is not an answer, "
+            f"{method} {redact_url(uri)} was answered HTTP {code}: an error is not an answer, "
             "cachelint records answers only"
         )
     answer_headers = _headers(response.get("headers"))
@@ -138,12 +138,6 @@ def _interaction(value: Any, source: str, scenario: str, max_bytes: int) -> Reco
         answer=decoded,
         credentials=tuple(_credentials(headers, uri)),
     )
-
-
-def _shown_url(uri: str) -> str:
-    from cachelint.secretscan import redact_url
-
-    return redact_url(uri)
 
 
 def _headers(value: Any) -> dict[str, str]:
