@@ -45,6 +45,8 @@ def opening_base(repo: Path) -> str:
 
 def walk_roots(config: Config, base: str, roots: list[str]) -> Walk:
     """Walk every root, then leave out what `exclude` names (`walk.walked` keeps all paths)."""
+    from cachelint.meai import skip_matcher  # `exclude`, and the results in a MEAI root
+
     walk = Walk()
     for root in config.cache:
         walk.names.update(root.split("/"))
@@ -54,7 +56,7 @@ def walk_roots(config: Config, base: str, roots: list[str]) -> Walk:
     for root in roots:
         _walk(base, root, walk)
     walk.walked = walk.files
-    walk.drop = drop = _exclusions(config)
+    walk.drop = drop = skip_matcher(config)
     if drop is not None:
         walk.files = [p for p in walk.walked if not drop(p)]
         walk.excluded = len(walk.walked) - len(walk.files)
@@ -116,9 +118,3 @@ def _walk(base: str, root: str, walk: Walk) -> None:
 
 
 _HELD = frozenset(ENTRY_FILES)
-
-
-def _exclusions(config: Config) -> _Matcher | None:
-    from cachelint.meai import skip_matcher  # `exclude`, and the results in a MEAI root
-
-    return skip_matcher(config)
