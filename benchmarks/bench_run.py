@@ -100,7 +100,12 @@ class InProcessFake:
     def __init__(self) -> None:
         self.provider = FakeProvider(parse_script(dict(SCRIPT), source="<bench>"))
 
-    def complete(self, body: Mapping[str, Any]) -> InProcessCompletion:
+    def complete(
+        self,
+        body: Mapping[str, Any],
+        route: str = "chat/completions",
+        headers: Mapping[str, str] | None = None,
+    ) -> InProcessCompletion:
         raw = json.dumps(dict(body)).encode("utf-8")
         status, _, data = self.provider.respond("POST", "/v1/chat/completions", {}, raw)
         assert status == 200, data
