@@ -26,7 +26,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from cachelint.errors import CachelintError
@@ -242,21 +242,15 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     )
 
 
-def _install() -> None:
-    global _installed
-    with _lock:
-        if not _installed:
-            sys.addaudithook(_hook)
-            _installed = True
-
-
 @contextmanager
 def replay_only(advice: Advice = RUN_ADVICE) -> Iterator[None]:
     """While inside, every non-loopback network attempt in the process raises `NetworkRefused`,
     giving `advice`."""
-    global _armed, _advice
-    _install()
+    global _armed, _advice, _installed
     with _lock:
+        if not _installed:
+            sys.addaudithook(_hook)
+            _installed = True
         _armed += 1
         saved, _advice = _advice, advice
     try:
@@ -340,14 +334,13 @@ def guard_target(
     return guarded
 
 
-def armed(*, replay: bool, advice: Advice = RUN_ADVICE) -> AbstractContextManager[None]:
+@contextmanager
+def armed(*, replay: bool, advice: Advice = RUN_ADVICE) -> Iterator[None]:
     """`replay_only(advice)` with `own_calls_off()` for a replay, nothing otherwise: what
     `cachelint run` executes under, and the pytest plugin's eval tests."""
-    return _replaying(advice) if replay else nullcontext()
-
-
-@contextmanager
-def _replaying(advice: Advice) -> Iterator[None]:
+    if not replay:
+        yield
+        return
     with replay_only(advice), own_calls_off():
         yield
 
