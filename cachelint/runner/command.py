@@ -38,6 +38,7 @@ from cachelint.runner.output import Output, output_from_value
 from cachelint.runner.pytarget import Target
 
 _STDERR_LINES = 5
+_TIMEOUT_S = 600.0  # a scenario's run of the command
 # Credentials an SDK would send instead of the placeholder key, never handed to the program:
 # Azure's clients prefer an Entra token from the environment to AZURE_OPENAI_API_KEY; the AWS
 # SDKs prefer a Bedrock API key to signing, and a profile's credentials or a session token would
@@ -58,7 +59,6 @@ def command_target(
     argv: Sequence[str],
     *,
     hidden_env: Sequence[str] = (),
-    timeout: float = 600.0,
     offline: bool = False,
 ) -> Target:
     """A target running `argv` once per scenario trial; `hidden_env` names variables (the real
@@ -80,7 +80,7 @@ def command_target(
                     env={**env, **extra},
                     stdin=subprocess.DEVNULL,
                     capture_output=True,
-                    timeout=timeout,
+                    timeout=_TIMEOUT_S,
                     check=False,
                 )
         except FileNotFoundError:
@@ -90,7 +90,7 @@ def command_target(
             ) from None
         except subprocess.TimeoutExpired:
             raise CachelintError(
-                f"target command `{shown}` ran longer than {timeout:g} s for scenario "
+                f"target command `{shown}` ran longer than {_TIMEOUT_S:g} s for scenario "
                 f"{scenario.identity}"
             ) from None
         finally:
