@@ -22,7 +22,6 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from cachelint import __version__
@@ -78,6 +77,10 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     try:
         seconds = float(value)
     except ValueError:
+        # An HTTP-date is rare (a rate-limited live call): email.utils and the socket module
+        # it brings cost a replay's start-up about 6 ms.
+        from email.utils import parsedate_to_datetime
+
         try:
             when = parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):
