@@ -11,7 +11,8 @@ Decoding (`loads`):
   regular expression took longer than orjson's whole decoding);
 - nesting: `json.loads` raises RecursionError some way below the interpreter's recursion limit
   (1,000 less the frames already on the stack), orjson reads up to 1,024 levels: text with 500
-  or more `[` and `{` (wherever they stand) goes to `json.loads`;
+  or more `[` and `{` (wherever they stand) goes to `json.loads` unless orjson writes its value
+  again (orjson writes at most 254 levels);
 - NaN, Infinity, a number too large for a double, a lone surrogate's escape: orjson refuses them,
   and `json.loads` reads the text again (and accepts them, or raises its own error).
 Floats read alike: both round correctly.
@@ -44,11 +45,24 @@ _NESTING_MAX = 500
 
 
 def _orjson_reads_alike(data: bytes) -> bool:
-    """Whether orjson reads JSON text `data` (UTF-8) as `json.loads` does, when it reads it:
-    no run of 19 digits, fewer than `_NESTING_MAX` brackets (scanned in C, not by a regex)."""
-    if data.count(b"[") + data.count(b"{") >= _NESTING_MAX:
-        return False
+    """Whether orjson reads JSON text `data` (UTF-8) as `json.loads` does, when it reads it and
+    the value is not nested too deeply (`_shallow`): no run of 19 digits (scanned in C, not by a
+    regex)."""
     return _LONG_NUMBER not in data.translate(_DIGITS)
+
+
+def _shallow(data: bytes, value: Any) -> bool:
+    """Whether `value`, read from `data`, nests well below where `json.loads` raises: fewer than
+    `_NESTING_MAX` brackets in the text, or else (a run summary's thousands) orjson writes it
+    again, which it refuses from 255 levels on (in C, where a walk of the value in Python took
+    longer than `json.loads`)."""
+    if data.count(b"[") + data.count(b"{") < _NESTING_MAX:
+        return True
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
 
 
 def loads(
@@ -60,9 +74,12 @@ def loads(
     data = raw if raw is not None else text.encode("utf-8", "surrogatepass")
     if _orjson_reads_alike(data):
         try:
-            return orjson.loads(text)
+            value = orjson.loads(text)
         except orjson.JSONDecodeError:
             pass  # json.loads reads it (NaN, a lone surrogate) or raises its own error
+        else:
+            if _shallow(data, value):
+                return value
     return json.loads(text, parse_constant=parse_constant)
 
 

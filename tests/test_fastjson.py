@@ -105,6 +105,30 @@ def test_nesting_deeper_than_orjson_goes_to_json() -> None:
         assert _outcome(loads, text) == _outcome(json.loads, text)
 
 
+def test_many_brackets_nested_shallow_are_read_by_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run summary holds thousands of `[` and `{` a few levels deep: orjson reads it (json.loads
+    took three times as long); with 300 levels in it, which orjson does not write again, it goes
+    to json.loads."""
+    summary = {
+        "scenarios": [{"scenario": f"a/t/{i}", "trials": [{"judges": []}]} for i in range(400)]
+    }
+    deep: Any = 1
+    for _ in range(300):
+        deep = [deep]
+    texts = [json.dumps(summary), json.dumps([deep, summary])]
+    expected = [json.loads(text) for text in texts]
+    read_by_json: list[str] = []
+    real = json.loads
+
+    def spy(text: str, **kwargs: Any) -> Any:
+        read_by_json.append(text)
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(json, "loads", spy)
+    assert [loads(text) for text in texts] == expected
+    assert read_by_json == [texts[1]]
+
+
 def _outcome(decode: Any, text: str) -> tuple[str, Any]:
     try:
         return "value", decode(text)
