@@ -20,6 +20,8 @@ def test_chunks_are_json_dumps(compact: bool) -> None:
         "alpha": {"scenarios": ["not streamed"]},
         "mid": Streamed(2, lambda: ["s", {"k": [1, 2]}]),
         "empty": Streamed(0, list),
+        # More than one batch of compact items (`jsonstream._BATCH`): commas between batches too.
+        "many": Streamed(len(ITEMS) * 120, lambda: ITEMS * 120),
     }
     assert "".join(json_chunks(document, compact=compact)) == json_dumps(
         plain(document), compact=compact
