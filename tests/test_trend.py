@@ -139,3 +139,25 @@ def test_an_earlier_execution_holds_one_point_per_rate_for_scenarios_without_jud
     assert points[0] is points[1] and points[2] is points[3]
     assert [str(p[0]) for p in points] == ["1.0", "1.0", "0.5", "0.5", "0.0", "-0.0"]
     assert drawn.scenarios["a/t/j"] == (1.0, {"m": 4.0})
+
+
+def test_a_pass_rate_line_drawn_once_is_the_same_svg_for_each_scenario() -> None:
+    """The page draws each distinct pass-rate line once: every scenario's is what `sparkline`
+    draws for it, its own label included, where the series differ only by 0.0 and -0.0 (written
+    apart) or by 1 and 1.0."""
+    from cachelint.runner.reports.htmlreport import sparkline
+
+    trend = Trend([])
+    series: list[list[float | None]] = [
+        [1.0, None, 0.5],
+        [1.0, None, 0.5],
+        [0.0, -0.0],
+        [-0.0, 0.0],
+        [1, 1.0],
+        [1.0, 1.0],
+    ]
+    for n, rates in enumerate(series):
+        label = f"pass rate of agent/t/<case {n}>"
+        drawn = trend.pass_rate_line(rates, f"agent/t/<case {n}>")
+        assert drawn == sparkline(rates, top=1.0, label=label)
+    assert len(trend._lines) == 4  # the float series, one of them twice

@@ -13,9 +13,10 @@ import itertools
 import math
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from cachelint.runner.cost import Spend
 from cachelint.runner.reports import htmlsummary
 from cachelint.runner.reports.htmlassets import CSS, JS
 from cachelint.runner.reports.htmlscenario import (
@@ -64,16 +65,20 @@ class TrendRun(NamedTuple):
             # One (rate, None) for the scenarios of each rate without judges: a page holds nine
             # earlier executions of up to 100,000 scenarios.
             plain: dict[tuple[float, float], tuple[float, None]] = {}
-            for s in scenarios:
+            passed = 0
+            for s in scenarios:  # once: the current run's scenarios are made as they are listed
                 identity = s.get("scenario")
                 if isinstance(identity, str):
                     identity = sys.intern(identity)  # one string for every execution's line
                 if identity not in drawn:
                     own, means = float(s.get("pass_rate", 0.0)), _judge_means(s)
-                    signed = (own, math.copysign(1.0, own))  # 0.0 and -0.0 apart
-                    kept = plain.setdefault(signed, (own, None)) if means is None else None
-                    drawn[identity] = kept or (own, means)
-            passed = sum(1 for s in scenarios if s.get("passed"))
+                    if means is None:
+                        signed = (own, math.copysign(1.0, own))  # 0.0 and -0.0 apart
+                        drawn[identity] = plain.get(signed) or plain.setdefault(signed, (own, None))
+                    else:
+                        drawn[identity] = (own, means)
+                if s.get("passed"):
+                    passed += 1
         except (AttributeError, KeyError, TypeError, ValueError):
             return None
         rate = passed / len(scenarios) if scenarios else None
@@ -86,8 +91,11 @@ class TrendRun(NamedTuple):
 
 
 def _judge_means(scenario: Mapping[str, Any]) -> dict[str, float] | None:
+    trials = scenario.get("trials") or []
+    if not any(t.get("judges") for t in trials):
+        return None  # most scenarios: no judge
     scores: dict[str, list[int]] = {}
-    for t in scenario.get("trials") or []:
+    for t in trials:
         for j in t.get("judges") or []:
             if isinstance(j.get("score"), int):
                 scores.setdefault(str(j["metric"]), []).append(j["score"])
@@ -99,6 +107,11 @@ class Trend:
     """Earlier executions, oldest first, the current one last."""
 
     runs: Sequence[TrendRun]
+    # Each distinct pass-rate line drawn once (`pass_rate_line`): most scenarios of a large
+    # suite draw the same one.
+    _lines: dict[tuple[Any, ...], tuple[int, str]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def names(self) -> list[str]:
         return [r.execution for r in self.runs]
@@ -119,10 +132,37 @@ class Trend:
                 series.extend([None] * (i + 1 - len(series)))
         return rates, judges
 
+    def pass_rate_line(self, rates: Sequence[float | None], identity: str) -> str:
+        """`sparkline(rates, top=1.0, label=f"pass rate of {identity}")`."""
+        key = _series_key(rates)
+        drawn = None if key is None else self._lines.get(key)
+        if drawn is None:
+            drawn = _line(rates, 1.0)
+            if key is not None:
+                self._lines[key] = drawn
+        return _svg(drawn, f"pass rate of {identity}")
 
-def sparkline(values: Sequence[float | None], *, top: float, label: str, wide: int = 160) -> str:
-    """An inline SVG line over `values` (None leaves a gap), scaled 0..top."""
-    height, pad = 36, 3
+
+_FLOAT_OR_NONE = frozenset({float, type(None)})
+
+
+def _series_key(values: Sequence[float | None]) -> tuple[Any, ...] | None:
+    """What makes two series of floats (or None) draw the same line; None for other values
+    (1 and 1.0 are equal keys but not the same text)."""
+    key = tuple(values)
+    if not _FLOAT_OR_NONE.issuperset(map(type, key)):
+        return None
+    if 0.0 in key:  # -0.0 is written as such: apart from 0.0
+        key += tuple(math.copysign(1.0, v) for v in key if v == 0.0)
+    return key
+
+
+_HEIGHT, _WIDE = 36, 160
+
+
+def _line(values: Sequence[float | None], top: float, wide: int = _WIDE) -> tuple[int, str]:
+    """A sparkline's points count and what follows its label."""
+    height, pad = _HEIGHT, 3
     n = len(values)
     step = (wide - 2 * pad) / max(n - 1, 1)
     points = []
@@ -135,11 +175,20 @@ def sparkline(values: Sequence[float | None], *, top: float, label: str, wide: i
         points.append(f"{x:.1f},{y:.1f}")
         dots.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5"><title>{v}</title></circle>')
     line = f'<polyline fill="none" stroke="#2a6fdb" stroke-width="2" points="{" ".join(points)}"/>'
-    return (
-        f'<svg class="trend" data-points="{len(points)}" role="img" aria-label="{_e(label)}" '
+    return len(points), (
         f'width="{wide}" height="{height}" viewBox="0 0 {wide} {height}">'
         f'<rect width="{wide}" height="{height}" fill="#f6f8fa"/>{line}{"".join(dots)}</svg>'
     )
+
+
+def _svg(drawn: tuple[int, str], label: str) -> str:
+    points, rest = drawn
+    return f'<svg class="trend" data-points="{points}" role="img" aria-label="{_e(label)}" {rest}'
+
+
+def sparkline(values: Sequence[float | None], *, top: float, label: str, wide: int = _WIDE) -> str:
+    """An inline SVG line over `values` (None leaves a gap), scaled 0..top."""
+    return _svg(_line(values, top, wide), label)
 
 
 def trend_chart(trend: Trend) -> str:
@@ -208,39 +257,43 @@ def _scenario(
     marks: Mapping[str, str],
     datasets: str | None,
     shared: Shared,
+    spent: dict[Any, str],
 ) -> str:
     """One scenario: a failed one as an open <details>, a passed one as a <div> the script opens
     (htmlscenario.FRAMES). Each fact is written once (the page of
     a large suite holds tens of thousands of scenarios): the cost and whether the cache answered
-    in the summary line, the dataset only where it is not `<datasets>/<scenario>.json`."""
-    state = ("passed" if s.passed else "failed") + marks.get(s.identity, "")
+    in the summary line, the dataset only where it is not `<datasets>/<scenario>.json`.
+    `spent`: each cost's text as drawn so far (a large suite's scenarios share a few)."""
+    identity, passed, trials = s.identity, s.passed, s.trials
+    mark = marks.get(identity)
+    hit = s.cache_hit
     n_in, n_out = s.tokens
-    trials = s.trials
     count = (
         f"{sum(1 for t in trials if t.get('passed'))}/{len(trials)} trials, "
         if len(trials) != 1
         else ""
     )
-    frame = FRAMES[s.passed]
+    frame = FRAMES[passed]
     parts = [
-        f'<{frame.tag} class="scenario {state}" id="s-{_e(s.identity)}"{frame.opened}>'
-        f"<{frame.line}{frame.line_attributes}>{VERDICT_B[s.passed]} {_t(s.identity)}"
-        f"{htmlsummary.tags(marks, s.identity)} "
-        f'<small>{count}<span data-testid="cost">{_t(s.spend.text())}</span>, '
-        f"{'cache hit' if s.cache_hit else 'live'}</small></{frame.line}>",
+        f'<{frame.tag} class="scenario {"passed" if passed else "failed"}{mark or ""}" '
+        f'id="s-{_e(identity)}"{frame.opened}><{frame.line}{frame.line_attributes}>'
+        f"{VERDICT_B[passed]} {_t(identity)}"
+        f"{htmlsummary.tags(marks, identity) if mark else ''} "
+        f'<small>{count}<span data-testid="cost">{_spend_text(s.spend, spent)}</span>, '
+        f"{'cache hit' if hit else 'live'}</small></{frame.line}>"
         # </p> is implied by the block after it
         "<p>"
         + ("" if _dataset_root(s) == datasets else f"dataset {_t(s.path)}; ")
-        + ("" if s.cache_hit else f"live latency {s.latency_s:.3f} s; ")
+        + ("" if hit else f"live latency {s.latency_s:.3f} s; ")
         + f"tokens {n_in} in / {n_out} out",
     ]
     if trend is not None and len(trend.runs) > 1:
-        rates, judges = trend.scenario(s.identity)
+        rates, judges = trend.scenario(identity)
         parts.append('<p class="meta">pass rate over executions ')
-        parts.append(sparkline(rates, top=1.0, label=f"pass rate of {s.identity}"))
+        parts.append(trend.pass_rate_line(rates, identity))
         for metric, series in sorted(judges.items()):
             parts.append(f" judge {_e(metric)} ")
-            parts.append(sparkline(series, top=5.0, label=f"judge {metric} of {s.identity}"))
+            parts.append(sparkline(series, top=5.0, label=f"judge {metric} of {identity}"))
         parts.append("</p>")
     for t in trials:
         if len(trials) > 1:
@@ -248,6 +301,16 @@ def _scenario(
         parts.append(trial_body(t, shared, settings))
     parts.append(f"</{frame.tag}>")
     return "".join(parts)
+
+
+def _spend_text(spend: Spend, spent: dict[Any, str]) -> str:
+    """`_t(spend.text())`, each distinct cost drawn once."""
+    # Equal costs are written alike but for 0.0 and -0.0 (money writes the sign).
+    key = spend if spend.dollars else (spend, math.copysign(1.0, spend.dollars))
+    shown = spent.get(key)
+    if shown is None:
+        shown = spent[key] = _t(spend.text())
+    return shown
 
 
 def _hierarchy(
@@ -262,6 +325,7 @@ def _hierarchy(
     if datasets is not None:  # said once here, not under each scenario
         yield f'<p class="meta">each scenario\'s dataset: {_t(datasets)}/&lt;scenario&gt;.json</p>'
     numbers = itertools.count()
+    spent: dict[Any, str] = {}
     for agent, members in report.groups(by_tenant=False):
         ok = sum(1 for s in members if s.passed)
         cls = "group all-passed" if ok == len(members) else "group"
@@ -288,7 +352,7 @@ def _hierarchy(
                 f"{_group_cost(scenarios)}</span></h3>{shared_block(shared)}"
             )
             for s in scenarios:
-                yield _scenario(s.whole(), settings, trend, marks, datasets, shared)
+                yield _scenario(s.whole(), settings, trend, marks, datasets, shared, spent)
             yield "</section>"
         yield "</section>"
     yield "</div>"

@@ -163,6 +163,15 @@ _TRIAL = ("trial", "passed", "error", "assertions", "metrics", "cache_hit", "key
 
 
 def _scenario_dict(s: ScenarioReport) -> dict[str, Any]:
+    record = s.record  # read once: run.json, trend.json and the trend line each list them all
+    trials = []
+    for t in record["trials"]:
+        trial = {key: t.get(key) for key in _TRIAL}
+        trial["judges"] = [
+            {"metric": j["metric"], "score": j.get("score"), "reason": j["reason"]}
+            for j in t.get("judges") or ()
+        ]
+        trials.append(trial)
     return {
         "scenario": s.identity,
         "agent": s.agent,
@@ -171,16 +180,7 @@ def _scenario_dict(s: ScenarioReport) -> dict[str, Any]:
         "passed": s.passed,
         "pass_rate": s.pass_rate,
         "pass_policy": s.pass_policy,
-        "trials": [
-            {
-                **{key: t.get(key) for key in _TRIAL},
-                "judges": [
-                    {"metric": j["metric"], "score": j.get("score"), "reason": j["reason"]}
-                    for j in t.get("judges") or ()
-                ],
-            }
-            for t in s.trials
-        ],
+        "trials": trials,
     }
 
 
