@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from itertools import chain, islice, repeat
 from operator import attrgetter, lt
 from pathlib import Path
@@ -103,6 +103,19 @@ class Stamp:
         if self.redactions is not None:
             data["redactions"] = self.redactions
         return data
+
+
+def ttl_days(entries: Iterable[Entry], default: int) -> tuple[int, int]:
+    """(shortest, longest) TTL of `entries` (expiration - creation) in whole days, at least 1 (the
+    stamp's `ttlDays` is a positive integer; a shorter TTL is eval-cache-short-ttl's to report);
+    `default` for both when no entry has both times. The tree's own TTLs, not `ttl-days`: a MEAI
+    tree's is whatever `timeToLiveForCacheEntries` was when it was recorded, and a tree
+    re-recorded in parts can hold several."""
+    spans = [e.expires - e.created for e in entries if e.created and e.expires]
+    if not spans:
+        return default, default
+    day = timedelta(days=1)
+    return max(1, min(spans) // day), max(1, max(spans) // day)
 
 
 def seal(root: str, entries: Iterable[Entry]) -> str:

@@ -92,8 +92,7 @@ def stamp(
     from cachelint.config import load
     from cachelint.errors import CachelintError
     from cachelint.gitutil import repo_root
-    from cachelint.stamp import entries_by_root, entry_count, seal, write_stamp
-    from cachelint.treettl import ttl_days
+    from cachelint.stamp import entries_by_root, entry_count, seal, ttl_days, write_stamp
 
     repo = repo_root(start)
     config = load(repo, config_path)
