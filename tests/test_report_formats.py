@@ -158,3 +158,23 @@ def test_junit_written_in_pieces_is_what_elementtree_writes() -> None:
     root = ET.fromstring("".join(junit_chunks(run)).partition("\n")[2])
     assert (root.get("tests"), root.get("failures")) == ("4", "3")
     assert [s.get("name") for s in root] == ["a/t", "a/u", "eval-cache-mutated", "cachelint-run"]
+
+
+def test_a_group_spend_is_the_sum_of_its_scenarios_spends_added_in_order() -> None:
+    """The same dollars (floats added in the scenarios' order, so the same last digits) and the
+    same unpriced calls by why, sorted, as adding each scenario's Spend in turn."""
+    from cachelint.runner.reports.model import ScenarioReport, group_spend
+
+    spends = [
+        Spend(0.1),
+        Spend(0.2, (("model b", 1),)),
+        Spend(1e16),
+        Spend(-1e16, (("model a", 2), ("no usage recorded", 1))),
+        Spend(0.3, (("model b", 4),)),
+        Spend(-0.0),
+    ]
+    members = [ScenarioReport({}, spend, (0, 0)) for spend in spends]
+    for n in range(len(members) + 1):
+        expected = sum(spends[:n], Spend())
+        assert group_spend(members[:n]) == expected
+        assert repr(group_spend(members[:n]).dollars) == repr(expected.dollars)

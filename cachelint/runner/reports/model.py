@@ -245,7 +245,16 @@ def groups(
 
 
 def group_spend(members: Sequence[ScenarioReport]) -> Spend:
-    return sum((s.spend for s in members), Spend())
+    """`sum((s.spend for s in members), Spend())` (the same dollars, added in the same order)
+    without a Spend made per scenario: a run's reports add up every scenario several times."""
+    dollars = Spend().dollars
+    counts: dict[str, int] = {}
+    for s in members:
+        spend = s.spend
+        dollars += spend.dollars
+        for why, n in spend.unpriced:
+            counts[why] = counts.get(why, 0) + n
+    return Spend(dollars, tuple(sorted(counts.items())))
 
 
 @dataclass(frozen=True, slots=True)
