@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,8 @@ from typing import Any
 from cachelint.confine import first_link
 from cachelint.errors import CachelintError
 from cachelint.fsutil import read_regular
+from cachelint.passpolicy import ALL, PassPolicy
 from cachelint.runner.identities import validate_identity
-from cachelint.runner.trials import recorded_verdict
 from cachelint.store import decode_json
 
 RUN_FILE = "run.json"
@@ -127,6 +127,28 @@ class Listed:
     entry: Mapping[str, Any]  # the summary's whole entry, as written
 
 
+def _policy_from_text(text: Any) -> PassPolicy:
+    """The `pass` policy a results file names (`PassPolicy.describe()`'s words); "all" when it
+    names none."""
+    words = str(text or "all").split()
+    try:
+        if words[:2] == ["at", "least"] and len(words) == 3:
+            return PassPolicy("at-least", int(words[2]))
+        if words[:1] == ["rate"] and len(words) == 2:
+            return PassPolicy("rate", float(words[1]))
+    except ValueError:
+        pass
+    return ALL
+
+
+def _recorded_verdict(record: Any, verdicts: Sequence[bool]) -> bool:
+    """The verdict a results record's trials make under the policy it names."""
+    policy = _policy_from_text(record.get("pass_policy"))
+    trials = record.get("trials") or []
+    errored = any(isinstance(t, dict) and t.get("error") for t in trials)
+    return policy.passes(verdicts, errored)
+
+
 def _flag(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
@@ -153,7 +175,7 @@ def _listed(entry: Any, shown: str) -> Listed:
         raise _refused(shown, f"{identity}: 'passed' is {entry.get('passed')!r}, not true or false")
     if trials is None:
         raise _refused(shown, f"{identity}: 'trials' is not a list of trials with true or false")
-    if passed != recorded_verdict(entry, trials):
+    if passed != _recorded_verdict(entry, trials):
         raise _refused(shown, f"{identity}: 'passed' disagrees with its trials")
     return Listed(identity, passed, trials, entry)
 
@@ -214,7 +236,7 @@ def read_record(directory: Path, listed: Listed) -> tuple[bytes, Mapping[str, An
     trials = _trial_flags(record.get("trials"))
     if _flag(record.get("passed")) is None or trials is None:
         raise _refused(shown, "'passed' or its trials' are not true or false")
-    if record["passed"] != recorded_verdict(record, trials):
+    if record["passed"] != _recorded_verdict(record, trials):
         raise _refused(shown, "'passed' disagrees with its trials")
     if record["passed"] != listed.passed or trials != listed.trials:
         raise _refused(shown, f"disagrees with {RUN_FILE} on the verdict of {listed.identity}")
