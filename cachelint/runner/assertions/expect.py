@@ -8,23 +8,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner.assertions import NEEDS_A_RUN, AssertionResult, evaluate, validate_assertion
+from cachelint.runner.assertions import NEEDS_A_RUN, evaluate, validate_assertion
 from cachelint.runner.client import CallRecord
 from cachelint.runner.output import Output, output_from_value
 
 
-def _last_answer(calls: Sequence[CallRecord]) -> Output:
-    target = [c for c in calls if c.purpose == "target"]
-    return output_from_value(target[-1].response) if target else Output("")
-
-
-def check_specs(
-    specs: Sequence[Mapping[str, Any]], calls: Sequence[CallRecord], answer: Any = None
-) -> list[AssertionResult]:
-    """Each spec's result over `calls`; the output checks see `answer` (what the test's agent
-    returned: a string, a chat.completion, ...), else the last call's answer."""
-    output = output_from_value(answer) if answer is not None else _last_answer(calls)
-    results = []
+def expect(specs: Sequence[Mapping[str, Any]], calls: Sequence[CallRecord], answer: Any) -> None:
+    """Check each spec over `calls`, failing with each failed one's reason; the output checks see
+    `answer` (what the test's agent returned: a string, a chat.completion, ...), else the last
+    target call's answer."""
+    if answer is not None:
+        output = output_from_value(answer)
+    else:
+        target = [c for c in calls if c.purpose == "target"]
+        output = output_from_value(target[-1].response) if target else Output("")
+    failed = []
     for i, raw in enumerate(specs):
         spec = validate_assertion(raw, f"cachelint.expect: spec {i}")
         kind = spec["type"]
@@ -33,11 +31,8 @@ def check_specs(
                 f"cachelint.expect: spec {i}: {kind!r} needs `cachelint run`; in a test, assert "
                 "on the value directly"
             )
-        results.append(evaluate(spec, output, calls))
-    return results
-
-
-def expect(specs: Sequence[Mapping[str, Any]], calls: Sequence[CallRecord], answer: Any) -> None:
-    failed = [r for r in check_specs(specs, calls, answer) if not r.passed]
+        result = evaluate(spec, output, calls)
+        if not result.passed:
+            failed.append(f"{result.type}: {result.reason}")
     if failed:
-        raise AssertionError("\n".join(f"{r.type}: {r.reason}" for r in failed))
+        raise AssertionError("\n".join(failed))
