@@ -59,6 +59,8 @@ def _json_escape(match: re.Match[str]) -> str:
 def escape_json_unsafe(text: str) -> str:
     """JSON text as `json.dumps(..., ensure_ascii=False)` wrote it, with what that leaves raw and
     a terminal could act on (DEL, C1, bidi marks, U+2028/9, lone surrogates) as `\\u` escapes."""
+    if text.isascii() and "\x7f" not in text:
+        return text  # of these only DEL is ASCII: two scans in C (the expression's ~6 ns a char)
     return _JSON_UNSAFE.sub(_json_escape, text)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cachelint.display import json_dumps
+from cachelint.display import escape_json_unsafe, json_dumps
 from cachelint.fastjson import dumps_compact, loads, utf8_sig_text
 
 _TEXTS = [
@@ -67,6 +67,15 @@ def test_random_documents_encode_and_decode_as_json_does() -> None:
         text = json_dumps(document, compact=True)
         assert dumps_compact(document) == text
         assert repr(loads(text)) == repr(json.loads(text))
+
+
+def test_del_in_ascii_text_is_escaped_and_the_rest_left_as_json_wrote_it() -> None:
+    """DEL is the one ASCII character escaped after json.dumps: ASCII text without it is taken as
+    it is, without the expression (`display.escape_json_unsafe`)."""
+    assert dumps_compact({"a": "x\x7fy"}) == '{"a":"x\\u007fy"}'
+    assert json_dumps(["\x7f", "é\x85"], compact=True) == '["\\u007f","é\\u0085"]'
+    plain = '{"a":"say \\"hi\\"\\n\\u001f"}'
+    assert escape_json_unsafe(plain) is plain
 
 
 class Colour(enum.IntEnum):
