@@ -122,9 +122,9 @@ def conclude(
     """Write the usage record and the green part after the session (errors: CachelintError)."""
     from cachelint.frontdoors import FrontDoor
     from cachelint.green import record_green_pytest
-    from cachelint.usage import file_name, write_pytest_usage
+    from cachelint.usage import FILES, write_pytest_usage
 
-    where = f"{settings.results}/{file_name(FrontDoor.PYTEST)}"
+    where = f"{settings.results}/{FILES[FrontDoor.PYTEST]}"
     if why is not None:
         state.notes.append(
             f"not a full pass of the eval tests ({why}): {where} and the green record are left "

@@ -42,17 +42,12 @@ from cachelint.frontdoors import FrontDoor, dataset_probe, owner, scenario_ident
 from cachelint.fsutil import atomic_write
 from cachelint.store import CACHE_DIR, Entry, decode_json, format_time, parse_time
 
-FILE = "entries-used.json"
-PYTEST_FILE = "entries-used-pytest.json"
 # A recording under way, or one that died: left until a full pass of its front door finishes.
 _RECORDING = {FrontDoor.RUN: "run-recording.json", FrontDoor.PYTEST: "pytest-recording.json"}
 FORMAT = 1
 MAX_BYTES = 256 * 1024 * 1024  # a record or results file above it is not read (not evidence)
-_FILES = {FrontDoor.RUN: FILE, FrontDoor.PYTEST: PYTEST_FILE}
-
-
-def file_name(door: FrontDoor) -> str:
-    return _FILES[door]
+# Each front door's record of the entries its last pass reached.
+FILES = {FrontDoor.RUN: "entries-used.json", FrontDoor.PYTEST: "entries-used-pytest.json"}
 
 
 @dataclass(frozen=True)
@@ -69,7 +64,7 @@ class Usage:
     tests: Mapping[str, Any] = field(default_factory=dict)
 
     def where(self, results: str) -> str:
-        return f"{results}/{file_name(self.front_door)} (execution {self.execution})"
+        return f"{results}/{FILES[self.front_door]} (execution {self.execution})"
 
     def refusal(self, results: str) -> str | None:
         """Why this pass cannot tell which entries are unused, or None when it can."""
@@ -94,7 +89,7 @@ class Usage:
 
 
 def path(config: Config, door: FrontDoor = FrontDoor.RUN) -> str:
-    return os.path.join(config.repo, config.results, file_name(door))
+    return os.path.join(config.repo, config.results, FILES[door])
 
 
 def _write_json(target: str, record: Mapping[str, Any], what: str, command: str) -> None:
@@ -259,7 +254,7 @@ def _read(config: Config, rel: str, what: str) -> bytes:
 def read_usage(config: Config, door: FrontDoor = FrontDoor.RUN) -> Usage | None:
     """The front door's last usage record; None when there is none; CachelintError when
     unreadable or not one this cachelint writes."""
-    rel = f"{config.results}/{file_name(door)}"
+    rel = f"{config.results}/{FILES[door]}"
     again = f"run `{door.command}` again"
     try:
         data = decode_json(_read(config, rel, "the last run's entry list"))
@@ -446,7 +441,7 @@ def _usable(config: Config, door: FrontDoor) -> tuple[Usage | None, str | None, 
         return (
             None,
             (
-                f"{config.results}/{file_name(door)} not found: no full pass of {door.shown} has "
+                f"{config.results}/{FILES[door]} not found: no full pass of {door.shown} has "
                 f"recorded which entries it reached; run `{door.command}` (every "
                 f"{'scenario' if door is FrontDoor.RUN else 'eval test'}) first"
             ),
@@ -480,7 +475,7 @@ def judge(config: Config, entries: Sequence[Entry]) -> Judgement:
         elif why is not None:
             reasons[door] = why
         if error is not None:
-            errors.append((f"{config.results}/{file_name(door)}", error))
+            errors.append((f"{config.results}/{FILES[door]}", error))
     reached = frozenset().union(*(u.entries for u in passes.values()))
     unused: list[Entry] = []
     owners: dict[str, FrontDoor] = {}
