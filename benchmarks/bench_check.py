@@ -54,7 +54,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
 from cachelint.canonical import cache_key, dump_pretty  # noqa: E402
-from cachelint.stamp import Stamp, seal_of  # noqa: E402
+from cachelint.stamp import Stamp  # noqa: E402
 from cachelint.store import (  # noqa: E402
     CONTENTS_FILE,
     ENTRY_FILE,
@@ -196,7 +196,8 @@ def build(repo: Path, entries: int) -> int:
         packages={"cachelint": "0.1.0"},
         pin_files={"cachelint": "requirements.txt"},
         entries=entries,
-        seal=seal_of(digests),
+        # The seal as cachelint/stamp.py documents it: one "<directory>\0<digest>\n" per entry.
+        seal=blake3.blake3("".join(f"{d}\0{g}\n" for d, g in sorted(digests)).encode()).hexdigest(),
     ).to_json()
     (repo / ROOT / ".eval-cache-stamp.json").write_bytes(dump_pretty(stamp))
     files += 1

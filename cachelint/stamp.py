@@ -127,12 +127,6 @@ def seal(root: str, entries: Iterable[Entry]) -> str:
     return _sealed(directories, digests)
 
 
-def seal_of(pairs: Iterable[tuple[str, str]]) -> str:
-    """The seal of (entry directory relative to its root, entry digest) pairs."""
-    pairs = list(pairs)
-    return _sealed([p[0] for p in pairs], [p[1] for p in pairs])
-
-
 def _sealed(directories: list[str], digests: list[str]) -> str:
     # One line per entry, "<directory>\0<digest>\n", sorted, hashed a block at a time (so the
     # text of all of them is never held joined) and made by C-level calls, since a large tree
