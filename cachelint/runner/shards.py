@@ -12,12 +12,22 @@ import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
-from cachelint.runner.reports.model import RUN_FILE
+from cachelint.runner.cost import Spend
+from cachelint.runner.reports.model import (
+    RUN_FILE,
+    RunReport,
+    ScenarioReport,
+    checked,
+    slim_record,
+)
+
+if TYPE_CHECKING:
+    from cachelint.runner.evidence import Summary
 
 _SHARD = re.compile(r"([1-9][0-9]{0,3})/([1-9][0-9]{0,3})")
 
@@ -51,10 +61,7 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
     with each other); `run.json` is written last, so a merge that stops half way leaves no
     execution a report or `green` would read. `order` is the dataset order of every scenario; a
     scenario found in two shards is an error (the shards were not of one split)."""
-    from cachelint.resultsink import write_file
-    from cachelint.runner.cost import Spend
-    from cachelint.runner.evidence import read_record, read_summary
-    from cachelint.runner.reports.model import RunReport, ScenarioReport, checked, slim_record
+    from cachelint.runner.evidence import read_summary
 
     summaries = [(source, read_summary(source)) for source in sources]
     owner: dict[str, Path] = {}
@@ -66,20 +73,7 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
                     "merge the shards of one `--shard I/N` split"
                 )
             owner[listed.identity] = source
-    made: set[str] = set()
-    counted: list[ScenarioReport] = []  # what the run's counts read of each scenario
-    for source, summary in summaries:
-        for listed in summary.scenarios:
-            raw, record = read_record(source, listed)
-            record = checked(record, source / f"{listed.identity}.json")
-            counted.append(ScenarioReport(slim_record(record), Spend(), (0, 0)))
-            try:
-                write_file(f"{dest}/{listed.identity}.json", raw, made)
-            except OSError as exc:
-                raise CachelintError(
-                    f"{dest}/{listed.identity}.json: cannot write it ({exc.strerror}); check "
-                    "that the results directory is writable"
-                ) from None
+    report = _copy(summaries, dest)
     rank = {identity: i for i, identity in enumerate(order)}
     scenarios = sorted(
         (dict(listed.entry) for _, summary in summaries for listed in summary.scenarios),
@@ -88,7 +82,6 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
     mutations = [dict(m) for _, summary in summaries for m in summary.mutations]
     modes = {summary.mode for _, summary in summaries}
     started = [str(summary.document.get("started") or "") for _, summary in summaries]
-    report = RunReport(dest.name, "", None, counted)
     merged = {
         "format": 1,
         "execution": dest.name,
@@ -107,3 +100,26 @@ def merge(sources: Sequence[Path], dest: Path, *, order: Sequence[str]) -> dict[
     data = json_dumps(merged, compact=True)
     atomic_write(dest / RUN_FILE, (data + "\n").encode("utf-8"))
     return merged
+
+
+def _copy(summaries: Sequence[tuple[Path, Summary]], dest: Path) -> RunReport:
+    """Copy each shard's results files into `dest`, each read as evidence and of a shape the
+    reports read; the report of what they hold (slim), for the merged run's counts."""
+    from cachelint.resultsink import write_file
+    from cachelint.runner.evidence import read_record
+
+    made: set[str] = set()
+    counted: list[ScenarioReport] = []
+    for source, summary in summaries:
+        for listed in summary.scenarios:
+            raw, record = read_record(source, listed)
+            record = checked(record, source / f"{listed.identity}.json")
+            counted.append(ScenarioReport(slim_record(record), Spend(), (0, 0)))
+            try:
+                write_file(f"{dest}/{listed.identity}.json", raw, made)
+            except OSError as exc:
+                raise CachelintError(
+                    f"{dest}/{listed.identity}.json: cannot write it ({exc.strerror}); check "
+                    "that the results directory is writable"
+                ) from None
+    return RunReport(dest.name, "", None, counted)
