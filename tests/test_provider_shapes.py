@@ -263,7 +263,7 @@ class Provider:
 
     def complete(self, body: Any, route: str = "", headers: Any = None) -> Completion:
         self.calls += 1
-        return Completion(dict(self.answer), 0.01, 1)
+        return Completion(dict(self.answer), 0.01)
 
 
 def chat(sdk: Any, stream: bool) -> Any:

@@ -89,7 +89,7 @@ class HttpTransport:
             else:
                 if resp.status_code < 300:
                     latency = time.perf_counter() - started
-                    return Completion(_answer(resp), latency, attempt)
+                    return Completion(_answer(resp), latency)
                 failure = f"HTTP {resp.status_code}: {self._excerpt(resp.text)}"
                 if resp.status_code not in RETRYABLE_STATUS and resp.status_code < 500:
                     raise TransportError(f"{where} failed with {failure}")

@@ -61,7 +61,6 @@ class TransportError(CachelintError):
 class Completion:
     response: dict[str, Any]  # the parsed chat.completion JSON, as the provider sent it
     latency_s: float  # of the attempt that succeeded (retry waits excluded)
-    attempts: int  # 1 when the first attempt succeeded
 
 
 def retry_delays(max_retries: int) -> list[float]:
@@ -290,7 +289,7 @@ class OpenAICompatibleTransport:
                 ) from None
             else:
                 if resp.status_code < 300:
-                    return Completion(self._parse(resp, endpoint, route), latency, attempt)
+                    return Completion(self._parse(resp, endpoint, route), latency)
                 failure = f"HTTP {resp.status_code}: {self._excerpt(resp.text, endpoint)}"
                 hint = self._hint(resp.status_code)
                 if not (resp.status_code in RETRYABLE_STATUS or resp.status_code >= 500):
