@@ -119,10 +119,10 @@ def _explained(
     ]
 
 
-def describe(command: Sequence[str], limit: int = 80) -> str:
-    """The command as one short line: findings are one line each, whatever the arguments hold."""
+def describe(command: Sequence[str]) -> str:
+    """The command as one line of at most 80 characters, whatever the arguments hold."""
     text = shlex.join(command).replace("\r", "\\r").replace("\n", "\\n")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def render(findings: list[Finding], keys: Sequence[str] = ()) -> str:
