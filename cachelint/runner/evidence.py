@@ -53,13 +53,13 @@ def _refused(shown: str, problem: str, advice: str = _ADVICE) -> BadEvidence:
     return BadEvidence(f"{shown}: {problem}{advice}")
 
 
-def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether `value` nests lists and objects deeper than `limit` (walked without recursion)."""
+def too_deep(value: Any) -> bool:
+    """Whether `value` nests lists and objects deeper than MAX_DEPTH (walked without recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         children = item.values() if isinstance(item, dict) else item
-        if depth > limit:
+        if depth > MAX_DEPTH:
             return True
         stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
     return False
