@@ -21,12 +21,13 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from cachelint.display import sanitize_block
-from cachelint.runner.reports.reviewviews import ANSWER_CHARS, NEEDS_ESCAPE, escape_html
+from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
+from cachelint.runner.reports.reviewviews import ANSWER_CHARS, escape_html
 from cachelint.runner.review import call_arguments
 from cachelint.settings import ReportSettings
 
@@ -44,11 +45,15 @@ _PLAIN_ROLES = frozenset({"system", "user", "assistant", "tool", "response"})
 escape = escape_html
 
 
+# What changes in an element's text: no quotes (a reason quotes what it looked for).
+_TEXT_NEEDS_ESCAPE = re.compile(f"[&<>]|{UNSAFE_IN_BLOCK.pattern}")
+
+
 def text(value: Any) -> str:
     """`escape` for an element's text (never an attribute): quotes stay quotes, a sixth of the bytes
     of `&#x27;` in every reason and answer that holds one."""
     text = value if type(value) is str else str(value)
-    if NEEDS_ESCAPE.search(text) is None:
+    if _TEXT_NEEDS_ESCAPE.search(text) is None:
         return text
     return html.escape(sanitize_block(text), quote=False)
 
