@@ -129,12 +129,7 @@ def _session(config: pytest.Config) -> dict[str, Any]:
             mark_recording(settings, FrontDoor.PYTEST, execution=state["session"], mode=mode.value)
         except CachelintError as exc:
             raise pytest.UsageError(f"cachelint: {exc}") from None
-    state["store"] = Store(
-        settings.cache_roots()[0],
-        key_prefix=settings.key_prefix,
-        ttl_days=settings.ttl_days,
-        clock=lambda: moment,
-    )
+    state["store"] = Store.configured(settings, moment)
     endpoint = Endpoint()
     state["endpoint"] = endpoint
     config.stash[_SESSION] = state

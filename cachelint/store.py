@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import blake3
 
 from cachelint.canonical import dump_pretty
-from cachelint.config import Layout
+from cachelint.config import Config, Layout
 from cachelint.errors import CorruptEntry
 from cachelint.fastjson import loads, utf8_sig_text
 from cachelint.fsutil import DEFAULT_MAX_BYTES, atomic_write, read_regular, read_regular_at
@@ -458,6 +458,18 @@ class Store:
         # Told of each file `get` reads, with the open file's stat and the bytes' blake3 when
         # computed: the offline canary proves the tree unchanged from them (`cachelint.canary`).
         self.witness: Witness | None = None
+
+    @classmethod
+    def configured(cls, config: Config, moment: datetime) -> Store:
+        """The store of `config`'s first cache root as every front door opens it: its key prefix,
+        TTL and entry-size limit, entries dated `moment`."""
+        return cls(
+            config.cache_roots()[0],
+            key_prefix=config.key_prefix,
+            ttl_days=config.ttl_days,
+            clock=lambda: moment,
+            max_bytes=config.max_entry_bytes,
+        )
 
     def scenario_dir(self, scenario: str) -> Path:
         return self.root / CACHE_DIR / scenario

@@ -142,6 +142,28 @@ def test_pytest_m_eval_records_then_replays_offline(git_repo: Path) -> None:
     assert "pytest tests/test_bot.py::test_swallowed_miss --cachelint-cache live" in missed.stdout
 
 
+def test_a_replayed_entry_above_max_entry_bytes_is_not_read(git_repo: Path) -> None:
+    """The plugin opens the cache as `cachelint run` does, with the configured entry-size limit."""
+    config = (
+        "[tool.cachelint]\nttl-days = 3650\nmax-entry-bytes = 1024\n[tool.cachelint.target]\n"
+        'url = "{url}"\nprovider = "cachelint-fake"\nmodel = "scripted-v1"\n'
+        'api-key-env = "CACHELINT_TEST_KEY"\n'
+    )
+    pyproject = git_repo / "pyproject.toml"
+    (git_repo / "tests").mkdir()
+    (git_repo / "tests/test_bot.py").write_text(EVAL_TESTS, encoding="utf-8")
+    with fake_server(SCRIPT) as fake:
+        pyproject.write_text(config.format(url=fake.url), encoding="utf-8")
+        recorded = inner_pytest(git_repo, "-m", "eval", "-k", "acme", "--cachelint-cache", "auto")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    pyproject.write_text(config.format(url=DEAD), encoding="utf-8")
+    contents = next((git_repo / "eval-cache").rglob("contents.data"))
+    contents.write_bytes(contents.read_bytes() + b" " * 2048)
+    replay = inner_pytest(git_repo, "-m", "eval", "-k", "acme")
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "above the limit of 1024 (max-entry-bytes); not read" in replay.stdout
+
+
 def test_a_bad_mode_is_a_usage_error(git_repo: Path) -> None:
     (git_repo / "test_x.py").write_text("def test_x(cachelint):\n    pass\n")
     done = inner_pytest(git_repo, "--cachelint-cache", "replya")

@@ -140,13 +140,7 @@ def write_plan(
     `overwrite` is off. `dry_run` writes nothing and reports what would be written."""
     from cachelint.store import Store
 
-    store = Store(
-        config.cache_roots()[0],
-        key_prefix=config.key_prefix,
-        ttl_days=config.ttl_days,
-        clock=lambda: now,
-        max_bytes=config.max_entry_bytes,
-    )
+    store = Store.configured(config, now)
     out = Written()
     for entry in planned:
         try:

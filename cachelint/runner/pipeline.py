@@ -191,13 +191,7 @@ def wire(plan: RunPlan) -> Wiring:
     """Resolve each scenario's target and build its clients over one store (a refuser unless the
     mode calls live); `runner.wiring` holds the parts, this stage only hands them the plan."""
     config, moment = plan.config, plan.moment
-    store = Store(
-        config.cache_roots()[0],
-        key_prefix=config.key_prefix,
-        ttl_days=config.ttl_days,
-        clock=lambda: moment,
-        max_bytes=config.max_entry_bytes,
-    )
+    store = Store.configured(config, moment)
     if plan.canary is not None:
         store.witness = plan.canary.saw
     return wiring.wire(
