@@ -8,14 +8,17 @@ docs/internals.md, "The offline canary"):
   nanoseconds, inode, device and mode. A file changed so recently that a further change could keep
   its ctime (within `RACY_NS` of the clock, or in its future) is hashed now as well;
 - while the scenarios run, the store hands over each file it reads with the `fstat` of the open
-  file and the blake3 of the bytes it read (`saw`): the bytes a replay digested anyway;
-- after them, one `lstat` per file again (`mutations`). A file whose stat is unchanged and was not
+  file and the blake3 of the bytes it read (`saw`): the bytes a replay digested anyway, kept
+  beside the file's first stat when it was read under that stat;
+- after them, one `lstat` per file again (`mutations`), each compared with the first as the walk
+  lists it (a second listing is not held). A file whose stat is unchanged and was not
   racy is unchanged: writing a file's data or metadata sets its ctime to the current time, which no
   process can set back, and a file replaced by another has another inode. A racy file is hashed
   again and compared by content; a file whose stat changed is reported changed.
 
-The green record pins a content digest of each root (`contents`): the digests of the bytes the run
-read when the file's stat stayed what it was when read, a hash of the rest (files no scenario read).
+The green record pins a content digest of each root (`digests`, `contents`): the digests of the
+bytes the run read when the file's stat stayed what it was when read, a hash of the rest (files no
+scenario read).
 """
 
 from __future__ import annotations
@@ -42,7 +45,6 @@ RACY_NS = 2_000_000_000
 # third of a tuple of six ints, and a listing holds one per file of the tree); the content itself
 # for a link ("symlink:<target>") or anything else ("special"), as `hashing.snapshot` has them.
 _STAT = struct.Struct("<qqQQQI")
-_READ = struct.Struct("<I")  # the length of a read file's name
 Stat = bytes
 Listing = dict[str, Stat | str]
 
@@ -78,14 +80,13 @@ class Canary:
         self.repo = repo
         self.roots = list(roots)
         self.skip = make_skip(tops, exclude)
+        # path -> stat at `begin`; a file the store read with that same stat holds the blake3 of
+        # the bytes it read after it (`saw`): the run holds one object per file, whatever it read.
         self.before: Listing = {}
         self.racy: dict[str, str] = {}  # racy files: repo-relative path -> blake3 at `begin`
-        # Each file the store read: path, fstat when read, blake3, packed one after another in one
-        # buffer: the run holds them to its end, a few objects per read would hold several times
-        # the bytes.
-        self._reads = bytearray()
         self._prefix = os.path.join(os.fspath(repo), "")
-        self._after: Listing | None = None
+        # True once `mutations` walked the tree again and found every file's stat as at `begin`.
+        self._unchanged = False
 
     @classmethod
     def of(cls, repo: Path, config: Config) -> Canary:
@@ -104,42 +105,30 @@ class Canary:
 
     def saw(self, path: str, info: os.stat_result, data: bytes, digest: str | None) -> None:
         """The store read `data` from `path` (absolute), whose open file's stat was `info`;
-        `digest` is its blake3 when the store computed one."""
+        `digest` is its blake3 when the store computed one. Kept only when the file's stat is
+        the one `begin` listed: a file read with another changed since, and `mutations` says so."""
         if "/." in path or "//" in path or os.sep != "/":
             path = os.path.normpath(path)
-        if path.startswith(self._prefix):
-            name = path[len(self._prefix) :].replace(os.sep, "/").encode("utf-8", "surrogateescape")
+        if not path.startswith(self._prefix):
+            return
+        name = path[len(self._prefix) :].replace(os.sep, "/")
+        listed = self.before.get(name)
+        if isinstance(listed, bytes) and listed[: _STAT.size] == stat_key(info):
             raw = bytes.fromhex(digest) if digest else blake3.blake3(data).digest()
-            self._reads += _READ.pack(len(name)) + name + stat_key(info) + raw
-
-    def read(self) -> dict[str, tuple[Stat, str]]:
-        """The files the store read: repo-relative path -> (fstat when read, blake3 hex)."""
-        out: dict[str, tuple[Stat, str]] = {}
-        view, at, size = memoryview(self._reads), 0, _STAT.size
-        while at < len(view):
-            (length,) = _READ.unpack_from(view, at)
-            at += _READ.size
-            name = bytes(view[at : at + length]).decode("utf-8", "surrogateescape")
-            at += length
-            out[name] = (bytes(view[at : at + size]), view[at + size : at + size + 32].hex())
-            at += size + 32
-        return out
+            self.before[name] = listed[: _STAT.size] + raw
 
     def mutations(self) -> SnapshotDiff:
-        """What changed between `begin` and now: by stat, racy files by content."""
-        after = self._after = listing(self.repo, self.roots, self.skip)
-        before, self.before = self.before, {}  # not held while the reports are built
-        if not self.racy and before == after:  # the usual run: compared at C speed
+        """What changed between `begin` and now: by stat, racy files by content. The tree is
+        walked again and each file compared as it is listed, not held as a second listing."""
+        compared = _Compared(self.before, self.racy, self._hash)
+        walk_files(self.repo, self.roots, self.skip, _entry_stat, compared)
+        if not compared.changed and not compared.added and compared.matched == len(self.before):
+            self._unchanged = True
             return SnapshotDiff(changed=(), added=(), removed=())
-        changed = []
-        for path in before.keys() & after.keys():
-            was, now = before[path], after[path]
-            if path in self.racy:
-                same = isinstance(now, bytes) and self._hash(path) == self.racy[path]
-            else:
-                same = was == now
-            if not same:
-                changed.append(path)
+        # Something changed (a failing run): listed whole, as it is now, for the findings.
+        after = listing(self.repo, self.roots, self.skip)
+        before = self.before
+        changed = [p for p in before.keys() & after.keys() if not compared.same(p, after[p])]
         return SnapshotDiff(
             changed=tuple(sorted(changed)),
             added=tuple(sorted(after.keys() - before.keys())),
@@ -147,27 +136,58 @@ class Canary:
         )
 
     def contents(self) -> dict[str, Snapshot]:
-        """Each root's content snapshot after the run (as `hashing.snapshot` takes it), for the
-        green record; called after `mutations` found nothing. A file is hashed only when the run
-        did not read it with the stat it has now."""
-        after = (
-            self._after if self._after is not None else listing(self.repo, self.roots, self.skip)
-        )
-        read = self.read()
+        """Each root's content snapshot after the run (as `hashing.snapshot` takes it). A file is
+        hashed only when the run did not read it with the stat it has now."""
+        listed = self._now()
         by_root: dict[str, Snapshot] = {root: {} for root in self.roots}
-        tops = {root.replace(os.sep, "/").strip("/"): root for root in self.roots}
-        for path, now in after.items():
-            if isinstance(now, bytes):
-                seen = read.get(path)
-                if seen is not None and seen[0] == now and path not in self.racy:
-                    digest = seen[1]
-                else:
-                    digest = self._hash(path)
-            else:
-                digest = now
-            by_root[self._root_of(path, tops)][path] = digest
-        self._after, self._reads = None, bytearray()
+        for root, paths in self._by_root(listed).items():
+            by_root[root] = {path: self._digest(path, listed[path]) for path in paths}
+        self.release()
         return by_root
+
+    def digests(self) -> dict[str, str]:
+        """Each root's `green.cache_digest` of `contents`, for the green record, hashed as the
+        files are taken in path order instead of held as a snapshot of the tree."""
+        from cachelint.green import pairs_digest
+
+        listed = self._now()
+        out = {
+            root: pairs_digest((path, self._digest(path, listed[path])) for path in sorted(paths))
+            for root, paths in self._by_root(listed).items()
+        }
+        self.release()
+        return out
+
+    def release(self) -> None:
+        """Drop the listing and what the run read (not held while the reports are written)."""
+        self.before, self._unchanged = {}, False
+
+    def _now(self) -> Listing:
+        """The tree as it is now: the first listing when `mutations` found every stat unchanged
+        (the usual run), else listed again."""
+        return self.before if self._unchanged else listing(self.repo, self.roots, self.skip)
+
+    def _by_root(self, listed: Listing) -> dict[str, list[str]]:
+        tops = {root.replace(os.sep, "/").strip("/"): root for root in self.roots}
+        paths: dict[str, list[str]] = {root: [] for root in self.roots}
+        for path in listed:
+            paths[self._root_of(path, tops)].append(path)
+        return paths
+
+    def _digest(self, path: str, now: Stat | str) -> str:
+        """The content digest of a file whose stat is `now`: the one of the bytes the run read
+        when they were read under that stat, else hashed here."""
+        if not isinstance(now, bytes):
+            return now
+        known = self.before.get(path)
+        if (
+            isinstance(known, bytes)
+            and len(known) > _STAT.size
+            and known[: _STAT.size] == now[: _STAT.size]
+            and path not in self.racy
+        ):
+            return known[_STAT.size :].hex()
+        return self._hash(path)
 
     @staticmethod
     def _root_of(path: str, tops: dict[str, str]) -> str:
@@ -186,3 +206,31 @@ class Canary:
             return "removed"
         except OSError as exc:
             raise unreadable(path, exc) from None
+
+
+class _Compared(dict[str, "Stat | str"]):
+    """A second listing that keeps nothing: each file the walk lists is compared with the first
+    listing there and then (`walk_files` stores into it), only whether anything differs kept."""
+
+    def __init__(self, before: Listing, racy: dict[str, str], hasher: Callable[[str], str]):
+        super().__init__()
+        self.before, self.racy, self._hash = before, racy, hasher
+        self.matched = 0  # files of the first listing listed again
+        self.changed = self.added = False
+
+    def __setitem__(self, path: str, now: Stat | str) -> None:
+        if path not in self.before:
+            self.added = True
+            return
+        self.matched += 1
+        if not self.changed and not self.same(path, now):
+            self.changed = True
+
+    def same(self, path: str, now: Stat | str) -> bool:
+        """Whether `path`, whose stat is `now`, is as `begin` listed it."""
+        was = self.before[path]
+        if path in self.racy:
+            return isinstance(now, bytes) and self._hash(path) == self.racy[path]
+        if isinstance(was, bytes) and isinstance(now, bytes):
+            return was[: _STAT.size] == now
+        return was == now

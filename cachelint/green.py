@@ -18,10 +18,11 @@ fail on a line-ending conversion git does by itself.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,11 +31,10 @@ from typing import Any
 import blake3
 
 from cachelint import __version__
-from cachelint.canonical import dump_pretty
 from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.frontdoors import FrontDoor
-from cachelint.fsutil import atomic_write
+from cachelint.fsutil import atomic_write_chunks
 from cachelint.gitutil import GitProcess, split_z, start_git
 from cachelint.hashing import Snapshot, snapshot
 from cachelint.paths import is_inside
@@ -84,9 +84,15 @@ class GreenState:
 
 def cache_digest(snap: Snapshot) -> str:
     """One digest over the sorted (path, hash) pairs of a cache root's snapshot."""
+    return pairs_digest((path, snap[path]) for path in sorted(snap))
+
+
+def pairs_digest(pairs: Iterable[tuple[str, str]]) -> str:
+    """`cache_digest` of the (path, hash) pairs of a snapshot, taken one at a time in path
+    order (`canary.Canary.digests`: a large tree's snapshot is never held)."""
     hasher = blake3.blake3()
-    for path in sorted(snap):
-        hasher.update(path.encode("utf-8", "surrogateescape") + b"\0" + snap[path].encode() + b"\n")
+    for path, digest in pairs:
+        hasher.update(path.encode("utf-8", "surrogateescape") + b"\0" + digest.encode() + b"\n")
     return hasher.hexdigest()
 
 
@@ -123,6 +129,18 @@ def worktree_files(repo: Path, listing: GitProcess | None = None) -> list[str]:
     return sorted(set(split_z(out)))
 
 
+def _listed_paths(repo: Path, listing: GitProcess | None) -> Iterator[str]:
+    """`worktree_files`' paths one at a time, as git listed them (unsorted, a path of several
+    index stages more than once): a large suite's listing is never held as strings."""
+    out = (listing or start_worktree_listing(repo)).result().out
+    start, end = 0, out.find(b"\0")
+    while end != -1:
+        yield out[start:end].decode("utf-8", "surrogateescape")
+        start, end = end + 1, out.find(b"\0", end + 1)
+    if start < len(out):
+        yield out[start:].decode("utf-8", "surrogateescape")
+
+
 def _hash_worktree(repo: Path, path: str) -> str | None:
     # One lstat and plain os paths: a run hashes every dataset file, and a big suite has many.
     full = os.path.join(repo, path)
@@ -155,7 +173,7 @@ def worktree_state(
     selector = Selector(config)
     state = GreenState()
     known = known or {}
-    for path in worktree_files(config.repo, listing):
+    for path in _listed_paths(config.repo, listing):  # into dicts: order and repeats are moot
         if not selector.relevant(path):
             continue
         digest = known.get(path) or _hash_worktree(config.repo, path)
@@ -207,8 +225,17 @@ def _write_if_changed(config: Config, record: Mapping[str, Any], existing: Any) 
     path = config.repo / config.green_record
     if isinstance(existing, dict) and _proof(existing) == _proof(record):
         return path
-    atomic_write(path, dump_pretty(record))
+    atomic_write_chunks(path, _pretty_chunks(record))
     return path
+
+
+def _pretty_chunks(record: Mapping[str, Any]) -> Iterator[bytes]:
+    """`canonical.dump_pretty(record)` in pieces: a suite's record names each of its dataset
+    files, and its text is never whole in memory (the encoder is json.dumps' own)."""
+    encoder = json.JSONEncoder(sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    pieces = itertools.chain(encoder.iterencode(record), ("\n",))
+    while batch := list(itertools.islice(pieces, 8192)):
+        yield "".join(batch).encode("utf-8")
 
 
 def record_green_run(

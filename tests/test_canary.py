@@ -12,7 +12,7 @@ import pytest
 
 from cachelint.canary import Canary
 from cachelint.config import load
-from cachelint.green import cache_digests
+from cachelint.green import cache_digest, cache_digests
 from cachelint.hashing import hash_file, snapshot
 from cachelint.meai import make_skip
 from tests.conftest import commit_all
@@ -145,3 +145,29 @@ def test_a_replay_reads_each_entry_once_and_pins_the_same_cache_digest(
     assert len(set(entries)) == 2 * 300 and len(entries) - 2 * 300 <= 10, len(entries)
     green = json.loads((git_repo / ".eval-green.json").read_text(encoding="utf-8"))
     assert green["cache"] == cache_digests(load(git_repo, None))
+
+
+def test_the_digests_are_the_contents_cache_digests_taken_in_path_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The green record's digest per root, hashed as files are taken without a snapshot, is the
+    one of hashing every file; a file read under a stat it no longer has is hashed again."""
+    _tree(tmp_path)
+    _settled(monkeypatch)
+    canary = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    canary.begin()
+    _read(canary, tmp_path, f"{ENTRY}/entry.json")
+    _read(canary, tmp_path, f"{ENTRY}/contents.data", digest="ab" * 32)  # trusted, as read
+    assert not canary.mutations()
+    skip = make_skip(TOPS, EXCLUDE)
+    wanted = {root: snapshot(tmp_path, [root], skip) for root in ROOTS}
+    wanted["eval-cache"][f"{ENTRY}/contents.data"] = "ab" * 32
+    assert canary.digests() == {root: cache_digest(snap) for root, snap in wanted.items()}
+
+    again = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    again.begin()
+    _read(again, tmp_path, f"{ENTRY}/contents.data", digest="ab" * 32)
+    os.utime(tmp_path / ENTRY / "contents.data", ns=(1, 1))  # its stat is no longer as read
+    assert again.mutations().changed == (f"{ENTRY}/contents.data",)
+    wanted["eval-cache"][f"{ENTRY}/contents.data"] = hash_file(tmp_path / ENTRY / "contents.data")
+    assert again.digests() == {root: cache_digest(snap) for root, snap in wanted.items()}

@@ -30,7 +30,7 @@ from cachelint.formats import ReportFormat, parse_report_format
 from cachelint.fsutil import atomic_write_chunks
 from cachelint.gcpolicy import fewer_collections
 from cachelint.gitutil import repo_root
-from cachelint.green import cache_digest, record_green_run, start_worktree_listing
+from cachelint.green import record_green_run, start_worktree_listing
 from cachelint.hashing import mutation_findings
 from cachelint.netguard import armed
 from cachelint.progressbar import bars_on
@@ -298,8 +298,9 @@ def _after(plan: RunPlan) -> tuple[list[Finding], dict[str, str] | None]:
     keys = configured_keys(plan.config) if found else ()
     mutations = [masked(f, keys) for f in found]
     if mutations or plan.filtered:  # only a green record reads the contents
+        plan.canary.release()
         return mutations, None
-    return mutations, {root: cache_digest(snap) for root, snap in plan.canary.contents().items()}
+    return mutations, plan.canary.digests()
 
 
 def publish(plan: RunPlan, outcome: Outcome, *, out: TextIO, err: TextIO) -> int:
