@@ -398,3 +398,25 @@ def test_a_suite_holds_equal_options_and_assertions_once_and_keeps_their_types(
     assert len({id(s.assertions[0]) for s in loaded}) == 1
     assert len({id(s.agent) for s in loaded}) == 1
     assert len({key_of(s) for s in loaded}) == len(loaded)
+
+
+def test_a_suite_holds_each_system_prompt_message_once(tmp_path: Path) -> None:
+    # Issue 44: 100,000 scenarios send a handful of system prompts; each message object is held
+    # once, from a system file or a `system` field alike, and the keys stay each scenario's own.
+    write(tmp_path, "prompts/support.md", "You help customers.\n")
+    for n in range(3):
+        write(
+            tmp_path,
+            f"{ROOT}/support/f{n}/q.json",
+            scenario(**{"system-file": "prompts/support.md"}),
+        )
+        write(tmp_path, f"{ROOT}/support/s{n}/q.json", scenario(system="Be brief."))
+    loaded = load_scenarios(tmp_path, ROOT)
+    firsts = {s.identity.split("/")[1][0]: s.messages[0] for s in loaded}
+    assert firsts == {
+        "f": {"role": "system", "content": "You help customers.\n"},
+        "s": {"role": "system", "content": "Be brief."},
+    }
+    assert len({id(s.messages[0]) for s in loaded}) == 2
+    assert len({id(s.messages[1]) for s in loaded}) == len(loaded)  # the questions: their own
+    assert len({key_of(s) for s in loaded}) == len(loaded)

@@ -341,6 +341,8 @@ def parse_scenario(
     f = _Fields(path)
     _known_fields(data, f)
     messages, system_source = _conversation(repo, data, f, prompts, private)
+    if messages[0].get("role") == "system":  # a suite's scenarios share a few system prompts
+        messages[0] = _once(messages[0], shared)
     options = _once(_options(data, f), shared)
     tools = _tools(data.get("tools", []), f)
     _require_canonical(f, messages=messages, options=options, tools=tools)
