@@ -43,7 +43,7 @@ def _trial_label(s: ScenarioReport) -> str:
 
 
 def _cache_label(s: ScenarioReport) -> str:
-    calls = list(s.calls())
+    calls = [c for t in s.trials for c in t.get("calls") or ()]  # s.calls(), the target's
     if not calls:
         return ""
     hits = sum(1 for c in calls if c.get("cache_hit"))
@@ -114,11 +114,15 @@ def text_head(execution: str, mode: str, n: int) -> str:
 
 def text_scenario(s: ScenarioReport) -> str:
     """One scenario's block of the text report (also printed live, see runner/progress.py)."""
-    verdict = "PASS" if s.passed else "FAIL"
-    out = [f"{verdict}  {sanitize(s.identity)}{_trial_label(s)}{_cache_label(s)}"]
-    if not s.passed or s.passed_trials < len(s.trials):  # a policy may pass failed trials
-        multi = len(s.trials) > 1
-        for t in s.trials:
+    trials, passed = s.trials, s.passed
+    verdict = "PASS" if passed else "FAIL"
+    line = f"{verdict}  {sanitize(s.identity)}{_trial_label(s)}{_cache_label(s)}"
+    if passed and all(t["passed"] and not t.get("judges") and not t.get("metrics") for t in trials):
+        return line + "\n"  # most scenarios: their line only
+    out = [line]
+    if not passed or s.passed_trials < len(trials):  # a policy may pass failed trials
+        multi = len(trials) > 1
+        for t in trials:
             if not t["passed"]:
                 out.extend(_trial_lines(t, multi))
     out.extend(_judge_lines(s))
