@@ -90,9 +90,13 @@ class TrendRun(NamedTuple):
         return cls(str(summary.get("execution", "?")), rate, drawn, passed, len(scenarios), whole)
 
 
+# A trend.json scenario of one trial and no judge, the most common: compared in C.
+_UNJUDGED = [{"judges": []}]
+
+
 def _judge_means(scenario: Mapping[str, Any]) -> dict[str, float] | None:
     trials = scenario.get("trials") or []
-    if not any(t.get("judges") for t in trials):
+    if trials == _UNJUDGED or not any(t.get("judges") for t in trials):
         return None  # most scenarios: no judge
     scores: dict[str, list[int]] = {}
     for t in trials:
