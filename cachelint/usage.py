@@ -456,15 +456,27 @@ def _usable(config: Config, door: FrontDoor) -> tuple[Usage | None, str | None, 
     return (None, why, None) if why is not None else (usage, None, None)
 
 
-def judge(config: Config, entries: Sequence[Entry]) -> Judgement:
-    """Which native entries of the first cache root are unused, deciding per owner."""
+def _owned(config: Config, entries: Sequence[Entry]) -> dict[FrontDoor, list[Entry]]:
+    """The native entries of the first cache root by owner, in their order; each scenario's
+    owner is asked once (it may look for the scenario's dataset file), not once per entry."""
     root = config.cache[0]
     is_dataset = dataset_probe(config)
     owned: dict[FrontDoor, list[Entry]] = {}
+    by_scenario: dict[str, list[Entry]] = {}
     for entry in entries:
         scenario = scenario_of(entry.directory, root) if entry.layout is Layout.CACHELINT else None
-        if scenario is not None:
-            owned.setdefault(owner(scenario, is_dataset), []).append(entry)
+        if scenario is None:
+            continue
+        mine = by_scenario.get(scenario)
+        if mine is None:
+            mine = by_scenario[scenario] = owned.setdefault(owner(scenario, is_dataset), [])
+        mine.append(entry)
+    return owned
+
+
+def judge(config: Config, entries: Sequence[Entry]) -> Judgement:
+    """Which native entries of the first cache root are unused, deciding per owner."""
+    owned = _owned(config, entries)
     passes: dict[FrontDoor, Usage] = {}
     reasons: dict[FrontDoor, str] = {}
     errors: list[tuple[str, str]] = []
