@@ -79,8 +79,7 @@ def _slots(
     """Each whole entry directory's entry when `source` knows it, else its directory, and the
     (directory, prefix) of those to read; a directory holding no whole entry goes to
     `read.corrupt`."""
-    slots: list[Entry | str] = []
-    unread: list[tuple[str, str]] = []
+    whole: list[str] = []  # the directories holding a whole entry
     # The walk shares one tuple of names between directories holding the same files: each such
     # tuple is sorted into entry files and temp files once, and most directories share one set.
     kinds: dict[tuple[str, ...], tuple[frozenset[str], tuple[str, ...]]] = {}
@@ -96,8 +95,7 @@ def _slots(
         for temp in temps:
             temp_path = f"{directory}/{temp}"
             read.corrupt.append((temp_path, "leftover temp file from an interrupted write"))
-        prefix = _prefix_of(directory, prefixes)
-        if not names or prefix is None:
+        if not names or not directory.startswith(prefixes):
             continue
         read.entry_dirs[directory] = names
         missing = None if names is _PAIR else _missing_file(names)
@@ -106,12 +104,10 @@ def _slots(
         if missing is not None:
             read.corrupt.append((directory, missing))
             continue
-        entry = source.known(directory)
-        if entry is None:
-            unread.append((directory, prefix))
-            slots.append(directory)
-        else:
-            slots.append(entry)
+        whole.append(directory)
+    known = list(zip(whole, source.known(whole), strict=True))
+    slots = [directory if entry is None else entry for directory, entry in known]
+    unread = [(d, _prefix_of(d, prefixes)) for d, entry in known if entry is None]
     return slots, unread
 
 
@@ -149,10 +145,8 @@ def _missing_file(names: frozenset[str]) -> str | None:
     return None
 
 
-def _prefix_of(directory: str, prefixes: tuple[str, ...]) -> str | None:
-    """The first of `prefixes` that `directory` starts with."""
-    if not directory.startswith(prefixes):
-        return None
+def _prefix_of(directory: str, prefixes: tuple[str, ...]) -> str:
+    """The first of `prefixes` that `directory` starts with (one does)."""
     if len(prefixes) == 1:
         return prefixes[0]
     return next(p for p in prefixes if directory.startswith(p))
