@@ -91,7 +91,7 @@ class TrendRun(NamedTuple):
 
 
 # A trend.json scenario of one trial and no judge, the most common: compared in C.
-_UNJUDGED = [{"judges": []}]
+_UNJUDGED: list[dict[str, list[Any]]] = [{"judges": []}]
 
 
 def _judge_means(scenario: Mapping[str, Any]) -> dict[str, float] | None:
