@@ -400,6 +400,25 @@ def test_a_suite_holds_equal_options_and_assertions_once_and_keeps_their_types(
     assert len({key_of(s) for s in loaded}) == len(loaded)
 
 
+def test_a_suite_holds_the_keys_and_short_strings_of_distinct_assertions_once(
+    tmp_path: Path,
+) -> None:
+    # Issue 44: each dataset file decodes its own "type", "value" and "contains"; a suite holds
+    # one of each, and the long values (each scenario's own question) stay as they were.
+    for n in range(3):
+        check = [{"type": "contains", "value": f"refund number {n} " + "x" * 40}]
+        write(tmp_path, f"{ROOT}/support/t{n}/q.json", scenario(**{"assert": check}))
+    loaded = load_scenarios(tmp_path, ROOT)
+    specs = [s.assertions[0] for s in loaded]
+    assert specs == [
+        {"type": "contains", "value": f"refund number {n} " + "x" * 40} for n in range(3)
+    ]
+    assert len({id(s) for s in specs}) == 3
+    assert len({id(k) for spec in specs for k in spec}) == 2
+    assert len({id(spec["type"]) for spec in specs}) == 1
+    assert len({key_of(s) for s in loaded}) == 3
+
+
 def test_a_suite_holds_each_system_prompt_message_once(tmp_path: Path) -> None:
     # Issue 44: 100,000 scenarios send a handful of system prompts; each message object is held
     # once, from a system file or a `system` field alike, and the keys stay each scenario's own.

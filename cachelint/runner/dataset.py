@@ -405,7 +405,16 @@ def _once(value: Mapping[str, Any], shared: dict[Any, Any] | None) -> Any:
     if shared is None or not all(type(v) in _FLAT for v in value.values()):
         return value
     key = tuple((k, type(v), v) for k, v in value.items())
-    return shared.setdefault(key, value)
+    held = shared.get(key)
+    if held is None:
+        # Its keys and its short strings ("type", "contains") are a suite's few: one of each,
+        # where every dataset file decodes its own.
+        held = shared[key] = {shared.setdefault(k, k): _held(v, shared) for k, v in value.items()}
+    return held
+
+
+def _held(value: Any, shared: dict[Any, Any]) -> Any:
+    return shared.setdefault(value, value) if type(value) is str and len(value) <= 32 else value
 
 
 def _options(data: dict[str, Any], f: _Fields) -> dict[str, Any]:
