@@ -141,11 +141,15 @@ def trend_point(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def _earlier_run(directory: Path) -> Mapping[str, Any] | None:
     """An earlier execution's trend point (its run.json when it has none, e.g. merged shards);
-    None when the execution has no readable run summary."""
+    None when the execution has no readable run summary. A large suite's trend.json is read
+    with its scenarios decoded one at a time as they are drawn (`_streamed_trend`)."""
     from cachelint.runner.evidence import SUMMARY_MAX_BYTES, BadEvidence, read_json
 
     if not (directory / RUN_FILE).is_file():
         return None
+    streamed = _streamed_trend(directory)
+    if streamed is not None:
+        return streamed
     for name in (TREND_FILE, RUN_FILE):
         # Bounded, through no link, depth-checked, as every results file is read back.
         try:
@@ -156,6 +160,111 @@ def _earlier_run(directory: Path) -> Mapping[str, Any] | None:
         if isinstance(doc, dict) and (name == RUN_FILE or "mode" in doc):
             return doc
     return None
+
+
+# From this size a trend.json (about 10,000 scenarios) is not decoded whole: its scenarios, a
+# few hundred bytes each once decoded, are decoded one at a time each time the trend walks them.
+STREAM_TREND_BYTES = 1 << 20
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+class _Scenarios:
+    """A trend.json's scenarios, each decoded as it is iterated (`_items`); validated and
+    counted once when the file is read."""
+
+    def __init__(self, text: str, start: int, count: int) -> None:
+        self._text, self._start, self._count = text, start, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Any]:
+        return (item for item, _ in _items(self._text, self._start))
+
+
+def _items(text: str, at: int) -> Iterator[tuple[Any, int]]:
+    """The values of the JSON array whose `[` is just before `at`, each with where it ends
+    (after its `]` for the last); ValueError where the text is no such array."""
+    at = _skip(text, at)
+    if text.startswith("]", at):
+        return
+    while True:
+        item, at = _DECODER.raw_decode(text, at)
+        at = _skip(text, at)
+        if text.startswith("]", at):
+            yield item, at + 1
+            return
+        if not text.startswith(",", at):
+            raise ValueError(f"expected ',' or ']' at character {at}")
+        yield item, at
+        at = _skip(text, at + 1)
+
+
+def _streamed_trend(directory: Path) -> dict[str, Any] | None:
+    """A trend.json of `STREAM_TREND_BYTES` or more, its "scenarios" a `_Scenarios`; None for a
+    smaller one or one that is not such a document (read as before: whole, or run.json). Read
+    as every results file is: through no link, a regular file, bounded, depth-checked."""
+    from cachelint.confine import first_link
+    from cachelint.fastjson import utf8_sig_text
+    from cachelint.fsutil import read_regular
+    from cachelint.runner.evidence import SUMMARY_MAX_BYTES
+
+    path = directory / TREND_FILE
+    try:
+        if first_link(directory, TREND_FILE) is not None:
+            return None
+        if path.stat().st_size < STREAM_TREND_BYTES:
+            return None
+        doc = _lazy_document(utf8_sig_text(read_regular(path, SUMMARY_MAX_BYTES)))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return doc if doc is not None and "mode" in doc else None
+
+
+def _lazy_document(text: str) -> dict[str, Any] | None:
+    """The JSON object `text` holds, its "scenarios" array (of objects) a `_Scenarios`; None
+    when `text` holds something else (ValueError where it is no JSON)."""
+    from cachelint.runner.evidence import too_deep
+
+    doc: dict[str, Any] = {}
+    at = _skip(text, 0)
+    if not text.startswith("{", at):
+        return None
+    at = _skip(text, at + 1)
+    while not text.startswith("}", at) or doc:  # `{}`, or a key and its value, then `,` or `}`
+        key, at = _DECODER.raw_decode(text, at)
+        at = _skip(text, at)
+        if not isinstance(key, str) or not text.startswith(":", at):
+            return None
+        at = _skip(text, at + 1)
+        if key == "scenarios" and text.startswith("[", at):
+            start, count = at + 1, 0
+            empty = _skip(text, start)
+            at = empty + 1 if text.startswith("]", empty) else start
+            for item, after in _items(text, start):
+                if not isinstance(item, dict) or too_deep([[item]]):
+                    return None
+                count, at = count + 1, after
+            doc[key] = _Scenarios(text, start, count)
+        else:
+            doc[key], at = _DECODER.raw_decode(text, at)
+            if too_deep([doc[key]]):
+                return None
+        at = _skip(text, at)
+        if text.startswith(",", at):
+            at = _skip(text, at + 1)
+        elif text.startswith("}", at):
+            break
+        else:
+            return None
+    return doc if not text[at + 1 :].strip(" \t\n\r") else None
+
+
+def _skip(text: str, at: int) -> int:
+    """Where the JSON whitespace from `at` ends."""
+    space = _SPACE.match(text, at)
+    return space.end() if space is not None else at
 
 
 # trend.json is written with sorted keys, so its top-level object ends with "started": the start
