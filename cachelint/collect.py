@@ -17,7 +17,7 @@ from datetime import datetime
 from functools import partial
 from typing import NamedTuple, TextIO
 
-from cachelint import attrcheck, attrfiles, listing, rulefacts, sources
+from cachelint import attrcheck, attrfiles, listing, meai, rulefacts, sources
 from cachelint.config import Config
 from cachelint.facts import TreeFacts
 from cachelint.gitutil import GitQueue, GitResult
@@ -139,4 +139,5 @@ def _assemble(
         env_file=listing.env_file_state(repo, config.target.env_file),
         worktree=listed.worktree,
         entry_secrets=None if scanned is None else scanned.secrets,
+        layout_guesses=meai.layout_guesses(config),
     )

@@ -19,7 +19,7 @@ from operator import eq
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
 
-from cachelint.config import Config
+from cachelint.config import Config, Layout
 from cachelint.store import Entry
 
 if TYPE_CHECKING:
@@ -109,6 +109,9 @@ class TreeFacts:
     # Each secret in a cache entry's file, with the file's path, in path order
     # (`entryscan.scan_entries`); None when the check runs no secret rule.
     entry_secrets: tuple[tuple[str, Secret], ...] | None = None
+    # Each configured root's layout as `meai.guess_layout` reads it from the tree's shape, and
+    # whether the evidence was clear; only for `layout = "auto"` (empty otherwise).
+    layout_guesses: Mapping[str, tuple[Layout, bool]] = field(default_factory=dict)
     _derived: dict[Callable[[TreeFacts], object], object] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -121,6 +124,15 @@ class TreeFacts:
         except KeyError:
             value = self._derived[compute] = compute(self)
             return value
+
+    @cached_property
+    def meai_roots(self) -> tuple[str, ...]:
+        """The configured roots holding a MEAI storage root (`meai.is_meai_root`): every one
+        for `layout = "meai"`, those the tree's shape says are MEAI's for "auto"."""
+        if self.config.layout is Layout.MEAI:
+            return tuple(self.config.cache)
+        guesses = self.layout_guesses.items()
+        return tuple(root for root, (layout, _) in guesses if layout is Layout.MEAI)
 
     @cached_property
     def on_disk(self) -> frozenset[str]:

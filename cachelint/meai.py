@@ -207,6 +207,14 @@ def is_meai_root(config: Config, root: str) -> bool:
     return guess_layout(os.path.join(config.repo, root))[0] is Layout.MEAI
 
 
+def layout_guesses(config: Config) -> dict[str, tuple[Layout, bool]]:
+    """`guess_layout` of each configured root for `layout = "auto"` (none otherwise), gathered
+    once with a check's facts (`TreeFacts.meai_roots`) instead of by every rule that asks."""
+    if config.layout is not Layout.AUTO:
+        return {}
+    return {root: guess_layout(os.path.join(config.repo, root)) for root in config.cache}
+
+
 def meai_roots(config: Config) -> tuple[str, ...]:
     return tuple(r for r in config.cache if is_meai_root(config, r))
 

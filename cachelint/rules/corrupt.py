@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from cachelint.config import Layout
 from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
-from cachelint.meai import MEAI_RERECORD, meai_roots
+from cachelint.meai import MEAI_RERECORD
 from cachelint.rules import Rule
 from cachelint.store import CACHE_DIR, ENTRY_FILES
 
@@ -62,7 +62,7 @@ def _fix(facts: TreeFacts, path: str) -> str:
             "only the working tree differs from the commit: restore it with "
             f"`git checkout -- {quoted}`"
         )
-    if any(path.startswith(f"{r.rstrip('/')}/") for r in meai_roots(facts.config)):
+    if any(path.startswith(f"{r.rstrip('/')}/") for r in facts.meai_roots):
         return MEAI_RERECORD.format(path=shlex.quote(path))
     scenario = _scenario(facts, path)
     if scenario is None:

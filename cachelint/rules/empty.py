@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
-from cachelint.meai import EMPTY_ADVICE, is_meai_root
+from cachelint.meai import EMPTY_ADVICE
 from cachelint.paths import is_inside
 from cachelint.rules import Rule
 from cachelint.sqlite_cache import under
@@ -30,7 +30,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
             )
         elif not any(is_inside(d, root) for d in facts.entry_dirs) and not under(facts, root):
             how = "so record and commit entries"
-            if is_meai_root(facts.config, root):
+            if root in facts.meai_roots:
                 how = "so " + EMPTY_ADVICE.format(root=root)
             yield Finding(
                 root,

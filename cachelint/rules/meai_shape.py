@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from cachelint.config import Layout
 from cachelint.facts import TreeFacts
 from cachelint.findings import Finding, Severity
-from cachelint.meai import guess_layout, is_meai_root
 from cachelint.rules import Rule
 from cachelint.store import CACHE_DIR
 
@@ -26,7 +25,7 @@ CODE = "eval-cache-meai-shape"
 
 
 def check(facts: TreeFacts) -> Iterator[Finding]:
-    meai = [r for r in facts.roots if is_meai_root(facts.config, r)]
+    meai = [r for r in facts.roots if r in facts.meai_roots]
     yield from _unsure(facts)
     if not meai:
         return
@@ -39,7 +38,7 @@ def _unsure(facts: TreeFacts) -> Iterator[Finding]:
     if facts.config.layout is not Layout.AUTO:
         return
     for root in facts.roots:
-        layout, sure = guess_layout(str(facts.repo / root))
+        layout, sure = facts.layout_guesses[root]
         if sure or not any(d.startswith(f"{root.rstrip('/')}/") for d in facts.entry_dirs):
             continue
         yield Finding(

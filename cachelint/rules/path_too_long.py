@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from cachelint.facts import TreeFacts, utf16_len
 from cachelint.findings import Finding
-from cachelint.meai import PATH_ADVICE, meai_roots
+from cachelint.meai import PATH_ADVICE
 from cachelint.rules import Rule
 
 CODE = "eval-cache-path-too-long"
@@ -31,7 +31,7 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     if facts.worst_path[1] <= limit:
         return
     too_long = {path: n for path in facts.files if (n := utf16_len(path)) > limit}
-    meai = tuple(f"{root}/" for root in meai_roots(facts.config))
+    meai = tuple(f"{root}/" for root in facts.meai_roots)
     for path, length in sorted(too_long.items()):
         advice = (
             PATH_ADVICE

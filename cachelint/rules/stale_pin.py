@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from cachelint import pins
 from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
-from cachelint.meai import RERECORD_ROOT, is_meai_root
+from cachelint.meai import RERECORD_ROOT
 from cachelint.rules import Rule
 from cachelint.stamp import Stamp, facts_pins, facts_stamps
 
@@ -28,7 +28,7 @@ def message(name: str, recorded: str | None, pin: str | None, advice: str = _ADV
 
 def _advice(facts: TreeFacts, root: str) -> str:
     """For a MEAI root, the re-record that works: MEAI rewrites no entry it can read."""
-    if is_meai_root(facts.config, root):
+    if root in facts.meai_roots:
         return "the package changed, so cache keys may have changed: " + RERECORD_ROOT.format(
             root=root.rstrip("/")
         )
