@@ -474,9 +474,11 @@ def _owned(config: Config, entries: Sequence[Entry]) -> dict[FrontDoor, list[Ent
     return owned
 
 
-def judge(config: Config, entries: Sequence[Entry]) -> Judgement:
-    """Which native entries of the first cache root are unused, deciding per owner."""
-    owned = _owned(config, entries)
+def judge(config: Config, entries: Sequence[Entry], *, vouched_only: bool = False) -> Judgement:
+    """Which native entries of the first cache root are unused, deciding per owner.
+    `vouched_only`: when no front door has a pass that can vouch (so none is unused), the
+    entries are not sorted by owner, and `refusals` and `present` are left empty (the check's
+    rule reads neither)."""
     passes: dict[FrontDoor, Usage] = {}
     reasons: dict[FrontDoor, str] = {}
     errors: list[tuple[str, str]] = []
@@ -488,6 +490,9 @@ def judge(config: Config, entries: Sequence[Entry]) -> Judgement:
             reasons[door] = why
         if error is not None:
             errors.append((f"{config.results}/{FILES[door]}", error))
+    if vouched_only and not passes:
+        return Judgement((), {}, {}, passes, tuple(errors))
+    owned = _owned(config, entries)
     reached = frozenset().union(*(u.entries for u in passes.values()))
     unused: list[Entry] = []
     owners: dict[str, FrontDoor] = {}

@@ -25,7 +25,7 @@ CODE = "eval-cache-unused"
 
 
 def _judgement(facts: TreeFacts) -> Judgement:
-    return judge(facts.config, facts.entries)
+    return judge(facts.config, facts.entries, vouched_only=True)
 
 
 def judgement(facts: TreeFacts) -> Judgement:
