@@ -165,6 +165,22 @@ def test_damaged_record_is_one_finding(git_repo: Path) -> None:
     assert out.count("\n") == 1
 
 
+def test_a_record_larger_than_a_config_file_is_read(git_repo: Path) -> None:
+    """A large suite's record (15 MB at 100,000 scenarios) is read and kept, not refused as a
+    config file over 4 MiB would be (and rewritten by every run)."""
+    repo = make_gated_repo(git_repo)
+    path = repo / ".eval-green.json"
+    padded = path.read_bytes() + b" " * (5 * 1024 * 1024)  # the same JSON, a large suite's size
+    path.write_bytes(padded)
+    rc, out = run_watch(repo)
+    assert (rc, out) == (
+        0,
+        "cachelint watch: .eval-green.json matches the watched files, datasets and cache\n",
+    )
+    record_green(repo)  # the same state: the record is left as it is
+    assert path.read_bytes() == padded
+
+
 def test_no_watch_globs_and_no_record_is_not_gated(git_repo: Path) -> None:
     dataset = git_repo / "eval-datasets" / "a" / "t"
     dataset.mkdir(parents=True)
