@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.config import Config
 from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
-from cachelint.rewrites import digest
 from cachelint.rules import Rule
 from cachelint.stamp import facts_stamps
 
@@ -24,11 +24,24 @@ def _shown(value: str | None) -> str:
     return f"digest {value[:12]}" if value else "none"
 
 
-def check(facts: TreeFacts) -> Iterator[Finding]:
-    from cachelint import redact  # redaction rules re-key requests too (docs/redact.md)
+def _digests(config: Config) -> tuple[str | None, str | None]:
+    """The configured normalisers' and redaction rules' digests, None for none: the modules that
+    hold them load only when the config has some (they are not on a plain check's start-up)."""
+    now: str | None = None
+    redactions: str | None = None
+    if config.normalise:
+        from cachelint.rewrites import digest
 
-    now = digest(facts.config.normalise)
-    redactions = redact.digest(facts.config.redact)
+        now = digest(config.normalise)
+    if config.redact:
+        from cachelint import redact  # redaction rules re-key requests too (docs/redact.md)
+
+        redactions = redact.digest(config.redact)
+    return now, redactions
+
+
+def check(facts: TreeFacts) -> Iterator[Finding]:
+    now, redactions = _digests(facts.config)
     for state in facts_stamps(facts):
         stamp = state.stamp
         if stamp is None:

@@ -17,7 +17,6 @@ from cachelint.config import Layout
 from cachelint.facts import TreeFacts
 from cachelint.findings import Finding
 from cachelint.fsutil import read_regular
-from cachelint.redact import unredacted
 from cachelint.rules import Rule
 from cachelint.store import CONTENTS_FILE, ENTRY_FILE
 
@@ -36,6 +35,8 @@ def check(facts: TreeFacts) -> Iterator[Finding]:
     rules = facts.config.redact
     if not rules:
         return
+    from cachelint.redact import unredacted  # only a tree with redaction rules needs them
+
     for entry in facts.entries:
         if entry.layout is not Layout.CACHELINT:
             continue
