@@ -14,17 +14,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachelint.errors import ConfigError
-from cachelint.passpolicy import ALL, PassPolicy, config_policy
 from cachelint.paths import is_inside
-from cachelint.settings import (
-    ReportSettings,
-    parse_interpretations,
-    parse_prices,
-    parse_settings,
-)
+
+if TYPE_CHECKING:  # parsed, and their defaults built, only when a run or the config asks
+    from cachelint.passpolicy import PassPolicy
+    from cachelint.settings import ReportSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -98,7 +95,8 @@ class Config:
     datasets: str = "eval-datasets"
     # The `pass` policy of a dataset without its own (`cachelint.passpolicy`), and of the pytest
     # plugin's `eval(trials=n)` tests without `pass_`.
-    trials_pass: PassPolicy = ALL
+    # `trials-pass` as configured; None: the default, "all" (see `trials_pass`).
+    trials_pass_set: PassPolicy | None = None
     results: str = "eval-results"
     watch: tuple[str, ...] = ()
     green_record: str = ".eval-green.json"
@@ -118,7 +116,26 @@ class Config:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     interpretations: Mapping[str, Any] = field(default_factory=dict)  # metric name -> ranges
     prices: Mapping[str, Any] = field(default_factory=dict)  # model -> $/Mtok in and out
-    reports: ReportSettings = field(default_factory=ReportSettings)
+    # [tool.cachelint.reports] as configured; None: every default (see `reports`).
+    reports_set: ReportSettings | None = None
+
+    # The run's defaults load on first read, so `check`, which never reads them, never imports
+    # cachelint.passpolicy or cachelint.settings (tests/test_startup_imports.py).
+    @property
+    def trials_pass(self) -> PassPolicy:
+        if self.trials_pass_set is not None:
+            return self.trials_pass_set
+        from cachelint.passpolicy import ALL
+
+        return ALL
+
+    @property
+    def reports(self) -> ReportSettings:
+        if self.reports_set is not None:
+            return self.reports_set
+        from cachelint.settings import ReportSettings
+
+        return ReportSettings()
 
     def named_target(self, name: str) -> TargetConfig:
         return self.target if name == DEFAULT_TARGET else self.targets[name]
@@ -234,6 +251,34 @@ def _redactions(value: Any) -> tuple[Any, ...]:
     return parse(value)
 
 
+# The run's tables and `trials-pass` (cachelint.settings, cachelint.passpolicy) load when a key
+# names them; a value equal to the default is kept as None, as an unset key is.
+def _trials_pass(value: Any) -> PassPolicy | None:
+    from cachelint.passpolicy import ALL, config_policy
+
+    policy = config_policy(value)
+    return None if policy == ALL else policy
+
+
+def _interpretations(value: Any) -> Mapping[str, Any]:
+    from cachelint.settings import parse_interpretations
+
+    return parse_interpretations(value)
+
+
+def _prices(value: Any) -> Mapping[str, Any]:
+    from cachelint.settings import parse_prices
+
+    return parse_prices(value)
+
+
+def _reports(value: Any) -> ReportSettings | None:
+    from cachelint.settings import ReportSettings, parse_settings
+
+    settings = parse_settings(value)
+    return None if settings == ReportSettings() else settings
+
+
 def _allow_host(value: Any) -> tuple[str, int]:
     from cachelint.netguard import parse_allow_host
 
@@ -264,7 +309,7 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "expiry-warning-days": ("expiry_warning_days", _int(0, 100_000)),
     "ttl-days": ("ttl_days", _int(MIN_TTL_DAYS, 100_000, _TTL_WHY)),
     "datasets": ("datasets", _relpath),
-    "trials-pass": ("trials_pass", config_policy),
+    "trials-pass": ("trials_pass_set", _trials_pass),
     "results": ("results", _relpath),
     "watch": ("watch", _str_list(_glob)),
     "green-record": ("green_record", _relpath),
@@ -281,9 +326,9 @@ _KEYS: dict[str, tuple[str, Check]] = {
     "agents": ("agents", _table),
     "compare": ("compare", _str_list(_str)),
     "judge": ("judge", _table),
-    "interpretations": ("interpretations", parse_interpretations),
-    "prices": ("prices", parse_prices),
-    "reports": ("reports", parse_settings),
+    "interpretations": ("interpretations", _interpretations),
+    "prices": ("prices", _prices),
+    "reports": ("reports_set", _reports),
 }
 
 _TARGET_TYPES = ("openai-compatible", "python", "command", "http")

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+from tests.conftest import PROJECT, commit_all
+from tests.helpers import BASIC, DEAD, record, write_repo
 
 
 def test_run_and_git_helpers_load_no_thread_pool() -> None:
@@ -13,3 +18,37 @@ def test_run_and_git_helpers_load_no_thread_pool() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert "'concurrent.futures'" not in loaded
+
+
+# What `check` parses or opens only when the tree has it: a check of a recorded cache with no
+# SQLite cassette, no `normalise`/`redact` rules and no run settings never loads these.
+_CHECK_DEFERS = (
+    "sqlite3",  # cachelint.sqlite_cache: only when a cassette file is there
+    "cachelint.rewrites",  # `normalise` rules
+    "cachelint.redact",  # `redact` rules
+    "cachelint.settings",  # `reports`, `prices`, `interpretations`
+    "cachelint.passpolicy",  # `trials-pass`
+)
+
+
+def test_check_of_a_plain_recorded_cache_loads_no_feature_it_lacks(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, BASIC)
+    outcome, _ = record(git_repo)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    commit_all(git_repo, "recorded")
+    probe = (
+        "import sys\nfrom cachelint.cli import main\nrc = main(['check'])\n"
+        "print(); print(rc, ' '.join(sorted(sys.modules)))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=git_repo,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    rc, loaded = proc.stdout.splitlines()[-1].split(" ", 1)
+    assert rc in ("0", "1"), proc.stdout + proc.stderr  # 1: the unstamped tree's findings
+    assert "cachelint.rules.unredacted" in loaded.split()  # every rule ran
+    assert [m for m in _CHECK_DEFERS if m in loaded.split()] == []
