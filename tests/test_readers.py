@@ -116,6 +116,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "the last 128 bytes of an earlier execution's trend.json: no link, no special file, in "
         "an execution directory that is no link; the rest is read by evidence.read_json"
     ),
+    ("cachelint/runner/reports/publishing.py", "_streamed_trend", "read_regular"): (
+        "an earlier execution's trend.json of 1 MiB or more, read to be decoded a scenario at a "
+        "time: no link below the results directory, no special file, bounded as read_json is"
+    ),
     ("cachelint/runner/reports/publishing.py", "publish_run", "open_regular"): (
         "the report.html this run has just written in its own results directory (checked for "
         "links before the run), copied to --html in 1 MiB chunks: no link, no special file"
