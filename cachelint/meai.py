@@ -272,12 +272,14 @@ def skipped_note(config: Config, count: int) -> str:
     return f"{count} {'file' if count == 1 else 'files'} skipped {why}"
 
 
-def family(config: Config) -> tuple[str, ...]:
+def family(config: Config, meai: Sequence[str] | None = None) -> tuple[str, ...]:
     """The package family the stamp records: the configured one when `packages` was set, else
-    MEAI's for a MEAI tree (by layout, or detected) and cachelint's own otherwise."""
+    MEAI's for a MEAI tree (by layout, or detected) and cachelint's own otherwise. `meai`: the
+    MEAI roots when already known (a check's `TreeFacts.meai_roots`), so the tree is not read
+    for them again."""
     if config.packages:
         return config.packages
-    if meai_roots(config):
+    if meai_roots(config) if meai is None else meai:
         return FAMILY
     return NATIVE_FAMILY
 

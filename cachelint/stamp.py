@@ -360,7 +360,7 @@ def facts_stamps(facts: TreeFacts) -> list[RootStamp]:
 
 
 def _current_pins(facts: TreeFacts) -> pins.Resolution:
-    return pins.current(facts.config, facts.projects)
+    return pins.current(facts.config, facts.projects, facts.meai_roots)
 
 
 def facts_pins(facts: TreeFacts) -> pins.Resolution:

@@ -398,8 +398,13 @@ def _decide(group: list[Pin], ecosystem: Ecosystem, project: str | None) -> Reso
     return Resolved(name, first.version, first.source, project, ecosystem)
 
 
-def current(config: Config, indexed_projects: Sequence[str] | None = None) -> Resolution:
-    """The pins (`read_pins`) resolved for the package family the stamp records."""
+def current(
+    config: Config,
+    indexed_projects: Sequence[str] | None = None,
+    meai_roots: Sequence[str] | None = None,
+) -> Resolution:
+    """The pins (`read_pins`) resolved for the package family the stamp records (`meai_roots`:
+    the MEAI roots when a check already knows them, see `meai.family`)."""
     from cachelint.meai import family
 
-    return resolve(read_pins(config, indexed_projects), family(config))
+    return resolve(read_pins(config, indexed_projects), family(config, meai_roots))

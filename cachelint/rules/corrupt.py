@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
+from operator import attrgetter
 
 from cachelint.config import Layout
 from cachelint.facts import TreeFacts
@@ -36,6 +37,9 @@ def _unprefixed(facts: TreeFacts) -> Iterator[tuple[str, str]]:
     """MEAI entries named neither by the whole key (96 characters) nor by `key-prefix`
     characters: a provider writing another length is not the one the config describes."""
     prefix = facts.config.key_prefix
+    # Asked at C speed first: a tree of native entries has none to look at.
+    if Layout.MEAI not in map(_LAYOUT, facts.entries):
+        return
     for entry in facts.entries:
         if entry.layout is not Layout.MEAI:
             continue
@@ -48,6 +52,9 @@ def _unprefixed(facts: TreeFacts) -> Iterator[tuple[str, str]]:
             f"96-character key and key-prefix is {prefix}: set key-prefix = {len(name)} in "
             f"{facts.config.source} if your provider names entries by {len(name)} characters",
         )
+
+
+_LAYOUT = attrgetter("layout")
 
 
 def _fix(facts: TreeFacts, path: str) -> str:

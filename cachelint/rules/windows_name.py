@@ -21,14 +21,22 @@ CODE = "eval-cache-windows-name"
 # Filters over "/"-delimited text (every part is followed by "/"): they may over-match but never
 # miss, so text they do not hit is clean. Each starts with a literal "/" or is a character class,
 # which re scans at C speed.
-_CHARS = re.compile(r'[<>:"|?*\\\x00-\x1f\udc80-\udcff]')
+_CHARS = re.compile(r'[<>:"|?*\\\x00-\x1f]')
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
 _DEVICE_PART = re.compile(rf"/(?:{DEVICES}) *[./]", re.IGNORECASE)
 
 
 def _suspect(text: str) -> bool:
     """`text` is "/"-joined paths; False means every part in it is a valid Windows name."""
-    return bool(_CHARS.search(text) or "./" in text or " /" in text or _DEVICE_PART.search(text))
+    # A surrogate escape (an undecodable byte) is no ASCII: isascii() answers from the string's
+    # flag, where the escapes in _CHARS' class made its scan of an ASCII text ~4x slower.
+    return bool(
+        _CHARS.search(text)
+        or (not text.isascii() and _UNDECODABLE.search(text))
+        or "./" in text
+        or " /" in text
+        or _DEVICE_PART.search(text)
+    )
 
 
 def _problem(part: str) -> str | None:
