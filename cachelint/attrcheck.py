@@ -38,7 +38,10 @@ def parse(out: bytes, paths: list[str]) -> Attributes:
     if not paths:
         return Attributes({}, {})
     if out.count(_USUAL) == len(paths) and (
-        out.count(b"\0") == 3 * len(paths)  # one record a path: nothing else is set
+        # One record a path, nothing else set: no byte more than the paths and their "text
+        # unset" (a path's UTF-8 is no shorter than its len()); not counting its NULs, a byte
+        # at a time.
+        len(out) == sum(map(len, paths)) + len(_USUAL) * len(paths)
         or not any(f in out for f in _REWRITING_FIELDS)  # `binary`, `-diff`: slower searches
     ):
         return Attributes(dict.fromkeys(paths, "unset"), {})
