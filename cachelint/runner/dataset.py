@@ -68,6 +68,25 @@ class Scenario:
         """The identity the cache knows: a matrix pair's dataset identity, else its own."""
         return self.origin or self.identity
 
+    def forget_inputs(self) -> None:
+        """Drop what only running it reads (its messages, options, tools, assertions and
+        judges), once its results file is written: a run holds every scenario for the green
+        record and the counts, and a large suite's decoded inputs are most of its plan. The one
+        change a `Scenario` sees after it loads (in place: the plan's lists share it, and a copy
+        of each would briefly hold both)."""
+        for name, empty in _INPUTS:
+            object.__setattr__(self, name, empty)
+
+
+# What `Scenario.forget_inputs` drops, and what it leaves in their place.
+_INPUTS: tuple[tuple[str, Any], ...] = (
+    ("messages", ()),
+    ("options", {}),
+    ("tools", ()),
+    ("assertions", ()),
+    ("judges", ()),
+)
+
 
 FIELDS = frozenset(
     {

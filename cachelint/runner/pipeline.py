@@ -277,6 +277,7 @@ def _on_done(
 
     def on_done(result: ScenarioResult) -> None:
         writer.write(result)
+        result.scenario.forget_inputs()  # publishing reads only its identity, path and digest
         if progress is not None:
             progress.advance()
         if lines is not None:
