@@ -5,7 +5,6 @@ an invalid one becomes a (path, reason) in `corrupt`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import repeat
 from operator import itemgetter
 from typing import NamedTuple, cast
 
@@ -24,7 +23,6 @@ UNREADABLE = (
 )
 
 _PAIR = frozenset(ENTRY_FILES)
-_DIRECTORY, _NAMES = itemgetter(0), itemgetter(1)
 
 
 def cache_prefixes(roots: list[str]) -> tuple[str, ...]:
@@ -81,46 +79,7 @@ def _slots(
     """Each whole entry directory's entry when `source` knows it, else its directory, and the
     (directory, prefix) of those to read; a directory holding no whole entry goes to
     `read.corrupt`."""
-    whole = _all_whole(ordered, prefixes, special)
-    if whole is not None:
-        read.entry_dirs = dict.fromkeys(whole, _PAIR)
-    else:
-        whole = _sort_out(ordered, prefixes, special, read)
-    found = source.known(whole)
-    if None not in found:  # the usual warm check: every entry known, in directory order
-        return cast(list[Entry | str], found), []
-    known = list(zip(whole, found, strict=True))
-    slots = [directory if entry is None else entry for directory, entry in known]
-    unread = [(d, _prefix_of(d, prefixes)) for d, entry in known if entry is None]
-    return slots, unread
-
-
-def _all_whole(
-    ordered: list[tuple[str, tuple[str, ...]]], prefixes: tuple[str, ...], special: set[str]
-) -> list[str] | None:
-    """The directories, when each holds exactly an entry's two files under a cache root and no
-    file is special: the usual tree, told at C speed (as `_sort_out` sorts it). None otherwise."""
-    if special or any(frozenset(found) != _PAIR for found in set(map(_NAMES, ordered))):
-        return None
-    directories = list(map(_DIRECTORY, ordered))
-    if not directories:
-        return directories
-    # The paths starting with one prefix are one run of the sorted list: when its first and its
-    # last start with the same prefix, every one between does.
-    first, last = directories[0], directories[-1]
-    if any(first.startswith(p) and last.startswith(p) for p in prefixes):
-        return directories
-    return directories if all(map(str.startswith, directories, repeat(prefixes))) else None
-
-
-def _sort_out(
-    ordered: list[tuple[str, tuple[str, ...]]],
-    prefixes: tuple[str, ...],
-    special: set[str],
-    read: Read,
-) -> list[str]:
-    """The directories holding a whole entry; the others (and temp files) go to `read.corrupt`."""
-    whole: list[str] = []
+    whole: list[str] = []  # the directories holding a whole entry
     # The walk shares one tuple of names between directories holding the same files: each such
     # tuple is sorted into entry files and temp files once, and most directories share one set.
     kinds: dict[tuple[str, ...], tuple[frozenset[str], tuple[str, ...]]] = {}
@@ -146,7 +105,10 @@ def _sort_out(
             read.corrupt.append((directory, missing))
             continue
         whole.append(directory)
-    return whole
+    known = list(zip(whole, source.known(whole), strict=True))
+    slots = [directory if entry is None else entry for directory, entry in known]
+    unread = [(d, _prefix_of(d, prefixes)) for d, entry in known if entry is None]
+    return slots, unread
 
 
 def _read_unread(unread: list[tuple[str, str]], reading: Reading) -> dict[str, Entry | str]:
