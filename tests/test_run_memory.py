@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 from cachelint.green import parse_record, read_record_file
 from cachelint.runner import pipeline
@@ -30,3 +31,24 @@ def test_a_run_drops_each_scenarios_inputs_and_still_records_green(git_repo: Pat
     assert pipeline.publish(plan, done, out=out, err=err) == 0, err.getvalue()
     green = parse_record(read_record_file(plan.config), "green record")
     assert sorted(green.datasets) == sorted(f"eval-datasets/{i}.json" for i in BASIC)
+
+
+def test_a_large_runs_slim_documents_share_equal_usages() -> None:
+    from cachelint.runner.reports.model import slim_record
+
+    def document(n: int) -> dict[str, Any]:
+        usage = {"prompt_tokens": 18, "completion_tokens": n, "total_tokens": 18 + n}
+        call = {"key": f"k{n}", "usage": dict(usage), "messages": [], "response": {}}
+        trial = {"trial": 0, "usage": dict(usage), "calls": [call], "judge_calls": []}
+        return {"scenario": f"a/t/s{n}", "trials": [trial]}
+
+    first, second, other = (slim_record(document(n)) for n in (8, 8, 9))
+    call = first["trials"][0]["calls"][0]
+    assert call["usage"] is second["trials"][0]["calls"][0]["usage"]
+    assert first["trials"][0]["usage"] is call["usage"]
+    assert other["trials"][0]["calls"][0]["usage"] == {
+        "prompt_tokens": 18,
+        "completion_tokens": 9,
+        "total_tokens": 27,
+    }
+    assert "messages" not in call and "response" not in call

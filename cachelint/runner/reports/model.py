@@ -340,7 +340,7 @@ def slim_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
     def calls(listed: Any) -> Any:
         if not isinstance(listed, list):
             return listed
-        return [Slim({k: v for k, v in c.items() if k not in _HEAVY}) for c in listed] or _EMPTY
+        return [Slim(_call(c)) for c in listed] or _EMPTY
 
     def trial(t: Mapping[str, Any]) -> Slim:
         kept = {k: _EMPTY if v == [] else v for k, v in t.items() if k not in _HEAVY}
@@ -355,8 +355,24 @@ def slim_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
     return Slim({**record, "trials": [trial(t) for t in record.get("trials") or ()]})
 
 
+def _call(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A call of a slim document: without `_HEAVY`, its usage the one object of its counts."""
+    kept = {k: v for k, v in call.items() if k not in _HEAVY}
+    usage = kept.get("usage")
+    if isinstance(usage, dict) and len(_USAGES) < _USAGES_MAX:
+        counts = tuple(usage.items())
+        if all(type(v) is int for _, v in counts):
+            kept["usage"] = _USAGES.setdefault(counts, usage)
+    return kept
+
+
 # The one empty list of every slim document: nothing changes a document the reports read.
 _EMPTY: list[Any] = []
+
+# The usages of a large run's calls by their counts (integers only), one object each: a suite's
+# calls mostly repeat a few (about 180 bytes a call held apart); bounded, for suites that do not.
+_USAGES: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+_USAGES_MAX = 4_096
 
 
 _UNPRICED: dict[Spend, Spend] = {}
