@@ -16,9 +16,8 @@ docs/internals.md, "The offline canary"):
   process can set back, and a file replaced by another has another inode. A racy file is hashed
   again and compared by content; a file whose stat changed is reported changed.
 
-The green record pins a content digest of each root (`digests`, `contents`): the digests of the
-bytes the run read when the file's stat stayed what it was when read, a hash of the rest (files no
-scenario read).
+The green record pins a content digest of each root (`digests`): the digests of the bytes the run
+read when the file's stat stayed what it was when read, a hash of the rest (files no scenario read).
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from pathlib import Path
 import blake3
 
 from cachelint.config import Config
-from cachelint.hashing import Snapshot, SnapshotDiff, hash_file, unreadable, walk_files
+from cachelint.hashing import SnapshotDiff, hash_file, unreadable, walk_files
 from cachelint.meai import make_skip, results_in_roots
 
 # A file whose ctime is this close to the clock when the first listing starts (or past it) may be
@@ -135,19 +134,11 @@ class Canary:
             removed=tuple(sorted(before.keys() - after.keys())),
         )
 
-    def contents(self) -> dict[str, Snapshot]:
-        """Each root's content snapshot after the run (as `hashing.snapshot` takes it). A file is
-        hashed only when the run did not read it with the stat it has now."""
-        listed = self._now()
-        by_root: dict[str, Snapshot] = {root: {} for root in self.roots}
-        for root, paths in self._by_root(listed).items():
-            by_root[root] = {path: self._digest(path, listed[path]) for path in paths}
-        self.release()
-        return by_root
-
     def digests(self) -> dict[str, str]:
-        """Each root's `green.cache_digest` of `contents`, for the green record, hashed as the
-        files are taken in path order instead of held as a snapshot of the tree."""
+        """Each root's content digest after the run (`green.cache_digest` of the snapshot
+        `hashing.snapshot` would take), for the green record: hashed as the files are taken in
+        path order, never held as a snapshot. A file is hashed only when the run did not read
+        it with the stat it has now."""
         from cachelint.green import pairs_digest
 
         listed = self._now()

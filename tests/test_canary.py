@@ -67,7 +67,8 @@ def test_an_untouched_tree_is_unchanged_and_its_contents_are_every_files_hash(
     _read(canary, tmp_path, f"{ENTRY}/contents.data")
     assert not canary.mutations()
     skip = make_skip(TOPS, EXCLUDE)
-    assert canary.contents() == {root: snapshot(tmp_path, [root], skip) for root in ROOTS}
+    wanted = {root: cache_digest(snapshot(tmp_path, [root], skip)) for root in ROOTS}
+    assert canary.digests() == wanted
 
 
 def test_a_file_read_during_the_run_is_not_read_again_for_its_contents(
@@ -80,7 +81,10 @@ def test_a_file_read_during_the_run_is_not_read_again_for_its_contents(
     told = "ab" * 32  # not the file's digest: only taken from what the store handed over
     _read(canary, tmp_path, f"{ENTRY}/contents.data", digest=told)
     assert not canary.mutations()
-    assert canary.contents()["eval-cache"][f"{ENTRY}/contents.data"] == told
+    wanted = snapshot(tmp_path, ["eval-cache"], make_skip(TOPS, EXCLUDE))
+    assert wanted[f"{ENTRY}/contents.data"] != told
+    wanted[f"{ENTRY}/contents.data"] = told
+    assert canary.digests()["eval-cache"] == cache_digest(wanted)
 
 
 def test_writes_removals_additions_and_metadata_changes_are_seen_by_stat(
@@ -115,7 +119,9 @@ def test_a_file_changed_just_before_the_run_is_compared_by_content(tmp_path: Pat
     (entry / "entry.json").write_bytes(b'{"key": "x"}\r\n')  # the same bytes again: unchanged
     (entry / "contents.data").write_bytes(b"x" * 70_000)
     assert canary.mutations().changed == (f"{ENTRY}/contents.data",)
-    assert canary.contents()["eval-cache"][f"{ENTRY}/entry.json"] == hash_file(entry / "entry.json")
+    wanted = snapshot(tmp_path, ["eval-cache"], make_skip(TOPS, EXCLUDE))
+    assert wanted[f"{ENTRY}/entry.json"] == hash_file(entry / "entry.json")
+    assert canary.digests()["eval-cache"] == cache_digest(wanted)
 
 
 def test_a_replay_reads_each_entry_once_and_pins_the_same_cache_digest(
