@@ -9,8 +9,10 @@ CRLF on Windows and LF on Linux yields one key.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import blake3
@@ -134,7 +136,17 @@ def cache_key(request: Any) -> str:
     return blake3.blake3(canonical_bytes(request)).hexdigest()
 
 
+_PRETTY = json.JSONEncoder(sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+
+
 def dump_pretty(value: Any) -> bytes:
     """The on-disk JSON form: sorted keys, 2-space indent, UTF-8, LF, a final newline."""
-    text = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    return (_PRETTY.encode(value) + "\n").encode("utf-8")
+
+
+def pretty_chunks(value: Any) -> Iterator[bytes]:
+    """`dump_pretty(value)` in pieces, for a document too large to hold as one text (the green
+    record of a large suite names each of its dataset files)."""
+    pieces = itertools.chain(_PRETTY.iterencode(value), ("\n",))
+    while batch := list(itertools.islice(pieces, 8192)):
+        yield "".join(batch).encode("utf-8")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
@@ -143,6 +143,16 @@ def split_z(out: bytes) -> list[str]:
     if not out:
         return []
     return [p.decode("utf-8", "surrogateescape") for p in out.rstrip(b"\0").split(b"\0")]
+
+
+def iter_z(out: bytes) -> Iterator[str]:
+    """`split_z(out)` one path at a time: a large listing is never held as strings."""
+    start, end = 0, out.find(b"\0")
+    while end != -1:
+        yield out[start:end].decode("utf-8", "surrogateescape")
+        start, end = end + 1, out.find(b"\0", end + 1)
+    if start < len(out):
+        yield out[start:].decode("utf-8", "surrogateescape")
 
 
 def stage_record(record: bytes) -> tuple[bytes, bytes, bytes, bytes] | None:

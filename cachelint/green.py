@@ -18,11 +18,10 @@ fail on a line-ending conversion git does by itself.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -31,11 +30,12 @@ from typing import Any
 import blake3
 
 from cachelint import __version__
+from cachelint.canonical import pretty_chunks
 from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.frontdoors import FrontDoor
 from cachelint.fsutil import atomic_write_chunks
-from cachelint.gitutil import GitProcess, split_z, start_git
+from cachelint.gitutil import GitProcess, iter_z, split_z, start_git
 from cachelint.hashing import Snapshot, snapshot
 from cachelint.paths import is_inside
 
@@ -129,18 +129,6 @@ def worktree_files(repo: Path, listing: GitProcess | None = None) -> list[str]:
     return sorted(set(split_z(out)))
 
 
-def _listed_paths(repo: Path, listing: GitProcess | None) -> Iterator[str]:
-    """`worktree_files`' paths one at a time, as git listed them (unsorted, a path of several
-    index stages more than once): a large suite's listing is never held as strings."""
-    out = (listing or start_worktree_listing(repo)).result().out
-    start, end = 0, out.find(b"\0")
-    while end != -1:
-        yield out[start:end].decode("utf-8", "surrogateescape")
-        start, end = end + 1, out.find(b"\0", end + 1)
-    if start < len(out):
-        yield out[start:].decode("utf-8", "surrogateescape")
-
-
 def _hash_worktree(repo: Path, path: str) -> str | None:
     # One lstat and plain os paths: a run hashes every dataset file, and a big suite has many.
     full = os.path.join(repo, path)
@@ -173,7 +161,8 @@ def worktree_state(
     selector = Selector(config)
     state = GreenState()
     known = known or {}
-    for path in _listed_paths(config.repo, listing):  # into dicts: order and repeats are moot
+    # Into dicts, one path at a time as git listed them: order and repeats (stages) are moot.
+    for path in iter_z((listing or start_worktree_listing(config.repo)).result().out):
         if not selector.relevant(path):
             continue
         digest = known.get(path) or _hash_worktree(config.repo, path)
@@ -230,17 +219,8 @@ def _write_if_changed(config: Config, record: Mapping[str, Any], existing: Any) 
     path = config.repo / config.green_record
     if isinstance(existing, dict) and _proof(existing) == _proof(record):
         return path
-    atomic_write_chunks(path, _pretty_chunks(record))
+    atomic_write_chunks(path, pretty_chunks(record))
     return path
-
-
-def _pretty_chunks(record: Mapping[str, Any]) -> Iterator[bytes]:
-    """`canonical.dump_pretty(record)` in pieces: a suite's record names each of its dataset
-    files, and its text is never whole in memory (the encoder is json.dumps' own)."""
-    encoder = json.JSONEncoder(sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    pieces = itertools.chain(encoder.iterencode(record), ("\n",))
-    while batch := list(itertools.islice(pieces, 8192)):
-        yield "".join(batch).encode("utf-8")
 
 
 def record_green_run(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from cachelint.canonical import canonical_bytes
+from cachelint.canonical import canonical_bytes, dump_pretty, pretty_chunks
 
 _CHARS = ['"', "\\", "\b", "\f", "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "a", "Z", "é", "€",
           "\u2028", "\ue000", "\uffff", "😀", "𝄞", " ", "/", "<"]  # fmt: skip
@@ -107,3 +107,15 @@ def test_nesting_too_deep_is_refused_at_one_depth_on_every_python() -> None:
     assert canonical_bytes(nested(100)) == rfc8785.dumps(nested(100))
     with pytest.raises(ValueError, match="nested too deeply"):
         canonical_bytes(nested(300))
+
+
+def test_pretty_chunks_join_to_dump_pretty() -> None:
+    """The green record of a large suite is written in pieces: the same bytes as one text."""
+    record = {
+        "format": 1,
+        "datasets": {f"eval-datasets/a/t/s{i}.json": f"{i:064x}" for i in range(20_000)},
+        "run": {"scenarios": ["é", "\u2028", 1.5, None, True], "count": 3},
+    }
+    chunks = list(pretty_chunks(record))
+    assert len(chunks) > 1
+    assert b"".join(chunks) == dump_pretty(record)

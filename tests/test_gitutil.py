@@ -70,3 +70,10 @@ def test_stage_records_read_what_ls_files_writes(git_repo: Path, tagged: bool) -
         expected.append((mode.encode(), object_id.encode(), number.encode(), path.encode()))
     assert parsed[:-1] == expected
     assert gitutil.stage_record(b"not a record") is None
+
+
+@pytest.mark.parametrize(
+    "out", [b"", b"a\0", b"a\0b/c\0", b"a\0b", b"\xff\xfe\0d\xc3\xa9\0", b"\0", b"a\0\0b\0"]
+)
+def test_iter_z_gives_split_z_s_paths_one_at_a_time(out: bytes) -> None:
+    assert list(gitutil.iter_z(out)) == gitutil.split_z(out)
