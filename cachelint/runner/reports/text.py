@@ -204,13 +204,8 @@ def report_dict(report: RunReport, *, streamed: bool = False) -> dict[str, Any]:
         "mode": report.mode,
         "passed": report.passed,
         "summary": report.counts(),
-        **{
-            f"by_{'tenant' if by_tenant else 'agent'}": {
-                n: {"passed": sum(1 for s in m if s.passed), "total": len(m)}
-                for n, m in report.groups(by_tenant)
-            }
-            for by_tenant in (False, True)
-        },
+        "by_agent": report.group_counts(by_tenant=False),
+        "by_tenant": report.group_counts(by_tenant=True),
         "scenarios": scenarios,
         "mutations": [
             {"code": f.code, "path": f.path, "message": f.message} for f in report.mutations
