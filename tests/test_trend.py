@@ -97,7 +97,7 @@ def test_a_scenarios_line_is_its_pass_rate_and_judge_means_in_each_execution() -
     ]
     trend = Trend([run for run in map(TrendRun.of, runs) if run is not None])
     assert trend.names() == ["one", "two", "three"]
-    assert trend.pass_rates() == [1.0, 0.0, 0.0]
+    assert [run.pass_rate for run in trend.runs] == [1.0, 0.0, 0.0]
     # A scenario missing from an execution leaves a gap; the first of a repeated identity counts.
     assert trend.scenario("a") == (
         [1.0, None, 0.5],

@@ -120,9 +120,6 @@ class Trend:
     def names(self) -> list[str]:
         return [r.execution for r in self.runs]
 
-    def pass_rates(self) -> list[float | None]:
-        return [r.pass_rate for r in self.runs]
-
     def scenario(self, identity: str) -> tuple[list[float | None], dict[str, list[float | None]]]:
         """Pass rate per execution and mean judge score per metric per execution."""
         rates: list[float | None] = []
