@@ -103,7 +103,7 @@ def test_the_child_names_temp_files_as_every_other_writer() -> None:
 
 def test_a_slim_document_holds_each_fact_once_and_reads_as_the_whole() -> None:
     # Issue 44: a large run holds one slim document per scenario; what it repeats is one object.
-    from cachelint.runner.reports.model import slim_record
+    from cachelint.runner.reports.held import slim_record
 
     usage = {"prompt_tokens": 3, "completion_tokens": 2}
     call = {"key": "k", "entry": "e", "cache_hit": True, "usage": dict(usage), "messages": []}

@@ -21,7 +21,7 @@ import pytest
 
 from cachelint.errors import CachelintError
 from cachelint.runner import client, engine
-from cachelint.runner.reports import model
+from cachelint.runner.reports import held, model
 from tests.conftest import run_cachelint
 from tests.helpers import DEAD, SCRIPT, do_run, record, refund, write_repo
 
@@ -168,7 +168,7 @@ def test_a_results_file_changed_since_the_run_wrote_it_is_read_as_evidence(
     path = directory / "support/acme/case-0.json"
     data = path.read_bytes()
     record = json.loads(data)
-    source = model.Sources(directory).of(record, data)
+    source = held.Sources(directory).of(record, data)
     view = model.scenario_report(record, "scripted-v1", {}, source=source)
     assert view.whole().record == record
     path.write_bytes(b"[" * 150 + b"]" * 150)

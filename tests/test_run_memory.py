@@ -3,6 +3,7 @@ inputs are most of its plan, and nothing after a scenario's results file is writ
 
 from __future__ import annotations
 
+import gc
 import io
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ def test_a_run_drops_each_scenarios_inputs_and_still_records_green(git_repo: Pat
 
 
 def test_a_large_runs_slim_documents_share_equal_usages() -> None:
-    from cachelint.runner.reports.model import slim_record
+    from cachelint.runner.reports.held import slim_record
 
     def document(n: int) -> dict[str, Any]:
         usage = {"prompt_tokens": 18, "completion_tokens": n, "total_tokens": 18 + n}
@@ -52,3 +53,52 @@ def test_a_large_runs_slim_documents_share_equal_usages() -> None:
         "total_tokens": 27,
     }
     assert "messages" not in call and "response" not in call
+
+
+def test_a_large_run_holds_each_scenarios_trials_in_its_spool_not_in_memory(
+    git_repo: Path, monkeypatch: Any
+) -> None:
+    from cachelint.runner import engine
+    from cachelint.runner.reports.held import SpooledRecord, slim_record
+    from cachelint.runner.reports.model import read_document
+
+    monkeypatch.setattr(engine, "HOLD_MAX_SCENARIOS", 0)
+    write_repo(git_repo, DEAD, BASIC)
+    assert record(git_repo)[0].rc == 0
+    commit_all(git_repo)
+    plan = pipeline.plan_run(git_repo, RunOptions(execution="replay"))
+    out, err = io.StringIO(), io.StringIO()
+    done = pipeline.execute(plan, pipeline.wire(plan), out=out, err=err)
+
+    directory = git_repo / "eval-results" / "replay"
+    for identity, report in done.records.items():
+        held = report.record
+        assert isinstance(held, SpooledRecord)
+        assert not [o for o in _held_objects(held) if isinstance(o, list)]  # no trials, no calls
+        whole = read_document(directory, f"{identity}.json")
+        assert sorted(held) == sorted(whole)
+        assert held == slim_record(whole)  # trials read back from the spool included
+        assert held["trials"] == slim_record(whole)["trials"] and held["trials"]
+
+
+def _held_objects(root: object) -> list[object]:
+    """What `root` holds in memory, its spool (a file) left out."""
+    from cachelint.runner.reports.held import Spool
+
+    seen, todo, found = {id(root)}, [root], []
+    while todo:
+        for ref in gc.get_referents(todo.pop()):
+            if id(ref) not in seen and not isinstance(ref, (Spool, type)):
+                seen.add(id(ref))
+                todo.append(ref)
+                found.append(ref)
+    return found
+
+
+def test_trials_a_spool_cannot_write_are_held_slim() -> None:
+    from cachelint.runner.reports.held import Slim, Sources, SpooledRecord
+
+    trials = [{"trial": 0, "passed": True, "calls": [], "judge_calls": [], "note": "\ud800"}]
+    held = Sources(Path("unused")).held({"scenario": "a/t/s", "trials": trials})
+    assert not isinstance(held, SpooledRecord) and isinstance(held, Slim)
+    assert held["trials"][0]["note"] == "\ud800"

@@ -36,7 +36,8 @@ from cachelint.runner.pytarget import Target
 
 if TYPE_CHECKING:
     from cachelint.runner.cost import Price
-    from cachelint.runner.reports.model import ScenarioReport, Sources
+    from cachelint.runner.reports.held import Sources
+    from cachelint.runner.reports.model import ScenarioReport
 
 RESULT_FORMAT = 1
 
@@ -382,7 +383,7 @@ def scenario_record(result: ScenarioResult, *, execution: str, mode: str) -> dic
 
 
 # Up to this many scenarios a run keeps each results document whole for the reports; above, only
-# what the reports other than the page read (`reports.model.slim_record`), the page reading each
+# its top-level values, its trials spooled to a temp file (`reports.held`), the page reading each
 # file back as it is drawn, so memory stays flat however large the suite.
 HOLD_MAX_SCENARIOS = 5_000
 
@@ -408,7 +409,7 @@ class ResultWriter:
 
     `records` holds each scenario's report by identity (`reports.model.scenario_report`, priced
     with `priced`: the config's model and prices): its whole document up to `HOLD_MAX_SCENARIOS`
-    expected scenarios; above, its slim document and its file.
+    expected scenarios; above, its top-level values, its spooled trials and its file.
     """
 
     def __init__(
@@ -435,7 +436,7 @@ class ResultWriter:
         self._priced = priced
         self._sources: Sources | None = None
         if expected > HOLD_MAX_SCENARIOS:
-            from cachelint.runner.reports.model import Sources
+            from cachelint.runner.reports.held import Sources
 
             self._sources = Sources(directory)
 

@@ -18,12 +18,12 @@ from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
 from cachelint.runner.cost import Spend
+from cachelint.runner.reports.held import slim_record
 from cachelint.runner.reports.model import (
     RUN_FILE,
     RunReport,
     ScenarioReport,
     checked,
-    slim_record,
 )
 
 if TYPE_CHECKING:

@@ -6,9 +6,9 @@ cost lines are in it from the start (reports/publishing.py `judge`).
 
 A scenario's report is its results document, the file `engine.ResultWriter` writes to
 `<results>/<execution>/<agent>/<tenant>/<scenario>.json`, with its cost and tokens, made as the
-file is written or read. A large run (`engine.HOLD_MAX_SCENARIOS`) holds each document slim
-(`slim_record`: what the reports draw of it) and the page reads the whole one back from its file
-(`ScenarioReport.whole`).
+file is written or read. A large run (`engine.HOLD_MAX_SCENARIOS`) holds each document's top-level
+values with its trials spooled to a temp file (`held`), and the page reads the whole one back from
+its file (`ScenarioReport.whole`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from cachelint.errors import CachelintError
 from cachelint.findings import Finding
 from cachelint.runner.cost import Price, Spend, call_spend, tokens
+from cachelint.runner.reports.held import Source
 
 if TYPE_CHECKING:
     from cachelint.runner.matrix import Matrix
@@ -28,18 +29,18 @@ if TYPE_CHECKING:
 RUN_FILE = "run.json"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a large run holds one for each scenario
 class ScenarioReport:
     record: Mapping[str, Any]  # the per-scenario results document (engine.scenario_record)
     spend: Spend  # USD of the priced calls, and the calls no price covers
     tokens: tuple[int, int]  # input, output (target and judge calls)
-    # The file the whole document was written to, when `record` is its `slim_record` (a large
-    # run keeps only that in memory).
+    # The file the whole document was written to, when `record` is what a large run holds of
+    # it (`held.Sources.held`: its trials spooled).
     source: Source | None = None
 
     def whole(self) -> ScenarioReport:
         """This scenario with its whole results document (read back from its file when only
-        the slim one is held): what the page draws the conversation from."""
+        a large run's is held): what the page draws the conversation from."""
         if self.source is None:
             return self
         directory, rel = self.source.run.directory, f"{self.identity}.json"
@@ -211,15 +212,20 @@ class RunReport:
 
     def counts(self) -> dict[str, int]:
         """Scenarios, passed and failed, trials, target calls and their cache hits."""
-        passed = sum(1 for s in self.scenarios if s.passed)
-        calls = [c for s in self.scenarios for c in s.calls()]
+        passed = trials = calls = hits = 0
+        for s in self.scenarios:  # one pass, holding nothing (a large run's trials are spooled)
+            passed += s.passed
+            trials += len(s.trials)
+            for call in s.calls():
+                calls += 1
+                hits += bool(call.get("cache_hit"))
         return {
             "scenarios": len(self.scenarios),
             "passed": passed,
             "failed": len(self.scenarios) - passed,
-            "trials": sum(len(s.trials) for s in self.scenarios),
-            "calls": len(calls),
-            "cache_hits": sum(1 for c in calls if c.get("cache_hit")),
+            "trials": trials,
+            "calls": calls,
+            "cache_hits": hits,
         }
 
     def group_counts(self, by_tenant: bool) -> dict[str, dict[str, int]]:
@@ -257,124 +263,6 @@ def group_spend(members: Sequence[ScenarioReport]) -> Spend:
     return Spend(dollars, tuple(sorted(counts.items())))
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
-    """What a large run keeps of a results file it wrote, beside the slim document."""
-
-    run: Sources
-    digest: bytes  # `evidence.written_digest` of the bytes written: `read_own` reads them back
-    systems: tuple[bytes, ...]  # its `ScenarioReport.system_texts`' keys
-
-
-class Sources:
-    """A large run's results directory, and the system texts of its scenarios as the page shares
-    them: each scenario's keys, and the texts that two or more scenarios sent (a text one scenario
-    sent is never shared, and the page reads it from that scenario's file), so the page reads
-    each results file once, as it draws it."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.texts: dict[bytes, str] = {}
-        self._seen: set[bytes] = set()
-        self._keys: dict[tuple[bytes, ...], tuple[bytes, ...]] = {}
-
-    def of(self, record: Mapping[str, Any], data: bytes) -> Source:
-        """The `Source` of `record`, written as `data`."""
-        from cachelint.runner.evidence import written_digest
-        from cachelint.runner.reports.htmlscenario import system_texts, text_key
-
-        texts = system_texts(record.get("trials") or ())
-        keys = tuple(text_key(body) for body in texts)
-        for key, body in zip(keys, texts, strict=True):
-            if key in self._seen:
-                self.texts.setdefault(key, body)
-            else:
-                self._seen.add(key)
-        # One tuple for all the scenarios that sent the same texts.
-        return Source(self, written_digest(data), self._keys.setdefault(keys, keys))
-
-
-# What a report other than the page's conversations never reads of a results document: the
-# messages sent and the answers (most of its size), in each trial and each call.
-_HEAVY = ("messages", "output", "response")
-
-
-class Slim(Mapping[str, Any]):
-    """An object of a slim results document as a large run holds it: its values in one tuple,
-    its keys shared by every object with the same keys (a dict of a dozen keys costs about
-    three times as much, and a run holds one for each scenario, trial and call)."""
-
-    __slots__ = ("_index", "_values")
-    _shapes: ClassVar[dict[tuple[str, ...], dict[str, int]]] = {}
-
-    def __init__(self, items: Mapping[str, Any]) -> None:
-        keys = tuple(items)
-        index = Slim._shapes.get(keys)
-        if index is None:
-            index = Slim._shapes.setdefault(keys, {k: i for i, k in enumerate(keys)})
-        self._index = index
-        self._values = tuple(items.values())
-
-    def __getitem__(self, key: str) -> Any:
-        return self._values[self._index[key]]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        at = self._index.get(key)
-        return default if at is None else self._values[at]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._index
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
-
-    def __len__(self) -> int:
-        return len(self._index)
-
-
-def slim_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`record` without what only the page's conversations read (`_HEAVY`), each of its objects
-    down to the trials' calls a `Slim` (what the reports read of them as `Mapping`s; the lists
-    and objects within they hand to run.json stay as decoded)."""
-
-    def calls(listed: Any) -> Any:
-        if not isinstance(listed, list):
-            return listed
-        return [Slim(_call(c)) for c in listed] or _EMPTY
-
-    def trial(t: Mapping[str, Any]) -> Slim:
-        kept = {k: _EMPTY if v == [] else v for k, v in t.items() if k not in _HEAVY}
-        made = kept["calls"] = calls(t.get("calls"))
-        kept["judge_calls"] = calls(t.get("judge_calls"))
-        # A trial of one call: its usage is that call's (engine.sum_usage keeps integers only,
-        # so equal usages are the same JSON).
-        if isinstance(made, list) and len(made) == 1 and kept.get("usage") == made[0].get("usage"):
-            kept["usage"] = made[0].get("usage")
-        return Slim(kept)
-
-    return Slim({**record, "trials": [trial(t) for t in record.get("trials") or ()]})
-
-
-def _call(call: Mapping[str, Any]) -> dict[str, Any]:
-    """A call of a slim document: without `_HEAVY`, its usage the one object of its counts."""
-    kept = {k: v for k, v in call.items() if k not in _HEAVY}
-    usage = kept.get("usage")
-    if isinstance(usage, dict) and len(_USAGES) < _USAGES_MAX:
-        counts = tuple(usage.items())
-        if all(type(v) is int for _, v in counts):
-            kept["usage"] = _USAGES.setdefault(counts, usage)
-    return kept
-
-
-# The one empty list of every slim document: nothing changes a document the reports read.
-_EMPTY: list[Any] = []
-
-# The usages of a large run's calls by their counts (integers only), one object each: a suite's
-# calls mostly repeat a few (about 180 bytes a call held apart); bounded, for suites that do not.
-_USAGES: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
-_USAGES_MAX = 4_096
-
-
 _UNPRICED: dict[Spend, Spend] = {}
 
 
@@ -387,7 +275,8 @@ def scenario_report(
     """The scenario's tokens and cost: each call priced as the `cost` assertion prices it
     (`cost.pricing_model`: a scenario may call several models, and judges their own), `model`
     for records that do not say. A call no price covers is counted as unpriced, never as free.
-    With a `source` (the file `record` was written to), it keeps the slim record only."""
+    With a `source` (the file `record` was written to), it keeps what a large run holds of it
+    (`held.Sources.held`)."""
     usages: list[Any] = []
     spend = Spend()
     for t in record.get("trials") or ():
@@ -405,7 +294,7 @@ def scenario_report(
     if source is not None:
         # A large run's scenarios mostly share a few unpriced tallies (no dollars): one each.
         spend = _UNPRICED.setdefault(spend, spend) if not spend.dollars else spend
-        return ScenarioReport(slim_record(record), spend, (n_in, n_out), source)
+        return ScenarioReport(source.run.held(record), spend, (n_in, n_out), source)
     return ScenarioReport(record, spend, (n_in, n_out))
 
 
