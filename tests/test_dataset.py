@@ -355,6 +355,38 @@ def test_values_a_key_cannot_hold_are_rejected_at_load(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [
+        # A number too large for a double decodes to infinity, which no key can hold; beside a
+        # null too (orjson, which the quick check encodes with, writes both as null).
+        ("options", '"options": {"top_p": 1e400}'),
+        ("options", '"options": {"stop": null, "top_p": -1e400}'),
+        ("messages", '"messages": [{"role": "user", "content": [{"type": "x", "n": 1e999}]}]'),
+        (
+            "tools",
+            '"tools": [{"type": "function", "function": {"name": "f", "parameters": '
+            '{"maximum": 1e400}}}], "input": "hi"',
+        ),
+        # At and beyond 2**53 (RFC 8785's bound), under a key that is not ASCII.
+        ("options", '"options": {"caf\u00e9": 9007199254740992}'),
+    ],
+)
+def test_values_a_key_cannot_hold_are_named_by_field(tmp_path: Path, field: str, text: str) -> None:
+    fields = text if '"messages"' in text or '"input"' in text else f'{text}, "input": "hi"'
+    with pytest.raises(CachelintError) as err:
+        load_one(tmp_path, f'{{{fields}, "assert": {json.dumps(CHECK)}}}')
+    assert str(err.value).startswith(
+        f"{ROOT}/support/acme/refund.json: field '{field}': cannot be part of a cache key"
+    )
+
+
+def test_the_largest_integer_a_key_holds_and_nulls_load(tmp_path: Path) -> None:
+    options = {"seed": 2**53 - 1, "floor": -(2**53 - 1), "stop": None, "top_p": 0.5}
+    [s] = load_one(tmp_path, scenario(options=options))
+    assert s.options == options
+
+
 def test_identity_is_nfc_whatever_the_file_system_lists(tmp_path: Path) -> None:
     nfd = "cafe\u0301"  # what HFS+ hands out for "café"
     write(tmp_path, f"{ROOT}/support/{nfd}/refund.json", scenario())

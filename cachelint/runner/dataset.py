@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import orjson
+
 from cachelint.canonical import canonical_bytes
 from cachelint.confine import TEXT_BYTES, close_opened, read_inside
 from cachelint.errors import CachelintError
@@ -290,8 +292,17 @@ def _judges(value: Any, f: _Fields, metrics: Collection[str]) -> list[str]:
 def _require_canonical(f: _Fields, **fields: Any) -> None:
     """Each field can be part of a cache key; checked together (one encoding in the usual case),
     then field by field to name the one that cannot."""
+    values = list(fields.values())
     try:
-        canonical_bytes(list(fields.values()))
+        # What canonical_bytes refuses orjson refuses too (a lone surrogate, an integer beyond
+        # 2**53, nesting 255 deep), but for a non-finite float, which it writes as null: without
+        # a null, canonical_bytes would succeed, and its walk and sorted copy are not needed.
+        if b"null" not in orjson.dumps(values, option=orjson.OPT_STRICT_INTEGER):
+            return
+    except orjson.JSONEncodeError:
+        pass  # canonical_bytes decides
+    try:
+        canonical_bytes(values)
         return
     except ValueError:
         pass
@@ -414,16 +425,20 @@ def _identity_parts(identity: str, shared: dict[Any, Any] | None) -> tuple[str, 
 
 
 # The values `_once` holds once: equal values of these types are the same JSON.
-_FLAT = (str, int, bool, type(None))
+_FLAT = frozenset({str, int, bool, type(None)})
 
 
 def _once(value: Mapping[str, Any], shared: dict[Any, Any] | None) -> Any:
     """`value`, or an equal object an earlier scenario of this load holds: a suite of many
     thousand scenarios repeats the same options and assertions. Only objects of strings,
     integers, booleans and nulls, compared with their types (0 and false, 1 and 1.0 differ)."""
-    if shared is None or not all(type(v) in _FLAT for v in value.values()):
+    if shared is None:
         return value
-    key = tuple((k, type(v), v) for k, v in value.items())
+    values = tuple(value.values())
+    types = tuple(map(type, values))  # built-ins all the way: this runs a few times per scenario
+    if not _FLAT.issuperset(types):
+        return value
+    key = (tuple(value), types, values)
     held = shared.get(key)
     if held is None:
         # Its keys and its short strings ("type", "contains") are a suite's few: one of each,

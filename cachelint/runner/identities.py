@@ -16,6 +16,8 @@ from cachelint.winpath import problem
 # A suite's scenarios share their agent and tenant names, and often their own names across tenants:
 # each part's answer is worked out once.
 _problem = functools.lru_cache(maxsize=4096)(problem)
+_DRIVE = re.compile(r"[A-Za-z]:")
+_DOTS = frozenset({"", ".", ".."})
 
 
 def validate_identity(identity: str, where: str) -> None:
@@ -32,10 +34,10 @@ def validate_identity(identity: str, where: str) -> None:
         raise bad("is empty")
     if "\\" in identity:
         raise bad("contains a backslash")
-    if identity.startswith("/") or re.match(r"[A-Za-z]:", identity):
+    if identity.startswith("/") or _DRIVE.match(identity):
         raise bad("is an absolute path")
     parts = identity.split("/")
-    if any(part in ("", ".", "..") for part in parts):
+    if not _DOTS.isdisjoint(parts):
         raise bad("has an empty, '.' or '..' part")
     if len(parts) != 3:
         levels = "level" if len(parts) == 1 else "levels"
