@@ -122,6 +122,56 @@ def start_worktree_listing(repo: Path) -> GitProcess:
     return start_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=repo)
 
 
+def start_record_listing(config: Config) -> GitProcess:
+    """`worktree_state`'s git listing: `start_worktree_listing`'s without the cache roots under
+    which no dataset or watched file can lie (`_unpinned_roots`). Listing untracked files, git
+    reads every directory it walks and looks for a `.gitignore` in each: a cache tree of a
+    directory or two per entry, for paths the record drops."""
+    excluded = [f":(exclude,literal){root}" for root in _unpinned_roots(config)]
+    return start_git(
+        ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *excluded],
+        cwd=config.repo,
+    )
+
+
+def _unpinned_roots(config: Config) -> list[str]:
+    """The cache roots (repo-relative, normalised) holding no path the record pins: the datasets
+    directory neither lies inside one nor holds it, and no `watch` glob can match below it."""
+    out: list[str] = []
+    for root in config.cache:
+        norm = os.path.normpath(root).replace(os.sep, "/")
+        if os.path.isabs(norm) or norm == "." or norm.split("/")[0] == "..":
+            continue
+        if is_inside(norm, config.datasets) or is_inside(config.datasets, norm):
+            continue
+        if not any(_may_match_below(glob, norm.split("/")) for glob in config.watch):
+            out.append(norm)
+    return out
+
+
+_WILD = frozenset("*?[\\")
+
+
+def _may_match_below(glob: str, root: list[str]) -> bool:
+    """Whether the gitignore-style `glob` may match a path below the directory whose segments
+    are `root`. Only two kinds provably cannot: a negation (it takes matches away) and an
+    anchored glob (a `/` before its end) whose leading literal segments part from `root`'s
+    (compared without case, as git may on a case-insensitive filesystem). A glob without such a
+    `/` matches at any depth; a wildcard, an escape or an empty segment before they part may."""
+    if glob.startswith("!"):
+        return False
+    body = glob.rstrip()  # git drops a line's trailing spaces
+    body = body[:-1] if body.endswith("/") else body
+    if "/" not in body:
+        return True
+    for want, have in zip(body.removeprefix("/").split("/"), root, strict=False):
+        if want in ("", ".", "..") or not _WILD.isdisjoint(want):
+            return True
+        if want.casefold() != have.casefold():
+            return False
+    return True
+
+
 def worktree_files(repo: Path, listing: GitProcess | None = None) -> list[str]:
     """Tracked plus untracked-not-ignored paths, as git lists them (the truth for ignore rules);
     from `listing` when the caller started it earlier."""
@@ -157,12 +207,13 @@ def worktree_state(
 ) -> GreenState:
     """The state of the working tree as the green record would pin it. `known` holds content
     hashes (`content_hash`) the caller took of files as it read them, a run's dataset files: the
-    record then pins what was run, and they are not read again."""
+    record then pins what was run, and they are not read again. `listing` is
+    `start_record_listing(config)` (or `start_worktree_listing`'s) when the caller started it."""
     selector = Selector(config)
     state = GreenState()
     known = known or {}
     # Into dicts, one path at a time as git listed them: order and repeats (stages) are moot.
-    for path in iter_z((listing or start_worktree_listing(config.repo)).result().out):
+    for path in iter_z((listing or start_record_listing(config)).result().out):
         if not selector.relevant(path):
             continue
         digest = known.get(path) or _hash_worktree(config.repo, path)
