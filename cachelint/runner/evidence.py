@@ -54,15 +54,20 @@ def _refused(shown: str, problem: str, advice: str = _ADVICE) -> BadEvidence:
 
 
 def too_deep(value: Any) -> bool:
-    """Whether `value` nests lists and objects deeper than MAX_DEPTH (walked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
-        if depth > MAX_DEPTH:
-            return True
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
-    return False
+    """Whether `value` (a list or an object) nests lists and objects deeper than MAX_DEPTH.
+    Walked a level at a time without recursion, each level's containers gathered in one
+    comprehension (a run reads each earlier execution's trend back through it)."""
+    level = [value]
+    for _ in range(MAX_DEPTH):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return False
+    return True
 
 
 def read_json(
