@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from cachelint import fastjson
 from cachelint.display import escape_json_unsafe, json_dumps
 from cachelint.fastjson import dumps_compact, loads, utf8_sig_text
 
@@ -100,6 +101,26 @@ class Text(str):
 )
 def test_what_orjson_writes_otherwise_is_written_by_json(document: Any) -> None:
     assert dumps_compact(document) == json_dumps(document, compact=True)
+
+
+def test_a_document_whose_floats_orjson_spells_alike_goes_to_it_uncopied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A results document's floats (a rate, latencies) orjson spells as json does: the document
+    goes to orjson as it stands; one float it spells otherwise, anywhere, sends it through
+    `_plain`, which writes each float as json does."""
+    copied: list[Any] = []
+    real = fastjson._plain
+    monkeypatch.setattr(fastjson, "_plain", lambda value: copied.append(value) or real(value))
+    trial: dict[str, Any] = {"latency_s": 0.000131, "usage": {"n": 3}, "t": ("a", None, True)}
+    document = {"pass_rate": 0.5, "trials": [trial], "zero": -0.0}
+    assert dumps_compact(document) == json_dumps(document, compact=True)
+    assert copied == []
+    for odd in (1e-07, 1e-05, math.nan, -math.inf):
+        trial["t"] = ("a", [odd])
+        assert dumps_compact(document) == json_dumps(document, compact=True)
+        assert copied and copied[0] is document
+        copied.clear()
 
 
 def test_nesting_deeper_than_orjson_goes_to_json() -> None:
