@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cachelint import confine
 from cachelint.confine import TEXT_BYTES, OutsideRepository, is_dotgit, read_inside
 from tests.conftest import commit_all, git, run_cachelint
 from tests.helpers import DEAD, Outcome, cli, make_checked_repo, record, refund, write_repo
@@ -114,10 +115,17 @@ def test_read_inside_refuses_links_special_files_and_oversized_files(tmp_path: P
         read_inside(tmp_path / "dir", "../big", "x", 1024)
 
 
-@pytest.mark.parametrize("name", [".git", ".GIT", ".Git.", ".git ", "git~1", ".g\u200cit"])
+@pytest.mark.parametrize(
+    "name", [".git", ".GIT", ".Git.", ".git ", "git~1", ".g\u200cit", "\ufeff.GIT.", ".git\u202e"]
+)
 def test_every_spelling_of_dotgit_is_dotgit(name: str) -> None:
     assert is_dotgit(name)
     assert not is_dotgit(".github") and not is_dotgit("git")
+
+
+def test_no_ignorable_code_point_is_ascii() -> None:
+    # is_dotgit takes an ASCII name as it is, without removing ignorable code points.
+    assert min(confine._IGNORABLE) > 0x7F
 
 
 # ---- the stamp and the attributes files: never a hang, never through a link ---------------------
