@@ -26,7 +26,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from cachelint.display import UNSAFE_IN_BLOCK, sanitize_block
+from cachelint.display import sanitize_block
+from cachelint.errors import CachelintError
+from cachelint.runner.output import output_from_value
 from cachelint.runner.reports.reviewviews import ANSWER_CHARS, escape_html
 from cachelint.runner.review import call_arguments
 from cachelint.settings import ReportSettings
@@ -40,13 +42,23 @@ _ANSWERS = frozenset({"assistant", "response"})
 # Roles written without quotes (an attribute value of letters needs none): 100,000s of turns.
 _PLAIN_ROLES = frozenset({"system", "user", "assistant", "tool", "response"})
 
-# Model answers and dataset text: bidi marks, controls and lone surrogates shown as escapes; most
-# values need neither (one search says so: a page holds tens of thousands of values).
-escape = escape_html
+# What changes in a value: `[&<>]` (and in an attribute, quotes) or display.UNSAFE_IN_BLOCK, as one
+# class (LF left out), which `re` searches about five times faster than an alternation with a
+# lookahead (reviewviews.NEEDS_ESCAPE): a page searches every value it writes, and most need
+# nothing (tests/test_html_text.py checks that the classes match the same characters).
+_UNSAFE_IN_BLOCK = (
+    "\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+    "\u2066-\u2069\ud800-\udfff"
+)
+_NEEDS_ESCAPE = re.compile(f"[&<>\"'{_UNSAFE_IN_BLOCK}]")
+_TEXT_NEEDS_ESCAPE = re.compile(f"[&<>{_UNSAFE_IN_BLOCK}]")
 
 
-# What changes in an element's text: no quotes (a reason quotes what it looked for).
-_TEXT_NEEDS_ESCAPE = re.compile(f"[&<>]|{UNSAFE_IN_BLOCK.pattern}")
+def escape(value: Any) -> str:
+    """`escape_html(value)`: model answers and dataset text with bidi marks, controls and lone
+    surrogates shown as escapes."""
+    text = value if type(value) is str else str(value)
+    return text if _NEEDS_ESCAPE.search(text) is None else escape_html(text)
 
 
 def text(value: Any) -> str:
@@ -113,19 +125,19 @@ def _long(body: str) -> str:
     )
 
 
-def _system_texts(trial: Mapping[str, Any]) -> Iterable[str]:
-    for call in [*(trial.get("calls") or ()), *(trial.get("judge_calls") or ())]:
-        sent = call.get("messages")
-        for message in trial.get("messages") or () if sent is None else sent:
-            if message.get("role") == "system":
-                yield from (b for r, b in _turns(message) if r == "system")
-
-
 def system_texts(trials: Sequence[Mapping[str, Any]]) -> list[str]:
     """The system texts of SHARE_MIN characters or more the trials sent, each once, first sent
     first (an order that never depends on string hashing, so neither does the page)."""
-    sent = (b for trial in trials for b in _system_texts(trial) if len(b) >= SHARE_MIN)
-    return list(dict.fromkeys(sent))
+    sent: dict[str, None] = {}
+    for trial in trials:
+        for call in (*(trial.get("calls") or ()), *(trial.get("judge_calls") or ())):
+            listed = call.get("messages")
+            for message in trial.get("messages") or () if listed is None else listed:
+                if message.get("role") == "system":
+                    body = _body(message)  # the text of its "system" turn (`_turns`)
+                    if body is not None and len(body) >= SHARE_MIN:
+                        sent[body] = None
+    return list(sent)
 
 
 def text_key(body: str) -> bytes:
@@ -158,10 +170,17 @@ def shared_block(shared: Shared) -> str:
     )
 
 
+def _body(message: Mapping[str, Any]) -> str | None:
+    """The text of the message's own turn, None without content."""
+    content = message.get("content")
+    return None if content in (None, "") else _content(content)
+
+
 def _turns(message: Mapping[str, Any]) -> list[Turn]:
     turns: list[Turn] = []
-    if message.get("content") not in (None, ""):
-        turns.append((str(message.get("role", "?")), _content(message.get("content"))))
+    body = _body(message)
+    if body is not None:
+        turns.append((str(message.get("role", "?")), body))
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
         turns.append(("tool call", f"{fn.get('name')}({call_arguments(fn.get('arguments', ''))})"))
@@ -170,9 +189,6 @@ def _turns(message: Mapping[str, Any]) -> list[Turn]:
 
 def _answer(response: Any) -> list[Turn]:
     """A recorded response as turns: its tool calls and its text, whatever the API."""
-    from cachelint.errors import CachelintError
-    from cachelint.runner.output import output_from_value
-
     if response is None:
         return []
     try:
