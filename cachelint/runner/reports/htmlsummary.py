@@ -103,11 +103,17 @@ def _cost_card(spend: Spend, e: Escape) -> str:
 def cards(view: RunReport, e: Escape) -> str:
     """Scenarios, pass rate, passed, failed, errors/misses, cost, cache hits."""
     total = len(view.scenarios)
-    passed = sum(1 for s in view.scenarios if s.passed)
-    errors = sum(1 for s in view.scenarios if errored(s))
-    misses = sum(1 for s in view.scenarios if missed(s))
-    calls = [c for s in view.scenarios for t in s.trials for c in t.get("calls") or ()]
-    hits = sum(1 for c in calls if c.get("cache_hit"))
+    # One pass, holding no scenario: a large run's are read back from its spool file.
+    passed = errors = misses = calls = hits = 0
+    for s in view.scenarios:
+        passed += s.passed
+        if errored(s):  # a miss is an error: only those are looked at again
+            errors += 1
+            misses += missed(s)
+        for t in s.trials:
+            for call in t.get("calls") or ():
+                calls += 1
+                hits += bool(call.get("cache_hit"))
     rate = f"{passed / total:.0%}" if total else "-"
     return (
         '<div class="cards" data-testid="cards">'
@@ -117,7 +123,7 @@ def cards(view: RunReport, e: Escape) -> str:
         + _card("failed", f"{total - passed}", "failed", e, "bad" if passed < total else "")
         + _card("errors", f"{errors} / {misses}", "errors / misses", e, "bad" if errors else "")
         + _cost_card(view.spend, e)
-        + _card("cache-hits", f"{hits}/{len(calls)}", "cache hits", e)
+        + _card("cache-hits", f"{hits}/{calls}", "cache hits", e)
         + "</div>"
     )
 
