@@ -30,7 +30,7 @@ from cachelint.formats import ReportFormat, parse_report_format
 from cachelint.fsutil import atomic_write_chunks
 from cachelint.gcpolicy import fewer_collections
 from cachelint.gitutil import repo_root
-from cachelint.green import record_green_run, start_worktree_listing
+from cachelint.green import record_green_run, start_record_listing
 from cachelint.hashing import mutation_findings
 from cachelint.netguard import armed
 from cachelint.progressbar import bars_on
@@ -403,7 +403,7 @@ def _start_green_listing(plan: RunPlan, outcome: Outcome) -> GitProcess | None:
         and not outcome.mutations
         and all(outcome.records[identity].passed for identity in outcome.order)
     )
-    return start_worktree_listing(plan.repo) if green else None
+    return start_record_listing(plan.config) if green else None
 
 
 def _write_junit(path: Path, report: RunReport) -> None:
