@@ -290,6 +290,8 @@ def test_no_pii_reports_count_beyond_three() -> None:
         ({"type": "no-pii", "kinds": ["ssn"]}, "field 'kinds': expected a non-empty list from"),
         ({"type": "no-pii", "kinds": []}, "field 'kinds'"),
         ({"type": "json-valid", "strict": True}, "field 'strict': unknown field for 'json-valid'"),
+        # As many fields as it takes, one of them not its own: the unknown one is named.
+        ({"type": "tool-called", "tool": "t"}, "field 'tool': unknown field for 'tool-called'"),
     ],
 )
 def test_validation_errors_name_where_and_field(spec: Any, fragment: str) -> None:

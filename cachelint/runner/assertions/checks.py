@@ -149,9 +149,11 @@ UNITS = ("chars", "words")
 
 def fields(required: Collection[str], *, strings: Collection[str] = ()) -> Validate:
     """The validator of a type with these fields and no optional one; `strings` non-empty."""
+    exact = frozenset({"type", *required})
 
     def validate(spec: Mapping[str, Any], where: str) -> Mapping[str, Any]:
-        check_fields(spec, required, (), where)
+        if spec.keys() != exact:  # exactly its fields, the usual spec: none unknown or missing
+            check_fields(spec, required, (), where)
         for field in strings:
             need_str(spec, field, where)
         return spec
