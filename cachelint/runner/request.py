@@ -32,9 +32,15 @@ def normalise_text(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+# Most of a request's values: kept as they are, found before the slower checks against the ABCs.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any, *, drop_none: bool = False) -> Any:
     """A deep copy as plain JSON types (dict/list), so tuples and read-only mappings hash the same
     as lists and dicts."""
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items() if not (drop_none and v is None)}
     if isinstance(value, (list, tuple)):
