@@ -68,7 +68,7 @@ class Sources:
         place = self.spool.put([_light_trial(t, _call) for t in record.get(TRIALS) or ()])
         if place is None:
             return slim_record(record)
-        return SpooledRecord(Slim({**record, TRIALS: None}), self.spool, *place)
+        return SpooledRecord(record, self.spool, *place)
 
 
 # What a report other than the page's conversations never reads of a results document: the
@@ -176,37 +176,40 @@ class Spool:
         except orjson.JSONEncodeError:  # a lone surrogate, an integer over 64 bits
             return None
         with self._lock:
+            at = self._end
             try:
-                if self._file is None:
-                    self._file = tempfile.TemporaryFile(prefix="cachelint-run-")
+                if self._file is None:  # unbuffered: each read is one seek and one read
+                    self._file = tempfile.TemporaryFile(prefix="cachelint-run-", buffering=0)
                     weakref.finalize(self, self._file.close)  # closed with the run's reports
-                self._file.seek(self._end)
-                self._file.write(data)
+                self._file.seek(at)
+                if self._file.write(data) != len(data):
+                    return None  # a full disk: the next trials write over these
             except OSError:
                 return None
-            at = self._end
             self._end += len(data)
+            self._last = (at, trials)  # the run's live line reads them next
         return at, len(data)
 
     def get(self, at: int, size: int) -> Any:
-        with self._lock:
-            last_at, value = self._last
-            if last_at != at:
+        last_at, value = self._last
+        if last_at != at:
+            with self._lock:
                 assert self._file is not None  # `put` gave the offset
                 self._file.seek(at)
-                value = orjson.loads(self._file.read(size))
-                self._last = (at, value)
+                data = self._file.read(size)
+            value = orjson.loads(data)
+            self._last = (at, value)
         return value
 
 
-class SpooledRecord(Mapping[str, Any]):
-    """A results document whose trials are in a `Spool`, its other values in `head` (which holds
-    `TRIALS` as None, so the keys keep the document's order)."""
+class SpooledRecord(Slim):
+    """A results document whose trials are in a `Spool`: a `Slim` of its other values, its
+    `TRIALS` held as None (so its keys keep the document's order) and read from the spool."""
 
-    __slots__ = ("_head", "_spool", "_at", "_size")
+    __slots__ = ("_spool", "_at", "_size")
 
-    def __init__(self, head: Mapping[str, Any], spool: Spool, at: int, size: int) -> None:
-        self._head = head
+    def __init__(self, record: Mapping[str, Any], spool: Spool, at: int, size: int) -> None:
+        super().__init__({**record, TRIALS: None})
         self._spool = spool
         self._at = at
         self._size = size
@@ -214,18 +217,10 @@ class SpooledRecord(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         if key == TRIALS:
             return self._spool.get(self._at, self._size)
-        return self._head[key]
+        return self._values[self._index[key]]
 
     def get(self, key: str, default: Any = None) -> Any:
         if key == TRIALS:
             return self._spool.get(self._at, self._size)
-        return self._head.get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._head
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._head)
-
-    def __len__(self) -> int:
-        return len(self._head)
+        at = self._index.get(key)
+        return default if at is None else self._values[at]
