@@ -20,14 +20,11 @@ from typing import Any
 # C0 controls (TAB, LF, CR, ESC included), DEL, C1 controls, the Arabic letter mark, LRM/RLM,
 # U+2028/2029 (line and paragraph separators), the bidi embeddings/overrides U+202A-202E, the
 # isolates U+2066-2069, and every surrogate code point (a str holding one cannot be encoded).
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_ABOVE_C0 = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_UNSAFE = re.compile(f"[\x00-\x1f{_ABOVE_C0}]")
 
 # json.dumps escapes C0 controls itself; what it leaves raw with ensure_ascii=False is matched here.
-_JSON_UNSAFE = re.compile(
-    "[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_JSON_UNSAFE = re.compile(f"[{_ABOVE_C0}]")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -42,8 +39,10 @@ def sanitize(text: str) -> str:
     return _UNSAFE.sub(_visible, text)
 
 
-# The same class less LF, for a whole block in one pass rather than line by line.
+# The same class less LF, for a whole block in one pass rather than line by line; and as the body
+# of a class (`[...]`) to join with others, which `re` searches faster than the lookahead.
 UNSAFE_IN_BLOCK = re.compile(f"(?!\n){_UNSAFE.pattern}")
+UNSAFE_IN_BLOCK_CHARS = f"\x00-\x09\x0b-\x1f{_ABOVE_C0}"
 
 
 def sanitize_block(text: str) -> str:

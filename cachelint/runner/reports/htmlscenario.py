@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from cachelint.display import sanitize_block
+from cachelint.display import UNSAFE_IN_BLOCK_CHARS, sanitize_block
 from cachelint.errors import CachelintError
 from cachelint.runner.output import output_from_value
 from cachelint.runner.reports.reviewviews import ANSWER_CHARS, escape_html
@@ -46,12 +46,8 @@ _PLAIN_ROLES = frozenset({"system", "user", "assistant", "tool", "response"})
 # class (LF left out), which `re` searches about five times faster than an alternation with a
 # lookahead (reviewviews.NEEDS_ESCAPE): a page searches every value it writes, and most need
 # nothing (tests/test_html_text.py checks that the classes match the same characters).
-_UNSAFE_IN_BLOCK = (
-    "\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-    "\u2066-\u2069\ud800-\udfff"
-)
-_NEEDS_ESCAPE = re.compile(f"[&<>\"'{_UNSAFE_IN_BLOCK}]")
-_TEXT_NEEDS_ESCAPE = re.compile(f"[&<>{_UNSAFE_IN_BLOCK}]")
+_NEEDS_ESCAPE = re.compile(f"[&<>\"'{UNSAFE_IN_BLOCK_CHARS}]")
+_TEXT_NEEDS_ESCAPE = re.compile(f"[&<>{UNSAFE_IN_BLOCK_CHARS}]")
 
 
 def escape(value: Any) -> str:
