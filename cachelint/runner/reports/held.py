@@ -28,7 +28,7 @@ TRIALS = "trials"
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """What a large run keeps of a results file it wrote, beside the slim document."""
+    """What a large run keeps of a results file it wrote, beside what it holds of the document."""
 
     run: Sources
     digest: bytes  # `evidence.written_digest` of the bytes written: `read_own` reads them back
@@ -36,8 +36,8 @@ class Source:
 
 
 class Sources:
-    """A large run's results directory, and the system texts of its scenarios as the page shares
-    them: each scenario's keys, and the texts that two or more scenarios sent (a text one scenario
+    """A large run's results directory, its spool, and the system texts of its scenarios as the
+    page shares them: each scenario's keys, and the texts that two or more scenarios sent (a text one scenario
     sent is never shared, and the page reads it from that scenario's file), so the page reads
     each results file once, as it draws it."""
 
