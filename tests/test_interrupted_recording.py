@@ -107,6 +107,12 @@ def kill_when(
     return proc.returncode, err
 
 
+def ctrl_c_delivered() -> None:
+    """In the child, before it starts: SIGINT back to its default, so Python installs its Ctrl-C
+    handler even when the tests run under a shell that ignores SIGINT (a background job)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def waiting_for_globex(fake: Any) -> Callable[[], bool]:
     return lambda: any("Globex" in json.dumps(body) for body in fake.bodies)
 
@@ -135,6 +141,7 @@ def test_a_recording_run_killed_midway_stops_prune_and_green(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=ctrl_c_delivered,
         )
         code, _ = kill_when(proc, waiting_for_globex(fake), sig)
     assert code != 0
@@ -198,6 +205,7 @@ def test_a_recording_pytest_session_killed_midway_stops_prune_and_green(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=ctrl_c_delivered,
         )
         code, _ = kill_when(proc, waiting_for_globex(fake), sig)
     assert code != 0
