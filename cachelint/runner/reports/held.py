@@ -37,9 +37,9 @@ class Source:
 
 class Sources:
     """A large run's results directory, its spool, and the system texts of its scenarios as the
-    page shares them: each scenario's keys, and the texts that two or more scenarios sent (a text one scenario
-    sent is never shared, and the page reads it from that scenario's file), so the page reads
-    each results file once, as it draws it."""
+    page shares them: each scenario's keys, and the texts that two or more scenarios sent (a text
+    one scenario sent is never shared, and the page reads it from that scenario's file), so the
+    page reads each results file once, as it draws it."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
