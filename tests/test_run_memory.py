@@ -8,6 +8,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cachelint.green import parse_record, read_record_file
 from cachelint.runner import pipeline
 from cachelint.runner.options import RunOptions
@@ -55,8 +57,9 @@ def test_a_large_runs_slim_documents_share_equal_usages() -> None:
     assert "messages" not in call and "response" not in call
 
 
+@pytest.mark.parametrize("jobs", [1, 2])  # 2: scenarios land, and are spooled, from two threads
 def test_a_large_run_holds_each_scenarios_trials_in_its_spool_not_in_memory(
-    git_repo: Path, monkeypatch: Any
+    git_repo: Path, monkeypatch: Any, jobs: int
 ) -> None:
     from cachelint.runner import engine
     from cachelint.runner.reports.held import SpooledRecord, slim_record
@@ -66,10 +69,11 @@ def test_a_large_run_holds_each_scenarios_trials_in_its_spool_not_in_memory(
     write_repo(git_repo, DEAD, BASIC)
     assert record(git_repo)[0].rc == 0
     commit_all(git_repo)
-    plan = pipeline.plan_run(git_repo, RunOptions(execution="replay"))
+    plan = pipeline.plan_run(git_repo, RunOptions(execution="replay", jobs=jobs))
     out, err = io.StringIO(), io.StringIO()
     done = pipeline.execute(plan, pipeline.wire(plan), out=out, err=err)
 
+    assert sorted(done.records) == sorted(BASIC)
     directory = git_repo / "eval-results" / "replay"
     for identity, report in done.records.items():
         held = report.record
