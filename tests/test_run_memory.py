@@ -106,3 +106,32 @@ def test_trials_a_spool_cannot_write_are_held_slim() -> None:
     held = Sources(Path("unused")).held({"scenario": "a/t/s", "trials": trials})
     assert not isinstance(held, SpooledRecord) and isinstance(held, Slim)
     assert held["trials"][0]["note"] == "\ud800"
+
+
+def test_a_reports_counts_read_its_scenarios_once_for_every_format() -> None:
+    # run.json and the text's tail both show the counts: a large run's trials are read back from
+    # its spool to count them, so they are counted once.
+    from cachelint.runner.cost import Spend
+    from cachelint.runner.reports.model import RunReport, ScenarioReport
+
+    class Passes(list[ScenarioReport]):
+        passes = 0
+
+        def __iter__(self) -> Any:
+            Passes.passes += 1
+            return super().__iter__()
+
+    trial = {"trial": 0, "passed": True, "calls": [{"cache_hit": True}], "judge_calls": []}
+    record = {"scenario": "a/t/s", "passed": True, "trials": [trial]}
+    report = RunReport("x", "replay", None, Passes([ScenarioReport(record, Spend(), (0, 0))]))
+    first = report.counts()
+    first["passed"] = 99  # a caller's copy
+    assert report.counts() == {
+        "scenarios": 1,
+        "passed": 1,
+        "failed": 0,
+        "trials": 1,
+        "calls": 1,
+        "cache_hits": 1,
+    }
+    assert Passes.passes == 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -212,6 +213,12 @@ class RunReport:
 
     def counts(self) -> dict[str, int]:
         """Scenarios, passed and failed, trials, target calls and their cache hits."""
+        return dict(self._counts)
+
+    @cached_property
+    def _counts(self) -> dict[str, int]:
+        # Counted once for run.json and the text's tail: a large run reads every scenario's
+        # trials back from its spool to count them.
         passed = trials = calls = hits = 0
         for s in self.scenarios:  # one pass, holding nothing (a large run's trials are spooled)
             passed += s.passed
