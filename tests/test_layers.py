@@ -32,6 +32,7 @@ UTILITIES = frozenset(
         "jsontext",
         "paths",
         "progressbar",
+        "spool",
         "winpath",
     )
 )

@@ -87,7 +87,7 @@ def test_a_large_run_holds_each_scenarios_trials_in_its_spool_not_in_memory(
 
 def _held_objects(root: object) -> list[object]:
     """What `root` holds in memory, its spool (a file) left out."""
-    from cachelint.runner.reports.held import Spool
+    from cachelint.spool import Spool
 
     seen, todo, found = {id(root)}, [root], []
     while todo:

@@ -13,15 +13,12 @@ held slim (`slim_record`: `Slim` objects, keys shared), as before.
 
 from __future__ import annotations
 
-import tempfile
-import threading
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import Any, ClassVar
 
-import orjson
+from cachelint.spool import Spool
 
 TRIALS = "trials"
 
@@ -154,52 +151,6 @@ _EMPTY: list[Any] = []
 # calls mostly repeat a few (about 180 bytes a call held apart); bounded, for suites that do not.
 _USAGES: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
 _USAGES_MAX = 4_096
-
-
-class Spool:
-    """One run's spooled trials: written as each scenario lands (from any thread), read back by
-    offset. The file is unlinked from the start (`tempfile.TemporaryFile`): nothing is left
-    behind, even by a kill."""
-
-    def __init__(self) -> None:
-        self._file: IO[bytes] | None = None
-        self._end = 0
-        self._lock = threading.Lock()
-        # The last trials read: a report reads one scenario's trials several times in a row
-        # (its calls, its cache hits, its failures).
-        self._last: tuple[int, Any] = (-1, None)
-
-    def put(self, trials: list[dict[str, Any]]) -> tuple[int, int] | None:
-        """Spool `trials`; their offset and size, or None when they cannot be spooled."""
-        try:
-            data = orjson.dumps(trials)
-        except orjson.JSONEncodeError:  # a lone surrogate, an integer over 64 bits
-            return None
-        with self._lock:
-            at = self._end
-            try:
-                if self._file is None:  # unbuffered: each read is one seek and one read
-                    self._file = tempfile.TemporaryFile(prefix="cachelint-run-", buffering=0)
-                    weakref.finalize(self, self._file.close)  # closed with the run's reports
-                self._file.seek(at)
-                if self._file.write(data) != len(data):
-                    return None  # a full disk: the next trials write over these
-            except OSError:
-                return None
-            self._end += len(data)
-            self._last = (at, trials)  # the run's live line reads them next
-        return at, len(data)
-
-    def get(self, at: int, size: int) -> Any:
-        last_at, value = self._last
-        if last_at != at:
-            with self._lock:
-                assert self._file is not None  # `put` gave the offset
-                self._file.seek(at)
-                data = self._file.read(size)
-            value = orjson.loads(data)
-            self._last = (at, value)
-        return value
 
 
 class SpooledRecord(Slim):
