@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -30,65 +29,8 @@ from cachelint.runner.assertions.jsonpath import json_kind
 from cachelint.runner.identities import dataset_files, scenario_identity
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
-
-
-@dataclass(frozen=True, slots=True)  # a run holds one for each of up to 100,000 scenarios
-class Scenario:
-    identity: str  # "agent/tenant/scenario"
-    path: str  # repo-relative path of the JSON file
-    agent: str
-    tenant: str
-    name: str
-    messages: tuple[Mapping[str, Any], ...]  # chat messages, system prompt FIRST if any
-    system_source: str | None  # repo-relative system-file path, if used
-    options: Mapping[str, Any]
-    tools: tuple[Mapping[str, Any], ...]
-    assertions: tuple[Mapping[str, Any], ...]  # validated specs
-    judges: tuple[str, ...]
-    trials: int
-    tags: tuple[str, ...]
-    description: str | None
-    target: str | None = None  # a named target ([tool.cachelint.targets.NAME]); None: the agent's
-    # The green record's content hash of the dataset file as it was loaded ("" when not loaded
-    # from a file): the record pins what ran, without reading the file again.
-    file_digest: str = ""
-    # False: the scenario declares its target answers without a model call (`"model-calls":
-    # false`), so a replay that made none is not a bypassed cache.
-    model_calls: bool = True
-    # When the scenario's trials pass (`"pass"`, else the config's `trials-pass`): all of them,
-    # at least k, or a rate; as it applies to the trials run: `ScenarioResult.policy`.
-    pass_policy: PassPolicy = ALL
-    # A target matrix (`"targets": [...]`, `compare`, `run --target`): the targets this scenario
-    # runs against; once expanded (`runner.matrix`), one pair's `column` (its target) and
-    # `origin` (the dataset identity whose cache directory and keys the pair uses).
-    targets: tuple[str, ...] = ()
-    column: str | None = None
-    origin: str = ""
-
-    @property
-    def cache_identity(self) -> str:
-        """The identity the cache knows: a matrix pair's dataset identity, else its own."""
-        return self.origin or self.identity
-
-    def forget_inputs(self) -> None:
-        """Drop what only running it reads (its messages, options, tools, assertions and
-        judges), once its results file is written: a run holds every scenario for the green
-        record and the counts, and a large suite's decoded inputs are most of its plan. The one
-        change a `Scenario` sees after it loads (in place: the plan's lists share it, and a copy
-        of each would briefly hold both)."""
-        for name, empty in _INPUTS:
-            object.__setattr__(self, name, empty)
-
-
-# What `Scenario.forget_inputs` drops, and what it leaves in their place.
-_INPUTS: tuple[tuple[str, Any], ...] = (
-    ("messages", ()),
-    ("options", {}),
-    ("tools", ()),
-    ("assertions", ()),
-    ("judges", ()),
-)
-
+from cachelint.runner.scenario import Scenario
+from cachelint.spool import Spool
 
 FIELDS = frozenset(
     {
@@ -360,23 +302,19 @@ def parse_scenario(
     private: Collection[str] = (),
     default_pass: PassPolicy = ALL,
     shared: dict[Any, Any] | None = None,
+    spool: Spool | None = None,
 ) -> Scenario:
     """Validate one parsed dataset file (`path` is repo-relative, used in messages); `private`:
     the credential files a `system-file` may not name (`confine.private_files`); `default_pass`:
     the policy of a dataset without `pass` (the config's `trials-pass`); `shared`: values held
-    once across the scenarios of one load (`_once`).
-
-    `prompts` caches system files by repo-relative path across the scenarios of one load: a suite
-    of thousands of scenarios usually shares a handful of prompt files."""
+    once across the scenarios of one load (`_once`); `prompts`: system files by repo-relative
+    path, read once in a load; `spool`: where its inputs wait until it runs."""
     f = _Fields(path)
     _known_fields(data, f)
-    messages, system_source = _conversation(repo, data, f, prompts, private)
-    if messages[0].get("role") == "system":  # a suite's scenarios share a few system prompts
-        messages[0] = _once(messages[0], shared)
-    options = _once(_options(data, f), shared)
-    tools = _tools(data.get("tools", []), f)
-    _require_canonical(f, messages=messages, options=options, tools=tools)
-    assertions = _assertions(data, f, shared)
+    # Spooled inputs are not held: sharing them would only hold each distinct one to the end.
+    once = shared if spool is None else None
+    messages, system_source, options, tools = _request(repo, data, f, (prompts, private), once)
+    assertions = _assertions(data, f, once)
     judges = _judges(data.get("judge", []), f, metrics)
     trials = _trials(data.get("trials", 1), f)
     field_pass = f"{path}: field 'pass'"
@@ -386,7 +324,7 @@ def parse_scenario(
     target, targets = _targets(data, f)
     model_calls = _model_calls(data.get("model-calls", True), f)
     agent, tenant, name = _identity_parts(identity, shared)
-    return Scenario(
+    scenario = Scenario(
         identity=identity,
         path=path,
         agent=agent,
@@ -407,6 +345,28 @@ def parse_scenario(
         pass_policy=policy,
         targets=tuple(targets),
     )
+    if spool is not None:
+        scenario.spool_inputs(spool)
+    return scenario
+
+
+def _request(
+    repo: Path,
+    data: dict[str, Any],
+    f: _Fields,
+    system_files: tuple[dict[str, str] | None, Collection[str]],
+    shared: dict[Any, Any] | None,
+) -> tuple[list[dict[str, Any]], str | None, Any, list[dict[str, Any]]]:
+    """What shapes the request: its messages, its system file, its options and its tools, each
+    of which can be part of a cache key."""
+    prompts, private = system_files
+    messages, system_source = _conversation(repo, data, f, prompts, private)
+    if messages[0].get("role") == "system":  # a suite's scenarios share a few system prompts
+        messages[0] = _once(messages[0], shared)
+    options = _once(_options(data, f), shared)
+    tools = _tools(data.get("tools", []), f)
+    _require_canonical(f, messages=messages, options=options, tools=tools)
+    return messages, system_source, options, tools
 
 
 def _assertions(data: Any, f: _Fields, shared: dict[Any, Any] | None) -> list[Any]:
@@ -540,6 +500,17 @@ def _model_calls(value: Any, f: _Fields) -> bool:
     return value
 
 
+def _datasets_base(repo: Path, datasets_root: str) -> Path:
+    base = repo / datasets_root
+    if not base.is_dir():
+        raise CachelintError(
+            f"datasets root {datasets_root!r} not found (looked in {base}); create "
+            f'{datasets_root}/<agent>/<tenant>/<scenario>.json or set datasets = "<dir>" '
+            "under [tool.cachelint] in pyproject.toml"
+        )
+    return base
+
+
 def load_scenarios(
     repo: Path,
     datasets_root: str,
@@ -548,18 +519,14 @@ def load_scenarios(
     listed: Callable[[int], None] | None = None,
     private: Collection[str] = (),
     default_pass: PassPolicy = ALL,
+    spool_above: int | None = None,
 ) -> list[Scenario]:
     """Every scenario under `<repo>/<datasets_root>`, sorted by identity. `listed(n)` is told how
     many dataset files there are before any is read; `private`: the configured credential files
     (`confine.private_files(config)`), which no `system-file` may name; `default_pass`: the
-    config's `trials-pass`, the policy of a dataset without its own `pass`."""
-    base = repo / datasets_root
-    if not base.is_dir():
-        raise CachelintError(
-            f"datasets root {datasets_root!r} not found (looked in {base}); create "
-            f'{datasets_root}/<agent>/<tenant>/<scenario>.json or set datasets = "<dir>" '
-            "under [tool.cachelint] in pyproject.toml"
-        )
+    config's `trials-pass`, the policy of a dataset without its own `pass`; `spool_above`: from
+    how many files on the scenarios' inputs wait in a spool until they run (None: held)."""
+    base = _datasets_base(repo, datasets_root)
     root = datasets_root.replace("\\", "/").rstrip("/")
     scenarios: list[Scenario] = []
     seen: dict[str, str] = {}
@@ -568,6 +535,7 @@ def load_scenarios(
     files = dataset_files(base, root)
     if listed is not None:
         listed(len(files))
+    spool = Spool() if spool_above is not None and len(files) > spool_above else None
     opened: dict[str, int] = {}  # a tenant's directory, walked to once for all of its files
     try:
         for relative in files:
@@ -587,6 +555,7 @@ def load_scenarios(
                         metrics=metrics,
                         file_digest=content_hash(raw),
                         default_pass=default_pass,
+                        spool=spool,
                     )
                 )
             except RecursionError:  # e.g. `options` nested a few hundred levels deep

@@ -216,6 +216,7 @@ def run_scenario(
     target: Target,
     context: EvalContext | None = None,
 ) -> ScenarioResult:
+    scenario.recall_inputs()  # a large suite's inputs wait in the plan's spool until now
     count = trials if trials is not None else scenario.trials
     return ScenarioResult(
         scenario,

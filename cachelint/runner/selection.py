@@ -11,6 +11,7 @@ from typing import Any
 from cachelint.config import Config
 from cachelint.confine import private_files
 from cachelint.errors import CachelintError
+from cachelint.runner import engine
 from cachelint.runner.dataset import load_scenarios
 from cachelint.runner.matrix import expand
 from cachelint.runner.shards import in_shard
@@ -18,7 +19,9 @@ from cachelint.settings import METRICS
 
 
 def every_scenario(config: Config) -> list[Any]:
-    """Every scenario of the datasets, with the judge metrics the config adds."""
+    """Every scenario of the datasets, with the judge metrics the config adds; a suite too large
+    for a run to hold its results documents (`engine.HOLD_MAX_SCENARIOS`) is too large to hold
+    its inputs from load to run: they wait in a spool (`Scenario.spool_inputs`)."""
     metrics = METRICS | set(config.judge.metrics)
     return load_scenarios(
         config.repo,
@@ -26,6 +29,7 @@ def every_scenario(config: Config) -> list[Any]:
         metrics=metrics,
         private=private_files(config),
         default_pass=config.trials_pass,
+        spool_above=engine.HOLD_MAX_SCENARIOS,
     )
 
 
