@@ -14,11 +14,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, AnyStr
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import blake3
 
 from cachelint.errors import CachelintError
+from cachelint.masks import MIN_KEY_LENGTH, mask
 
 # Each pattern is linear (no nested quantifiers): a 64 MB payload scans in one pass. Each is the
 # provider's real shape: its prefix at a word boundary (so `risk-management-...`, `task-force-...`
@@ -89,11 +89,6 @@ _SIMPLE_ESCAPES = {
     "r": "\r",
     "t": "\t",
 }
-MIN_KEY_LENGTH = 8  # a configured key shorter than this would match ordinary words
-
-_CREDENTIAL_PARAM = re.compile(
-    r"key|token|secret|password|passwd|pwd|sig|signature|auth|credential|session", re.IGNORECASE
-)
 
 
 @dataclass(frozen=True)
@@ -109,11 +104,6 @@ class Secret:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.value)
-
-
-def mask(value: str) -> str:
-    """The first 4 characters and the length: enough to recognise a key, never enough to use it."""
-    return f"{value[:4]}... ({len(value)} characters)"
 
 
 def fingerprint(value: str) -> str:
@@ -277,21 +267,3 @@ def refuse_key_in_recording(
                 "to record it into the committed cache. Remove the key from the prompt or "
                 "dataset, or use a provider that does not echo it back, and rotate the key"
             )
-
-
-def redact_url(url: str) -> str:
-    """`url` without userinfo and with credential-like query values masked, for every message
-    and report (`https://user:pw@host/v1?key=abc` -> `https://host/v1?key=***`)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<an invalid url>"
-    netloc = parts.netloc.rpartition("@")[2]
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = "&".join(
-            f"{name}=***" if _CREDENTIAL_PARAM.search(name) else f"{name}={value}"
-            for name, value in pairs
-        )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

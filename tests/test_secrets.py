@@ -11,14 +11,8 @@ from hypothesis import strategies as st
 
 from cachelint import entrycache
 from cachelint.config import Layout
-from cachelint.secretscan import (
-    fingerprint,
-    mask,
-    may_hold_secret,
-    redact_url,
-    scan,
-    secrets_in,
-)
+from cachelint.masks import mask, redact_url
+from cachelint.secretscan import fingerprint, may_hold_secret, scan, secrets_in
 from tests.conftest import commit_all, git, run_cachelint
 from tests.helpers import DEAD, do_run, record, refund, write_repo
 from tests.helpers import RUN_NOW as NOW

@@ -197,7 +197,7 @@ def _installed_from() -> Source:
 def source_from_direct_url(data: object) -> Source:
     """PEP 610: `{"url": ..., "vcs_info": {"vcs": "git", "commit_id": ...}}` for a git install.
     Credentials in the URL are never copied into a committed file."""
-    from cachelint.secretscan import redact_url
+    from cachelint.masks import redact_url
 
     if not isinstance(data, dict) or not isinstance(data.get("vcs_info"), dict):
         return Source()

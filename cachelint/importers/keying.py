@@ -23,7 +23,8 @@ from urllib.parse import urlsplit
 from cachelint.config import Config, TargetConfig
 from cachelint.errors import CachelintError
 from cachelint.importers import Recorded, Skipped
-from cachelint.secretscan import Allowlist, describe, redact_url, secrets_in
+from cachelint.masks import redact_url
+from cachelint.secretscan import Allowlist, describe, secrets_in
 from cachelint.store import Store
 
 _MODEL_CALL_APIS = (

@@ -22,7 +22,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from cachelint.errors import CachelintError
 from cachelint.importers import Parsed, Recorded, Skipped
-from cachelint.secretscan import describe, mask, redact_url, scan
+from cachelint.masks import mask, redact_url
+from cachelint.secretscan import describe, scan
 
 # Request headers that carry a credential whatever its format, and query parameters likewise
 # (the Gemini API took `?key=` before its SDK moved to x-goog-api-key).

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from cachelint.config import TargetConfig
 from cachelint.errors import CachelintError
 from cachelint.httpidentity import follow, identity, render_body, render_url, used
+from cachelint.masks import redact_url
 from cachelint.runner.client import CachingClient, LiveCallRefused
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.output import Output
@@ -31,7 +32,6 @@ from cachelint.runner.providers.transport import (
 )
 from cachelint.runner.pytarget import Target
 from cachelint.runner.request import FORMAT
-from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
     import httpx

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from cachelint.secretscan import MIN_KEY_LENGTH, mask
+from cachelint.masks import MIN_KEY_LENGTH, mask
 
 T = TypeVar("T")
 # A key's first characters that count as the key cut short: more than a provider's prefix

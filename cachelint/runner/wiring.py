@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachelint.config import Config, TargetConfig
+from cachelint.masks import redact_url
 from cachelint.netguard import allowing, armed, guard_target
 from cachelint.runner.client import CachingClient, Mode, OfflineRefuser, Recorder, Transport
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.output import Output
 from cachelint.runner.pytarget import Target, chat_target, load_target
-from cachelint.secretscan import redact_url
 from cachelint.store import Store
 from cachelint.targets import target_name
 

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 from cachelint import __version__
 from cachelint.display import sanitize
 from cachelint.errors import CachelintError
+from cachelint.masks import redact_url
 from cachelint.runner import providers
 from cachelint.runner.providers import awssign, gemini_api
-from cachelint.secretscan import redact_url
 
 if TYPE_CHECKING:
     import httpx
