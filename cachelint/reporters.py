@@ -8,7 +8,6 @@ user's tree and may carry escape sequences or bidi controls; every format passes
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -19,7 +18,6 @@ from cachelint import __version__
 from cachelint.display import json_dumps, sanitize
 from cachelint.findings import CheckSummary, Finding, Severity, sort_findings
 from cachelint.formats import FindingsFormat
-from cachelint.secretscan import mask_secrets, may_hold_secret
 
 if TYPE_CHECKING:
     from cachelint.rules import Rule
@@ -69,13 +67,21 @@ def _notes(summary: CheckSummary) -> list[str]:
 # ---- text ---------------------------------------------------------------------------------------
 
 
+# The secret scanner (its patterns compiled) and hashlib (OpenSSL) load where a finding is masked or
+# fingerprinted: `cachelint run` imports this module for its canary's findings, which are rare.
+
+
 def _may_hold(text: str, keys: Sequence[str]) -> bool:
+    from cachelint.secretscan import may_hold_secret
+
     return may_hold_secret(text) or any(key in text for key in keys if key)
 
 
 def mask_text(text: str, keys: Sequence[str] = ()) -> str:
     """`text` with every secret masked: a key of a well-known format, and each of `keys` (the
     configured API keys' values, `credentials.configured_keys`) whatever its shape."""
+    from cachelint.secretscan import mask_secrets
+
     return mask_secrets(text, keys) if _may_hold(text, keys) else text
 
 
@@ -198,6 +204,8 @@ def _raw_bytes(text: str) -> bytes:
 
 def _fingerprint(finding: Finding) -> str:
     # Stable across runs and line shifts: the same problem at the same path is the same alert.
+    import hashlib
+
     return hashlib.sha256(_raw_bytes(f"{finding.code}\0{finding.path}")).hexdigest()
 
 

@@ -8,7 +8,6 @@ dataset order, which every report and `cachelint green --from-results` then read
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,6 +43,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def shard_of(identity: str, count: int) -> int:
     """The 1-based shard of a scenario among `count`."""
+    import hashlib  # only a sharded run: loading OpenSSL costs every other run ~3 ms
+
     digest = hashlib.sha256(identity.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % count + 1
 
