@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachelint.errors import CachelintError
-from cachelint.runner.providers import converse_api, gemini_api, messages_api, responses_api
 
 
 @dataclass(frozen=True)
@@ -45,6 +44,17 @@ def _parse_arguments(raw: Any) -> Any:
         except (ValueError, RecursionError):
             return raw
     return raw
+
+
+def call_arguments(value: Any) -> str:
+    """Tool-call arguments one way, whether sent as a JSON string or an object, so a call's
+    answer and the next call's echo of it read alike."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def _content_text(content: Any) -> str:
@@ -109,6 +119,9 @@ def output_from_value(value: Any) -> Output:
     if isinstance(value, Mapping):
         if "choices" in value:
             return output_from_completion(value)
+        # Here, not at the top: a run of chat targets never loads the other APIs' modules.
+        from cachelint.runner.providers import converse_api, gemini_api, messages_api, responses_api
+
         for api in (responses_api, messages_api, gemini_api, converse_api):
             if api.is_answer(value):
                 text, calls = api.output_of(value)

@@ -67,21 +67,10 @@ class Review:
         return sorted(grouped.items())
 
 
-def call_arguments(value: Any) -> str:
-    """Tool-call arguments one way, whether sent as a JSON string or an object, so a call's
-    answer and the next call's echo of it read alike."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 def answer_text(response: Any) -> str:
     """A recorded response as a person reads it: its tool calls, then its text, whatever the API."""
     from cachelint.errors import CachelintError
-    from cachelint.runner.output import output_from_value
+    from cachelint.runner.output import call_arguments, output_from_value
 
     if response is None:
         return ""

@@ -101,6 +101,16 @@ padding:0!important;border:0!important}
 .note{margin:.2rem 0}
 """.strip()
 
+# The re-record review's rules (reviewviews: a section of this page with --compare, or a page of
+# its own).
+REVIEW_CSS = """
+table.answers{width:100%;table-layout:fixed}table.answers td{width:50%}
+table.answers tr.same td{color:#555}
+del{background:#ffd7d5;text-decoration:line-through}ins{background:#ccffd8;text-decoration:none}
+.change{margin:.4rem 0 .8rem}details.reviewed{border:1px solid #ddd;border-radius:4px;
+margin:.3rem 0;padding:.3rem .6rem}details.reviewed>summary{cursor:pointer}
+""".strip()
+
 JS = """
 (function () {
   var body = document.body;

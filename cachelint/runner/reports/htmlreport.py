@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from cachelint.runner.cost import Spend
 from cachelint.runner.reports import htmlsummary
-from cachelint.runner.reports.htmlassets import CSS, JS
+from cachelint.runner.reports.htmlassets import CSS, JS, REVIEW_CSS
 from cachelint.runner.reports.htmlscenario import (
     FRAMES,
     VERDICT_B,
@@ -30,10 +30,7 @@ from cachelint.runner.reports.htmlscenario import (
 from cachelint.runner.reports.htmlscenario import escape as _e
 from cachelint.runner.reports.htmlscenario import text as _t
 from cachelint.runner.reports.htmlscenario import verdict as _verdict
-from cachelint.runner.reports.matrixviews import matrix_html
 from cachelint.runner.reports.model import RunReport, ScenarioReport, group_spend
-from cachelint.runner.reports.reviewviews import REVIEW_CSS, review_html
-from cachelint.runner.review import compare_executions
 from cachelint.settings import ReportSettings
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -447,11 +444,17 @@ def _middle(report: RunReport, trend: Trend | None, compare: RunReport | None) -
             + ("" if trend.runs[-1].execution == report.name else "; this execution is one of them")
             + f"</p>{trend_chart(trend)}</div>"
         )
+    # The review and the matrix views load here: most pages have neither.
     if compare is not None:
+        from cachelint.runner.reports.reviewviews import review_html
+        from cachelint.runner.review import compare_executions
+
         parts.append(_compare(compare, report))
         parts.extend(review_html(compare_executions(compare, report)))
     matrix = report.matrix()
     if matrix is not None:
+        from cachelint.runner.reports.matrixviews import matrix_html
+
         parts.append(matrix_html(matrix, _e))
     return parts
 

@@ -18,7 +18,6 @@ Every user-derived string goes through `e` (attributes) or `t` (element text).
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import re
@@ -26,18 +25,19 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+import blake3
+
 from cachelint.display import UNSAFE_IN_BLOCK_CHARS, sanitize_block
 from cachelint.errors import CachelintError
-from cachelint.runner.output import output_from_value
-from cachelint.runner.reports.reviewviews import ANSWER_CHARS, escape_html
-from cachelint.runner.review import call_arguments
+from cachelint.runner.output import call_arguments, output_from_value
 from cachelint.settings import ReportSettings
 
 # A shorter text is no larger written out than its link.
 SHARE_MIN = 64
 
-# The turns that are answers: one longer than ANSWER_CHARS (the review's cut, 1,500) shows its
+# The turns that are answers: one longer than ANSWER_CHARS (the review's cut too) shows its
 # start, and the rest behind a closed <details> that says how many characters it holds.
+ANSWER_CHARS = 1_500
 _ANSWERS = frozenset({"assistant", "response"})
 # Roles written without quotes (an attribute value of letters needs none): 100,000s of turns.
 _PLAIN_ROLES = frozenset({"system", "user", "assistant", "tool", "response"})
@@ -51,10 +51,12 @@ _TEXT_NEEDS_ESCAPE = re.compile(f"[&<>{UNSAFE_IN_BLOCK_CHARS}]")
 
 
 def escape(value: Any) -> str:
-    """`escape_html(value)`: model answers and dataset text with bidi marks, controls and lone
-    surrogates shown as escapes."""
+    """`reviewviews.escape_html(value)`: model answers and dataset text with bidi marks, controls
+    and lone surrogates shown as escapes."""
     text = value if type(value) is str else str(value)
-    return text if _NEEDS_ESCAPE.search(text) is None else escape_html(text)
+    if _NEEDS_ESCAPE.search(text) is None:
+        return text
+    return html.escape(sanitize_block(text), quote=True)
 
 
 def text(value: Any) -> str:
@@ -139,7 +141,8 @@ def system_texts(trials: Sequence[Mapping[str, Any]]) -> list[str]:
 def text_key(body: str) -> bytes:
     """A system text's key for `shared_texts`: 16 bytes however long the text (a large run keeps
     the keys of every scenario's texts, and only the texts two scenarios sent)."""
-    return hashlib.blake2b(body.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    # blake3 as every digest here: hashlib would load OpenSSL (~3 ms) for this alone.
+    return blake3.blake3(body.encode("utf-8", "surrogatepass")).digest(16)
 
 
 def shared_texts(sent: Iterable[Sequence[tuple[bytes, str | None]]], prefix: str) -> dict[str, str]:

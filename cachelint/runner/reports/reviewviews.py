@@ -16,12 +16,13 @@ import re
 from collections.abc import Iterator, Sequence
 
 from cachelint.display import UNSAFE_IN_BLOCK, sanitize, sanitize_block
+from cachelint.runner.reports.htmlassets import REVIEW_CSS
+from cachelint.runner.reports.htmlscenario import ANSWER_CHARS
 from cachelint.runner.reports.prformats import md
 from cachelint.runner.review import AnswerChange, Review
 
 COMMENT_LIMIT = 65_536  # GitHub refuses a longer issue or pull-request comment
 _BUDGET = COMMENT_LIMIT - 2_000  # room for the closing lines
-ANSWER_CHARS = 1_500
 REQUEST_LINES = 12
 # What escape_html changes: the characters html.escape replaces, and what sanitize_block shows.
 NEEDS_ESCAPE = re.compile(f"[&<>\"']|{UNSAFE_IN_BLOCK.pattern}")
@@ -141,13 +142,6 @@ def review_html(review: Review) -> Iterator[str]:
     yield "</section>"
 
 
-REVIEW_CSS = """
-table.answers{width:100%;table-layout:fixed}table.answers td{width:50%}
-table.answers tr.same td{color:#555}
-del{background:#ffd7d5;text-decoration:line-through}ins{background:#ccffd8;text-decoration:none}
-.change{margin:.4rem 0 .8rem}details.reviewed{border:1px solid #ddd;border-radius:4px;
-margin:.3rem 0;padding:.3rem .6rem}details.reviewed>summary{cursor:pointer}
-""".strip()
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
