@@ -13,7 +13,6 @@ import importlib
 import io
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -141,6 +140,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(ExitCode.FINDINGS)
     except Exception as exc:  # a bug in cachelint, not in the user's input
         if verbose:
+            import traceback  # only here: with textwrap, ~2 ms of every start-up
+
             traceback.print_exc()
         print(
             f"cachelint: internal error: {type(exc).__name__}: {sanitize(str(exc))} "

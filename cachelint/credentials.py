@@ -47,17 +47,20 @@ def load_api_key(repo: Path, env_var: str, env_file: str | None) -> str | None:
         return value
     if not env_file:
         return None
-    import io
-
-    from dotenv import dotenv_values
-
     from cachelint.confine import read_inside  # inside the repository, no link, bounded
 
     try:
         data = read_inside(repo, env_file, "env-file", ENV_FILE_BYTES, credential=True)
-        found = dotenv_values(stream=io.StringIO(data.decode("utf-8-sig"))).get(env_var)
+        text = data.decode("utf-8-sig")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise CachelintError(f"{env_file}: cannot read env-file: {exc}") from None
+    # Only for a file that is there: python-dotenv loads logging (~5 ms), and a replay in CI
+    # masks the keys of an env-file that is usually not.
+    import io
+
+    from dotenv import dotenv_values
+
+    found = dotenv_values(stream=io.StringIO(text)).get(env_var)
     return (found.strip() or None) if found else None

@@ -52,3 +52,46 @@ def test_check_of_a_plain_recorded_cache_loads_no_feature_it_lacks(git_repo: Pat
     assert rc in ("0", "1"), proc.stdout + proc.stderr  # 1: the unstamped tree's findings
     assert "cachelint.rules.unredacted" in loaded.split()  # every rule ran
     assert [m for m in _CHECK_DEFERS if m in loaded.split()] == []
+
+
+# What a plain replay (a chat target, answered from the cache, text output, no judges, matrix,
+# baseline, shard, --failed or --verbose) never calls, so never loads: each is ~1-3 ms of every run.
+_REPLAY_DEFERS = (
+    "hashlib",  # OpenSSL (~3 ms): SARIF fingerprints, --shard; a temp name reads os.urandom
+    "traceback",  # an internal error's traceback, with --verbose
+    "difflib",  # a miss message's closest entry and what differs
+    "cachelint.secretscan",  # the scanner: recording and `check` (a run masks with masks.py)
+    "cachelint.rewrites",  # `normalise` rules
+    "cachelint.redact",  # `redact` rules
+    "cachelint.runner.providers",  # the SDK APIs besides chat completions, and the live transport
+    "cachelint.runner.review",  # --compare's re-record review
+    "cachelint.runner.reports.reviewviews",
+    "cachelint.runner.reports.prformats",  # --format markdown, github
+    "cachelint.runner.reports.matrixviews",  # a run of several targets
+    "cachelint.runner.assertions.pii",  # no-pii assertions
+    "cachelint.runner.baselines",  # --baseline, --save-baseline
+    "sysconfig",  # python assertions
+)
+
+
+def test_a_plain_replay_loads_no_module_it_never_calls(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, BASIC)
+    outcome, _ = record(git_repo)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    commit_all(git_repo, "recorded")
+    probe = (
+        "import sys\nfrom cachelint.cli import main\nrc = main(['run'])\n"
+        "print(); print(rc, ' '.join(sorted(sys.modules)))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=git_repo,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    rc, loaded = proc.stdout.splitlines()[-1].split(" ", 1)
+    assert rc == "0", proc.stdout + proc.stderr
+    assert "cachelint.runner.reports.htmlreport" in loaded.split()  # the page was written
+    assert [m for m in _REPLAY_DEFERS if m in loaded.split()] == []

@@ -24,25 +24,18 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from cachelint.canonical import cache_key
 from cachelint.confine import check_entry_dir
 from cachelint.errors import CachelintError, parse_choice
 from cachelint.jsontext import lone_surrogate
-from cachelint.redact import answer as redact_answer
-from cachelint.redact import messages as redact_messages
-from cachelint.redact import request as redact_request
-from cachelint.rewrites import apply as apply_rewrites
-from cachelint.runner import providers
-from cachelint.runner.providers.transport import CHAT_ROUTE
 from cachelint.runner.request import (
     build_request,
     build_sdk_request,
     closeness,
     request_diff,
 )
-from cachelint.secretscan import refuse_key_in_recording
 from cachelint.store import (
     ENTRY_FILE,
     Store,
@@ -93,12 +86,8 @@ class LiveCallRefused(CachelintError):
 class OfflineRefuser:
     """Stands in for the real transport in replay mode, so a bug can never open a socket."""
 
-    def complete(
-        self,
-        body: Mapping[str, Any],
-        route: str = CHAT_ROUTE,
-        headers: Mapping[str, str] | None = None,
-    ) -> CompletionLike:
+    def complete(self, *call: object, **options: object) -> NoReturn:
+        """Refuses any call, whatever its route and headers."""
         raise LiveCallRefused(
             "replay mode refuses live model calls; rerun with --cache auto or --refresh-cache "
             "to record"
@@ -214,6 +203,8 @@ class CachingClient:
             body=keyed,
             trial=self.trial,
         )
+        from cachelint.runner import providers  # a chat run never loads the other APIs' modules
+
         module = providers.BY_NAME[api]
         route, upstream = module.upstream(body)
         return self._answer(
@@ -282,7 +273,7 @@ class CachingClient:
                     where = f"{entry}/contents.data"
                     _refuse_lone_surrogate(response, where, self.recorder.command)
                 if self.redact:  # an entry recorded before a rule: `check` reports it
-                    response = redact_answer(self.redact, response)
+                    response = _redacted_answer(self.redact, response)
                 latency = time.perf_counter() - started
                 self._record(key, entry, True, latency, sent, response, model, request)
                 return response
@@ -297,8 +288,10 @@ class CachingClient:
             raise CachelintError(f"{self.recorder.url}: response is not a JSON object")
         _refuse_lone_surrogate(response, f"{self.recorder.url} response", "")
         if self.redact:  # stored and returned redacted: the target sees what a replay gives
-            response = redact_answer(self.redact, response)
+            response = _redacted_answer(self.redact, response)
         if self.mode.records:
+            from cachelint.secretscan import refuse_key_in_recording
+
             refuse_key_in_recording(
                 getattr(self.transport, "api_key", None),
                 f"scenario {self.scenario}: {entry}",
@@ -316,10 +309,16 @@ class CachingClient:
         self, request: Mapping[str, Any], sent: list[dict[str, Any]]
     ) -> tuple[Mapping[str, Any], list[dict[str, Any]]]:
         """The request as keyed and stored, and the conversation as reported: normalised
-        (`normalise`), then redacted (`redact`), the same at record and at replay."""
+        (`normalise`), then redacted (`redact`), the same at record and at replay. Their modules
+        load only here: a config with rules has loaded them already (`config._rewrites`)."""
         if self.normalise:
+            from cachelint.rewrites import apply as apply_rewrites
+
             request = apply_rewrites(self.normalise, request)
         if self.redact:
+            from cachelint.redact import messages as redact_messages
+            from cachelint.redact import request as redact_request
+
             request = redact_request(self.redact, request)
             sent = redact_messages(self.redact, sent)
         return request, sent
@@ -498,6 +497,12 @@ def _check_entry_dir(store: Store, inside: str, entry: str) -> None:
             verified.add(tenant_dir)
     except OSError:
         pass  # not there yet (a miss, or recording creates it): looked at again next call
+
+
+def _redacted_answer(rules: Sequence[Any], response: Any) -> Any:
+    from cachelint.redact import answer  # loaded by the config that has redaction rules
+
+    return answer(rules, response)
 
 
 def _refuse_lone_surrogate(response: Any, where: str, command: str) -> None:

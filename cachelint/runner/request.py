@@ -10,12 +10,10 @@ and trial 0 keeps the key a single-trial run always had.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cachelint.runner import providers
 from cachelint.store import FORMAT
 
 __all__ = [
@@ -107,6 +105,8 @@ def build_sdk_request(
     conversation (`input` for the Responses and Embeddings APIs, `contents` for Gemini's), the
     tools, and every other field of `body` but `model` as options, with prompt texts normalised
     as in messages."""
+    from cachelint.runner import providers  # a chat run never loads the other APIs' modules
+
     field = providers.BY_NAME[api].CONVERSATION
     options = {k: v for k, v in body.items() if k not in ("model", field, "tools")}
     for name in _PROMPT_OPTIONS:
@@ -205,6 +205,8 @@ def _text_diff(label: str, old: str, new: str) -> list[str]:
             f"{label}: differs at character {pos + 1}: "
             f"{_short(old[start : pos + 40])} -> {_short(new[start : pos + 40])}"
         ]
+    import difflib  # like closeness, only for a miss: a replay that hits never loads it
+
     lines: list[str] = []
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -322,6 +324,8 @@ def _leaf_similarity(a: Any, b: Any) -> float:
     if _same(a, b):
         return 1.0
     if isinstance(a, str) and isinstance(b, str):
+        import difflib  # a miss message's closest entry: a replay that hits never loads it
+
         if "\n" in a or "\n" in b:
             # Line granularity keeps this linear-ish on long prompts.
             return difflib.SequenceMatcher(None, a.split("\n"), b.split("\n")).ratio()

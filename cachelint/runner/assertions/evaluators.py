@@ -16,7 +16,6 @@ import importlib.util
 import inspect
 import os
 import sys
-import sysconfig
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +71,8 @@ def _package_outside(name: str, repo: Path) -> str | None:
 
 
 def _foreign(path: str, repo: Path) -> str | None:
+    import sysconfig  # only a dataset with python assertions gets here
+
     real = os.path.realpath(path)
     paths = sysconfig.get_paths()
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):  # a venv inside the repo too

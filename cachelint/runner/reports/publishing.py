@@ -71,10 +71,10 @@ def add_report_options(parser: Any) -> None:
 
 def check_extras(repo: Path, extras: Extras | None) -> None:
     """Fail before the run, not after it, on a bad label or a baseline that does not exist."""
+    if extras is None or (extras.save_baseline is None and extras.baseline is None):
+        return
     from cachelint.runner import baselines
 
-    if extras is None:
-        return
     if extras.save_baseline is not None:
         baselines.check_label(extras.save_baseline, "--save-baseline")
     if extras.baseline is not None:
@@ -403,8 +403,6 @@ def _budget_failures(spend: Spend, budget: float) -> list[str]:
 def judge(scenarios: Sequence[ScenarioReport], config: Config, extras: Extras) -> Verdict:
     """The run judged on its budget and baseline, as its `RunReport` holds it: what fails the run
     (`failures`), and the cost and baseline lines (`notes`), with the baseline it saves."""
-    from cachelint.runner import baselines
-
     notes: list[str] = []
     failures: list[str] = []
     budget, spend = config.reports.budget, group_spend(scenarios)
@@ -417,6 +415,8 @@ def judge(scenarios: Sequence[ScenarioReport], config: Config, extras: Extras) -
     if budget is not None:
         failures.extend(_budget_failures(spend, budget))
     if extras.baseline is not None:
+        from cachelint.runner import baselines  # as below: loaded by a run that names one
+
         found = baselines.regressions(
             baselines.load(config.repo, extras.baseline), scenarios, config.reports
         )
@@ -424,7 +424,9 @@ def judge(scenarios: Sequence[ScenarioReport], config: Config, extras: Extras) -
         (failures if found else notes).append(line)
         notes.extend(f"REGRESSED  {line}" for line in found)
     if extras.save_baseline is not None:
-        notes.append(f"baseline {extras.save_baseline} saved to {baselines.FILE}")
+        from cachelint.runner.baselines import FILE
+
+        notes.append(f"baseline {extras.save_baseline} saved to {FILE}")
     return Verdict(tuple(failures), tuple(notes))
 
 
