@@ -93,7 +93,7 @@ def test_a_large_suites_plan_holds_no_inputs_and_runs_the_same(
     plan = pipeline.plan_run(git_repo, RunOptions(execution="spooled", jobs=jobs))
     assert sorted(s.identity for s in plan.selected) == sorted(_suite())
     for s in plan.every:
-        assert s.spooled is not None
+        assert s.spool is not None
         # Its python evaluator is imported from the plan before any scenario runs.
         kept = EVALUATED if s.identity == "support/acme/evaluated" else ()
         assert [getattr(s, name) for name in INPUTS] == [(), {}, (), kept, ()]
@@ -115,7 +115,7 @@ def test_inputs_the_spool_cannot_write_are_held() -> None:
     where = ("a/t/s", "eval-datasets/a/t/s.json")
     surrogate = {"input": "hi", "assert": [{"type": "contains", "value": "\ud800"}]}
     held = parse_scenario(Path("unused"), *where, surrogate, spool=spool)
-    assert held.spooled is None
+    assert held.spool is None
     assert held.messages[0]["content"] == "hi" and held.assertions[0]["value"] == "\ud800"
     held.recall_inputs()  # nothing to read back
     assert held.assertions[0]["value"] == "\ud800"
@@ -127,6 +127,6 @@ def test_inputs_the_spool_cannot_write_are_held() -> None:
         "judge": ["relevance"],
     }
     spooled = parse_scenario(Path("unused"), *where, plain, spool=spool)
-    assert spooled.spooled is not None and not spooled.messages and not spooled.tools
+    assert spooled.spool is not None and not spooled.messages and not spooled.tools
     spooled.recall_inputs()
     assert spooled == parse_scenario(Path("unused"), *where, plain)

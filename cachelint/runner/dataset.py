@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -452,6 +453,7 @@ def _conversation(
         system = normalise_text(f.string(data["system"], "system"))
     elif "system-file" in data:
         system_source, system = _read_system_file(repo, data["system-file"], f, prompts, private)
+        system_source = sys.intern(system_source)  # a suite names a few: each held once
     if system is not None:
         if messages[0].get("role") == "system":
             field = "system" if system_source is None else "system-file"

@@ -49,8 +49,10 @@ class Scenario:
     targets: tuple[str, ...] = ()
     column: str | None = None
     origin: str = ""
-    # Where `spool_inputs` put its inputs: (spool, offset, size); None while they are held.
-    spooled: tuple[Spool, int, int] | None = field(default=None, compare=False, repr=False)
+    # Where `spool_inputs` put its inputs (None while they are held), and their place in it:
+    # offset * 2**32 + size, one integer where a tuple of two would cost three objects more.
+    spool: Spool | None = field(default=None, compare=False, repr=False)
+    place: int = field(default=0, compare=False, repr=False)
 
     @property
     def cache_identity(self) -> str:
@@ -73,22 +75,23 @@ class Scenario:
         scenarios, before any of them runs (`evaluators.load_context`)."""
         inputs = [getattr(self, name) for name, _ in _INPUTS]
         place = spool.put(inputs)
-        if place is None:
+        if place is None or place[1] >> 32:  # its size must fit `place`'s 32 bits
             return
         assertions = self.assertions
         self.forget_inputs()
         if any(spec.get("type") == "python" for spec in assertions):
             object.__setattr__(self, "assertions", assertions)
-        object.__setattr__(self, "spooled", (spool, *place))
+        object.__setattr__(self, "spool", spool)
+        object.__setattr__(self, "place", place[0] << 32 | place[1])
 
     def recall_inputs(self) -> None:
         """Read its spooled inputs back, just before it runs (nothing to do when they are held).
         Not shared with other scenarios as a load shares equal values: they are held only while
         it runs."""
-        if self.spooled is None:
+        if self.spool is None:
             return
-        spool, at, size = self.spooled
-        messages, options, tools, assertions, judges = spool.get(at, size)
+        at, size = divmod(self.place, 1 << 32)
+        messages, options, tools, assertions, judges = self.spool.get(at, size)
         object.__setattr__(self, "messages", tuple(messages))
         object.__setattr__(self, "options", options)
         object.__setattr__(self, "tools", tuple(tools))
