@@ -58,12 +58,13 @@ def test_a_large_runs_slim_documents_share_equal_usages() -> None:
 
 
 @pytest.mark.parametrize("jobs", [1, 2])  # 2: scenarios land, and are spooled, from two threads
-def test_a_large_run_holds_each_scenarios_trials_in_its_spool_not_in_memory(
+def test_a_large_run_holds_each_scenarios_values_in_its_spool_not_in_memory(
     git_repo: Path, monkeypatch: Any, jobs: int
 ) -> None:
     from cachelint.runner import engine
+    from cachelint.runner.evidence import written_digest
     from cachelint.runner.reports.held import SpooledRecord, slim_record
-    from cachelint.runner.reports.model import read_document
+    from cachelint.runner.reports.model import ScenarioReport, read_document
 
     monkeypatch.setattr(engine, "HOLD_MAX_SCENARIOS", 0)
     write_repo(git_repo, DEAD, BASIC)
@@ -75,37 +76,65 @@ def test_a_large_run_holds_each_scenarios_trials_in_its_spool_not_in_memory(
 
     assert sorted(done.records) == sorted(BASIC)
     directory = git_repo / "eval-results" / "replay"
-    for identity, report in done.records.items():
+    reports = list(done.records.values())
+    for at, report in enumerate(reports):
         held = report.record
-        assert isinstance(held, SpooledRecord)
-        assert not [o for o in _held_objects(held) if isinstance(o, list)]  # no trials, no calls
-        whole = read_document(directory, f"{identity}.json")
+        assert isinstance(held, SpooledRecord) and report.source is held
+        # What it holds that neither the plan nor another scenario holds: beside the report, its
+        # tokens and its system texts' keys, only the `Source` and the document's place.
+        shared = _held_objects([plan, *reports[:at], *reports[at + 1 :]])
+        known = [report, report.tokens, *report.tokens, held.systems, *held.systems]
+        own = [
+            o
+            for o in _held_objects(report).values()
+            if id(o) not in shared and not any(o is k for k in known)
+        ]
+        assert [o for o in own if type(o) is not int] == [held] and len(own) <= 3, own
+        whole = read_document(directory, f"{report.identity}.json")
         assert sorted(held) == sorted(whole)
-        assert held == slim_record(whole)  # trials read back from the spool included
+        assert held == slim_record(whole)  # its values read back from the spool
         assert held["trials"] == slim_record(whole)["trials"] and held["trials"]
+        assert held.digest == written_digest((directory / f"{report.identity}.json").read_bytes())
+        assert report.whole() == ScenarioReport(whole, report.spend, report.tokens)
 
 
-def _held_objects(root: object) -> list[object]:
-    """What `root` holds in memory, its spool (a file) left out."""
+def _held_objects(root: object) -> dict[int, object]:
+    """What `root` holds in memory by id, itself included, the run's spool (a file), its results
+    directory and the classes left out."""
+    from cachelint.runner.reports.held import Sources
     from cachelint.spool import Spool
 
-    seen, todo, found = {id(root)}, [root], []
+    seen, todo = {id(root): root}, [root]
     while todo:
         for ref in gc.get_referents(todo.pop()):
-            if id(ref) not in seen and not isinstance(ref, (Spool, type)):
-                seen.add(id(ref))
+            if id(ref) not in seen and not isinstance(ref, (Spool, Sources, type)):
+                seen[id(ref)] = ref
                 todo.append(ref)
-                found.append(ref)
-    return found
+    return seen
 
 
-def test_trials_a_spool_cannot_write_are_held_slim() -> None:
+def test_a_large_runs_source_holds_a_value_its_document_lacks_as_absent() -> None:
+    from cachelint.runner.reports.held import Sources
+
+    trials = [{"trial": 0, "passed": True, "calls": [], "judge_calls": []}]
+    document = {"scenario": "a/t/s", "agent": "a", "tenant": "t", "path": "p", "passed": True}
+    held = Sources(Path("unused")).of({**document, "trials": trials}, b"{}")
+    assert "origin" not in held and held.get("origin", 1) == 1 and "path" in held
+    with pytest.raises(KeyError):
+        held["origin"]
+    pair = Sources(Path("unused")).of({**document, "origin": "a/t/o", "trials": []}, b"{}")
+    assert pair["origin"] == pair.get("origin") == "a/t/o" and "origin" in pair
+
+
+def test_documents_a_spool_cannot_write_are_held_slim() -> None:
+    from cachelint.runner.evidence import written_digest
     from cachelint.runner.reports.held import Slim, Sources, SpooledRecord
 
     trials = [{"trial": 0, "passed": True, "calls": [], "judge_calls": [], "note": "\ud800"}]
-    held = Sources(Path("unused")).held({"scenario": "a/t/s", "trials": trials})
-    assert not isinstance(held, SpooledRecord) and isinstance(held, Slim)
-    assert held["trials"][0]["note"] == "\ud800"
+    document = {"scenario": "a/t/s", "agent": "a", "tenant": "t", "path": "p", "passed": True}
+    held = Sources(Path("unused")).of({**document, "trials": trials}, b"{}")
+    assert not isinstance(held, SpooledRecord) and isinstance(held.document(), Slim)
+    assert held["trials"][0]["note"] == "\ud800" and held.digest == written_digest(b"{}")
 
 
 def test_a_reports_counts_read_its_scenarios_once_for_every_format() -> None:
@@ -135,3 +164,6 @@ def test_a_reports_counts_read_its_scenarios_once_for_every_format() -> None:
         "cache_hits": 1,
     }
     assert Passes.passes == 1
+    # run.json, the page and the text's tail each show the matrix: looked for once.
+    assert report.matrix() is None and report.matrix() is None
+    assert Passes.passes == 2

@@ -410,7 +410,8 @@ class ResultWriter:
 
     `records` holds each scenario's report by identity (`reports.model.scenario_report`, priced
     with `priced`: the config's model and prices): its whole document up to `HOLD_MAX_SCENARIOS`
-    expected scenarios; above, its top-level values, its spooled trials and its file.
+    expected scenarios; above, what the reports group and count it by, its slim document spooled
+    and its file's digest (`reports.held.Source`).
     """
 
     def __init__(

@@ -1,35 +1,117 @@
 """What a large run (`engine.HOLD_MAX_SCENARIOS`) holds of each scenario's results document until
-its reports are written: its few top-level values (identity, verdict, pass rate, paths) and the
-place of its trials in one unlinked temp file (`Spool`), read back each time a report reads them;
-the page reads the whole document back from its results file (`Source`).
+its reports are written (`Source`): the few values every report groups and counts by, and the
+place of the rest, slim (`slim_record`: without the messages and answers), in one unlinked temp
+file (`Spool`), decoded each time a report draws the scenario; the page reads the whole document
+back from its results file.
 
-A run of 100,000 scenarios held every scenario's slim trials (calls, assertions, judges, usage:
-about 1.5 KB each) until the last report was written; the reports read them a scenario at a time,
-so a run's memory now grows by the heads only. Each read decodes the trials again (microseconds):
-the reports that read them (the counts, run.json, the page, the text) do so a few times per
-scenario. Where trials cannot be spooled (no temp file, a value orjson does not write) they are
-held slim (`slim_record`: `Slim` objects, keys shared), as before.
+A run of 100,000 scenarios held each one's slim trials (about 1.5 KB) until the last report was
+written, then its top-level values (about 0.5 KB with their place and the file's digest); it now
+holds less than half of that. Each report reads each scenario's document once, in a row (a decode
+of a few hundred bytes: microseconds); what a report reads out of order or often (its groups,
+its verdicts) is held. Where a document cannot be spooled (no temp file, a value orjson does not
+write) it is held slim (`Slim` objects, keys shared), as before the spool.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from cachelint.spool import Spool
 
 TRIALS = "trials"
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
-    """What a large run keeps of a results file it wrote, beside what it holds of the document."""
+# What the reports read of every scenario, several times or out of order (its groups, verdict and
+# dataset; a matrix's pairs): held, so a report reads a scenario's spooled document once, in a
+# row with the rest of its values (each is the plan's own object: a reference costs 8 bytes).
+KEPT = ("scenario", "agent", "tenant", "path", "passed", "origin", "target")
+_KEPT = frozenset(KEPT)
 
-    run: Sources
-    digest: bytes  # `evidence.written_digest` of the bytes written: `read_own` reads them back
-    systems: tuple[bytes, ...]  # its `ScenarioReport.system_texts`' keys
+
+class Source(Mapping[str, Any]):
+    """A results document a large run wrote, as it holds it until its reports are written: its
+    `KEPT` values and where to read the rest (`document`), with what the page reads the file by:
+    its digest and its system texts' keys."""
+
+    __slots__ = ("run", "systems", *KEPT)  # a value the document lacks: its slot left unset
+
+    def __init__(self, run: Sources, record: Mapping[str, Any]) -> None:
+        self.run = run
+        self.systems: tuple[bytes, ...] = ()  # its `ScenarioReport.system_texts`' keys
+        for key in KEPT:
+            if key in record:
+                setattr(self, key, record[key])
+
+    def document(self) -> Mapping[str, Any]:
+        """The slim document (`slim_record`'s values): all of its keys, in its order."""
+        raise NotImplementedError
+
+    @property
+    def digest(self) -> bytes:
+        """`evidence.written_digest` of the bytes written: `evidence.read_own` reads them back."""
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _KEPT:
+            return self.document()[key]
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default) if key in _KEPT else self.document().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return (
+            hasattr(self, key) if isinstance(key, str) and key in _KEPT else key in self.document()
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.document())
+
+    def __len__(self) -> int:
+        return len(self.document())
+
+
+class SpooledRecord(Source):
+    """A `Source` whose slim document and digest are in the run's `Spool`, decoded each time
+    they are read (the spool keeps the last: a report reads one scenario's values in a row)."""
+
+    __slots__ = ("_at", "_size")
+
+    def __init__(self, run: Sources, record: Mapping[str, Any], at: int, size: int) -> None:
+        super().__init__(run, record)
+        self._at = at
+        self._size = size
+
+    def document(self) -> Mapping[str, Any]:
+        return cast("Mapping[str, Any]", self.run.spool.get(self._at, self._size)[1])
+
+    @property
+    def digest(self) -> bytes:
+        return bytes.fromhex(self.run.spool.get(self._at, self._size)[0])
+
+
+class HeldSource(Source):
+    """A `Source` whose slim document a spool could not write (no temp file, a value orjson does
+    not write): held in memory (`slim_record`), as before the spool."""
+
+    __slots__ = ("_slim", "_digest")
+
+    def __init__(self, run: Sources, record: Mapping[str, Any], digest: bytes) -> None:
+        super().__init__(run, record)
+        self._slim = slim_record(record)
+        self._digest = digest
+
+    def document(self) -> Mapping[str, Any]:
+        return self._slim
+
+    @property
+    def digest(self) -> bytes:
+        return self._digest
 
 
 class Sources:
@@ -46,11 +128,25 @@ class Sources:
         self.spool = Spool()
 
     def of(self, record: Mapping[str, Any], data: bytes) -> Source:
-        """The `Source` of `record`, written as `data`."""
+        """What the run holds of `record`, written as `data`: its slim document spooled (else
+        held), its `KEPT` values and its file's digest and system texts."""
         from cachelint.runner.evidence import written_digest
+
+        digest = written_digest(data)
+        trials = [_light_trial(t, _call) for t in record.get(TRIALS) or ()]
+        place = self.spool.put([digest.hex(), {**record, TRIALS: trials}])
+        if place is None:
+            source: Source = HeldSource(self, record, digest)
+        else:
+            source = SpooledRecord(self, record, *place)
+        source.systems = self._systems(record)
+        return source
+
+    def _systems(self, record: Mapping[str, Any]) -> tuple[bytes, ...]:
+        """The keys of `record`'s system texts, each text kept when a second scenario sends it."""
         from cachelint.runner.reports.htmlscenario import system_texts, text_key
 
-        texts = system_texts(record.get("trials") or ())
+        texts = system_texts(record.get(TRIALS) or ())
         keys = tuple(text_key(body) for body in texts)
         for key, body in zip(keys, texts, strict=True):
             if key in self._seen:
@@ -58,14 +154,7 @@ class Sources:
             else:
                 self._seen.add(key)
         # One tuple for all the scenarios that sent the same texts.
-        return Source(self, written_digest(data), self._keys.setdefault(keys, keys))
-
-    def held(self, record: Mapping[str, Any]) -> Mapping[str, Any]:
-        """What the run holds of `record`: its trials spooled, else its slim record."""
-        place = self.spool.put([_light_trial(t, _call) for t in record.get(TRIALS) or ()])
-        if place is None:
-            return slim_record(record)
-        return SpooledRecord(record, self.spool, *place)
+        return self._keys.setdefault(keys, keys)
 
 
 # What a report other than the page's conversations never reads of a results document: the
@@ -151,27 +240,3 @@ _EMPTY: list[Any] = []
 # calls mostly repeat a few (about 180 bytes a call held apart); bounded, for suites that do not.
 _USAGES: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
 _USAGES_MAX = 4_096
-
-
-class SpooledRecord(Slim):
-    """A results document whose trials are in a `Spool`: a `Slim` of its other values, its
-    `TRIALS` held as None (so its keys keep the document's order) and read from the spool."""
-
-    __slots__ = ("_spool", "_at", "_size")
-
-    def __init__(self, record: Mapping[str, Any], spool: Spool, at: int, size: int) -> None:
-        super().__init__({**record, TRIALS: None})
-        self._spool = spool
-        self._at = at
-        self._size = size
-
-    def __getitem__(self, key: str) -> Any:
-        if key == TRIALS:
-            return self._spool.get(self._at, self._size)
-        return self._values[self._index[key]]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if key == TRIALS:
-            return self._spool.get(self._at, self._size)
-        at = self._index.get(key)
-        return default if at is None else self._values[at]

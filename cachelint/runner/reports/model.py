@@ -6,9 +6,9 @@ cost lines are in it from the start (reports/publishing.py `judge`).
 
 A scenario's report is its results document, the file `engine.ResultWriter` writes to
 `<results>/<execution>/<agent>/<tenant>/<scenario>.json`, with its cost and tokens, made as the
-file is written or read. A large run (`engine.HOLD_MAX_SCENARIOS`) holds each document's top-level
-values with its trials spooled to a temp file (`held`), and the page reads the whole one back from
-its file (`ScenarioReport.whole`).
+file is written or read. A large run (`engine.HOLD_MAX_SCENARIOS`) holds of each document the
+values its reports group and count by, the rest spooled to a temp file (`held.Source`), and the
+page reads the whole one back from its file (`ScenarioReport.whole`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ class ScenarioReport:
     record: Mapping[str, Any]  # the per-scenario results document (engine.scenario_record)
     spend: Spend  # USD of the priced calls, and the calls no price covers
     tokens: tuple[int, int]  # input, output (target and judge calls)
-    # The file the whole document was written to, when `record` is what a large run holds of
-    # it (`held.Sources.held`: its trials spooled).
+    # What a large run holds of the document (`held.Source`, `record` too): the page reads the
+    # whole one back from its file.
     source: Source | None = None
 
     def whole(self) -> ScenarioReport:
@@ -204,6 +204,12 @@ class RunReport:
 
     def matrix(self) -> Matrix | None:
         """The target matrix this execution ran, else None."""
+        return self._matrix
+
+    @cached_property
+    def _matrix(self) -> Matrix | None:
+        # Made once for run.json, the page and the text's tail: each reads every scenario's
+        # record (a large run's from its spool) to find the pairs.
         from cachelint.runner.matrix import matrix_of
 
         return matrix_of(self)
@@ -282,8 +288,7 @@ def scenario_report(
     """The scenario's tokens and cost: each call priced as the `cost` assertion prices it
     (`cost.pricing_model`: a scenario may call several models, and judges their own), `model`
     for records that do not say. A call no price covers is counted as unpriced, never as free.
-    With a `source` (the file `record` was written to), it keeps what a large run holds of it
-    (`held.Sources.held`)."""
+    With a `source` (what a large run holds of `record`), it keeps that instead."""
     usages: list[Any] = []
     spend = Spend()
     for t in record.get("trials") or ():
@@ -301,8 +306,16 @@ def scenario_report(
     if source is not None:
         # A large run's scenarios mostly share a few unpriced tallies (no dollars): one each.
         spend = _UNPRICED.setdefault(spend, spend) if not spend.dollars else spend
-        return ScenarioReport(source.run.held(record), spend, (n_in, n_out), source)
+        counted = _TOKENS.get((n_in, n_out)) or (n_in, n_out)  # mostly a few counts repeated
+        if len(_TOKENS) < _TOKENS_MAX:
+            _TOKENS.setdefault(counted, counted)
+        return ScenarioReport(source, spend, counted, source)
     return ScenarioReport(record, spend, (n_in, n_out))
+
+
+# A large run's counts of tokens, one tuple each; bounded, for suites whose counts do not repeat.
+_TOKENS: dict[tuple[int, int], tuple[int, int]] = {}
+_TOKENS_MAX = 4_096
 
 
 def _read_json(directory: Path, rel: str) -> Any:
