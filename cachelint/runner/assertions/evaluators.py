@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachelint.config import Config
 from cachelint.errors import ConfigError
@@ -28,9 +28,11 @@ from cachelint.runner.assertions import AssertionResult, evaluate
 from cachelint.runner.client import CallRecord
 from cachelint.runner.cost import Price, call_spend, format_dollars, unpriced_reason
 from cachelint.runner.dataset import Scenario
-from cachelint.runner.metrics import Interpretation, Metric, Rating, interpret, metric_from
 from cachelint.runner.output import Output
 from cachelint.runner.pytarget import from_repository
+
+if TYPE_CHECKING:
+    from cachelint.runner.metrics import Interpretation, Metric
 
 Evaluator = Callable[[Scenario, Output, Mapping[str, Any]], Any]
 
@@ -163,6 +165,8 @@ def _python(
         first = str(exc).splitlines()[0] if str(exc) else ""
         reason = f"python {name}: the evaluator raised {type(exc).__name__}: {first}"
         return AssertionResult("python", False, reason), None
+    from cachelint.runner.metrics import Rating, interpret, metric_from  # python assertions only
+
     try:
         metric = interpret(metric_from(returned), context.interpretations)
     except (TypeError, ValueError) as exc:

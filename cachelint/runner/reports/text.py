@@ -17,7 +17,6 @@ from cachelint.display import sanitize
 from cachelint.jsonstream import Streamed
 from cachelint.reporters import finding_lines
 from cachelint.runner.matrix import matrix_lines
-from cachelint.runner.metrics import Metric, Rating
 from cachelint.runner.reports.model import RunReport, ScenarioReport
 
 REPORT_FORMAT = 1
@@ -84,6 +83,8 @@ def _judge_lines(s: ScenarioReport) -> list[str]:
 def metric_text(m: Record) -> str:
     """`words = 42 (good)`, then flags: the same words in every report format (`m` as a results
     document holds a metric, `Metric.as_dict`)."""
+    from cachelint.runner.metrics import Metric, Rating  # a run with python assertions only
+
     metric = Metric(**m)
     flags = [Rating(metric.rating).value] + (["failed"] if metric.failed else [])
     flags += [] if metric.gating else ["reported only"]
