@@ -113,6 +113,37 @@ def _held_objects(root: object) -> dict[int, object]:
     return seen
 
 
+def test_a_large_execution_read_back_is_held_as_a_large_run_holds_it(
+    git_repo: Path, monkeypatch: Any
+) -> None:
+    # `cachelint report` on a large execution: its documents spooled, not held whole; the
+    # reports read the same values.
+    from cachelint.runner.reports import held
+    from cachelint.runner.reports.model import load_execution
+    from cachelint.runner.reports.text import render_text, report_dict
+
+    write_repo(git_repo, DEAD, BASIC)
+    assert record(git_repo)[0].rc == 0
+    commit_all(git_repo)
+    out, err = io.StringIO(), io.StringIO()
+    assert pipeline.run(git_repo, RunOptions(execution="replay"), out=out, err=err) == 0
+    directory = git_repo / "eval-results" / "replay"
+    whole = load_execution(directory, "scripted-v1", {})
+    monkeypatch.setattr(held, "HOLD_MAX_SCENARIOS", 0)
+    kept = load_execution(directory, "scripted-v1", {})
+
+    assert all(isinstance(s.record, held.SpooledRecord) for s in kept.scenarios)
+    assert [s.whole().record for s in kept.scenarios] == [s.record for s in whole.scenarios]
+    assert render_text(kept) == render_text(whole)
+    assert json_text(report_dict(kept)) == json_text(report_dict(whole))
+
+
+def json_text(document: dict[str, Any]) -> str:
+    from cachelint.jsonstream import json_chunks
+
+    return "".join(json_chunks(document))
+
+
 def test_a_large_runs_source_holds_a_value_its_document_lacks_as_absent() -> None:
     from cachelint.runner.reports.held import Sources
 

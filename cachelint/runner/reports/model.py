@@ -439,15 +439,24 @@ def read_scenarios(
     directory: Path, model: str, prices: Mapping[str, Price], run: Mapping[str, Any]
 ) -> list[ScenarioReport]:
     """The scenarios of the execution in `directory`, in the order its run summary `run` lists
-    them (dataset order)."""
-    return [
-        scenario_report(
-            read_document(directory, f"{listed_scenario(entry, directory / RUN_FILE)}.json"),
-            model,
-            prices,
-        )
-        for entry in run["scenarios"]
-    ]
+    them (dataset order). Those of a large execution (`held.HOLD_MAX_SCENARIOS`) are held as a
+    large run holds them (`held.Source`), each file read back whole where the page draws it."""
+    from cachelint.runner.evidence import RECORD_MAX_BYTES, read_json
+    from cachelint.runner.reports.held import HOLD_MAX_SCENARIOS, Sources
+
+    listed = run["scenarios"]
+    sources = Sources(directory) if len(listed) > HOLD_MAX_SCENARIOS else None
+    reports = []
+    for entry in listed:
+        rel = f"{listed_scenario(entry, directory / RUN_FILE)}.json"
+        if sources is None:
+            reports.append(scenario_report(read_document(directory, rel), model, prices))
+            continue
+        # The bytes checked here are the ones `whole` reads back by their digest.
+        data, document = read_json(directory, rel, RECORD_MAX_BYTES)
+        record = checked(document, directory / rel)
+        reports.append(scenario_report(record, model, prices, sources.of(record, data)))
+    return reports
 
 
 def load_execution(
