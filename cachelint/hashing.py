@@ -9,7 +9,7 @@ through blake3's mmap path with its own threads.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -99,32 +99,53 @@ def _scan(
     skip: Callable[[str], bool] | None,
     read: Callable[[os.DirEntry[str]], V],
 ) -> None:
+    for entry, path, value in entries(directory, rel, skip, read):
+        if value is None:
+            _scan(entry.path, path, out, skip, read)
+        else:
+            out[path] = value
+
+
+def entries(
+    directory: str,
+    rel: str,
+    skip: Callable[[str], bool] | None,
+    read: Callable[[os.DirEntry[str]], V],
+) -> Iterator[tuple[os.DirEntry[str], str, V | str | None]]:
+    """The entries of `directory` (`rel`, repo-relative) that a walk takes, each with its path
+    and what the walk records of it: `read(entry)` for a regular file, `"symlink:<target>"` for a
+    link, `"special"` for a FIFO or socket (never opened), None for a directory (walked into).
+    Nothing when it is not there or not a directory."""
     # os.scandir's d_type answers "symlink? directory?" without a stat per file, and building the
     # relative path by concatenation avoids os.walk's relpath per directory.
     try:
         with os.scandir(directory) as it:
-            entries = list(it)
+            listed = list(it)
     except (FileNotFoundError, NotADirectoryError):
         return
     except OSError as exc:
         raise unreadable(rel, exc) from None
-    for entry in entries:
+    for entry in listed:
         path = f"{rel}/{entry.name}"
         if skip is not None and skip(path):
             continue
         try:
-            if entry.is_symlink():
-                out[path] = "symlink:" + os.readlink(entry.path)
-            elif entry.is_dir(follow_symlinks=False):
-                _scan(entry.path, path, out, skip, read)
-            elif entry.is_file(follow_symlinks=False):
-                out[path] = read(entry)
-            else:  # a FIFO or socket: opening it could block forever, and git cannot commit it
-                out[path] = "special"
+            value = _value(entry, read)
         except FileNotFoundError:
             continue  # removed while we looked: absent from this snapshot
         except OSError as exc:
             raise unreadable(path, exc) from None
+        yield entry, path, value
+
+
+def _value(entry: os.DirEntry[str], read: Callable[[os.DirEntry[str]], V]) -> V | str | None:
+    if entry.is_symlink():
+        return "symlink:" + os.readlink(entry.path)
+    if entry.is_dir(follow_symlinks=False):
+        return None
+    if entry.is_file(follow_symlinks=False):
+        return read(entry)
+    return "special"  # a FIFO or socket: opening it could block forever, and git cannot commit it
 
 
 def unreadable(path: str, exc: OSError) -> CachelintError:

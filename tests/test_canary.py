@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cachelint.canary import Canary
+from cachelint.canary import Canary, listing
 from cachelint.config import load
 from cachelint.green import cache_digest, cache_digests
-from cachelint.hashing import hash_file, snapshot
+from cachelint.hashing import SnapshotDiff, hash_file, snapshot
 from cachelint.meai import make_skip
 from tests.conftest import commit_all
 from tests.helpers import DEAD, do_run, record, refund, write_repo
@@ -177,3 +181,191 @@ def test_the_digests_are_the_contents_cache_digests_taken_in_path_order(
     assert again.mutations().changed == (f"{ENTRY}/contents.data",)
     wanted["eval-cache"][f"{ENTRY}/contents.data"] = hash_file(tmp_path / ENTRY / "contents.data")
     assert again.digests() == {root: cache_digest(snap) for root, snap in wanted.items()}
+
+
+def _listings(monkeypatch: pytest.MonkeyPatch, repo: Path) -> list[str]:
+    """The directories listed from now on (repo-relative), as the canary lists them."""
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counting_scandir(path: str) -> Any:
+        listed.append(Path(path).relative_to(repo).as_posix())
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting_scandir)
+    return listed
+
+
+def test_a_file_written_in_a_directory_whose_stat_is_unchanged_is_caught_without_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write into a file leaves its directory's stat as it was: the file's own `lstat` catches
+    it, and no directory is listed again."""
+    _tree(tmp_path)
+    _settled(monkeypatch)
+    canary = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    canary.begin()
+    with (tmp_path / ENTRY / "contents.data").open("r+b") as f:
+        f.write(b"written in place")
+    listed = _listings(monkeypatch, tmp_path)
+    assert canary.mutations().changed == (f"{ENTRY}/contents.data",)
+    assert listed == []
+
+
+def _replace_entry(repo: Path) -> None:
+    """The entry directory replaced by another holding the same names and bytes."""
+    entry = repo / ENTRY
+    copy = repo / "elsewhere"
+    shutil.copytree(entry, copy)
+    entry.rename(repo / "gone")
+    copy.rename(entry)
+
+
+@pytest.mark.parametrize(
+    ("change", "listed", "changed", "added", "removed"),
+    [
+        (lambda e: (e / "stray.json").write_text("{}"), [ENTRY], [], ["stray.json"], []),
+        (lambda e: (e / "entry.json").unlink(), [ENTRY], [], [], ["entry.json"]),
+        (
+            lambda e: (e / "entry.json").rename(e / "entry2.json"),
+            [ENTRY],
+            [],
+            ["entry2.json"],
+            ["entry.json"],
+        ),
+        (
+            lambda e: _replace_entry(e.parents[5]),
+            [ENTRY.rsplit("/", 1)[0], ENTRY],
+            ["contents.data", "entry.json"],
+            [],
+            [],
+        ),
+    ],
+    ids=["added", "removed", "renamed", "directory-replaced"],
+)
+def test_entries_added_removed_renamed_or_replaced_are_seen_by_the_directorys_stat(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: Callable[[Path], object],
+    listed: list[str],
+    changed: list[str],
+    added: list[str],
+    removed: list[str],
+) -> None:
+    """Each sets the ctime of the directory holding the entry: that directory (and a replaced
+    one, whose inode differs) is listed again, and no other."""
+    _tree(tmp_path)
+    _settled(monkeypatch)
+    canary = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    canary.begin()
+    change(tmp_path / ENTRY)
+    seen = _listings(monkeypatch, tmp_path)
+    found = canary.mutations()
+    assert found.changed == tuple(f"{ENTRY}/{name}" for name in changed)
+    assert found.added == tuple(f"{ENTRY}/{name}" for name in added)
+    assert found.removed == tuple(f"{ENTRY}/{name}" for name in removed)
+    assert seen == listed
+
+
+def test_a_directory_changed_just_before_the_run_is_listed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory whose ctime is within RACY_NS of `begin` could take another entry within the
+    same timestamp granule and keep its stat: it is listed again, as every directory is where
+    `st_ctime` is not the change time (Windows)."""
+    _tree(tmp_path)  # just written: every directory is racy
+    canary = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    canary.begin()
+    listed = _listings(monkeypatch, tmp_path)
+    assert not canary.mutations()
+    assert ENTRY in listed and "eval-cache" in listed and "meai-storage" in listed
+    every = len(listed)
+
+    _settled(monkeypatch)
+    canary.begin()
+    listed.clear()
+    assert not canary.mutations()
+    assert listed == []
+
+    monkeypatch.setattr("cachelint.canary.DIRECTORY_STAT_PROVES", False)
+    canary.begin()
+    listed.clear()
+    assert not canary.mutations()
+    assert len(listed) == every
+
+
+def test_findings_are_the_difference_of_the_listings_before_and_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However the tree changed, the findings are the paths two full listings differ by."""
+    _tree(tmp_path)
+    tenant = tmp_path / "eval-cache/cache/agent/tenant"
+    for name in ("s2/KEY2", "s3", "s5/deep/er"):
+        (tenant / name).mkdir(parents=True)
+        (tenant / name / "a.json").write_text("{}")
+    (tenant / "s3/f").write_text("a file, then a directory")
+    _settled(monkeypatch)
+    skip = make_skip(TOPS, EXCLUDE)
+    before = listing(tmp_path, ROOTS, skip)
+    canary = Canary(tmp_path, ROOTS, TOPS, EXCLUDE)
+    canary.begin()
+    shutil.rmtree(tenant / "s2")
+    (tenant / "s4/new").mkdir(parents=True)
+    (tenant / "s4/new/b.json").write_text("{}")
+    (tenant / "s3/f").unlink()
+    (tenant / "s3/f").mkdir()
+    (tenant / "s3/f/g").write_text("{}")
+    (tenant / "s5/deep").rename(tenant / "s5/moved")
+    os.rename(tmp_path / ENTRY / "entry.json", tmp_path / ENTRY / "e.json")
+    (tmp_path / "meai-storage/cache/S/1/KEY/contents.data").write_text("[]")
+    after = listing(tmp_path, ROOTS, skip)
+    assert canary.mutations() == SnapshotDiff(
+        changed=tuple(sorted(p for p in before.keys() & after.keys() if before[p] != after[p])),
+        added=tuple(sorted(after.keys() - before.keys())),
+        removed=tuple(sorted(before.keys() - after.keys())),
+    )
+
+
+def test_the_digests_take_paths_in_sorted_order_whatever_the_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory's files come before or after a sibling file by the whole path ("x/f" after
+    "x-y", before "x0"): the walk takes them in the order `cache_digest` sorts them."""
+    root = tmp_path / "eval-cache"
+    for name in ("x/f", "x/y/g", "x-y", "x.z", "x0", "x0d/h", "X", "\u00e9/i"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+    _settled(monkeypatch)
+    canary = Canary(tmp_path, ["eval-cache"], [], [])
+    canary.begin()
+    _read(canary, tmp_path, "eval-cache/x-y")
+    assert not canary.mutations()
+    assert canary.digests() == {"eval-cache": cache_digest(snapshot(tmp_path, ["eval-cache"]))}
+
+
+def test_the_listing_holds_under_240_bytes_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay's cache, laid out as a suite's (a case directory, a key directory, two files):
+    the listing, with the digest of every file the run read, takes under 240 bytes a file (208;
+    a dict of paths to stats took 252)."""
+    tenant = tmp_path / "eval-cache/cache/agent/tenant"
+    files = []
+    for n in range(1000):
+        key = tenant / f"case{n:04d}" / f"{n:016x}"
+        key.mkdir(parents=True)
+        for name in ("entry.json", "contents.data"):
+            (key / name).write_bytes(b"{}")
+            files.append(f"{key.relative_to(tmp_path)}/{name}")
+    _settled(monkeypatch)
+    canary = Canary(tmp_path, ["eval-cache"], [], [])
+    tracemalloc.start()
+    try:
+        canary.begin()
+        for rel in files:
+            _read(canary, tmp_path, rel)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held / len(files) < 240, held / len(files)
+    assert not canary.mutations()
