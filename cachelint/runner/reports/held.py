@@ -84,19 +84,22 @@ class SpooledRecord(Source):
     """A `Source` whose slim document and digest are in the run's `Spool`, decoded each time
     they are read (the spool keeps the last: a report reads one scenario's values in a row)."""
 
-    __slots__ = ("_at", "_size")
+    __slots__ = ("_place",)
 
-    def __init__(self, run: Sources, record: Mapping[str, Any], at: int, size: int) -> None:
+    def __init__(self, run: Sources, record: Mapping[str, Any], place: int) -> None:
         super().__init__(run, record)
-        self._at = at
-        self._size = size
+        # offset * 2**32 + size, one integer where two would cost an object more.
+        self._place = place
+
+    def _spooled(self) -> Any:
+        return self.run.spool.get(*divmod(self._place, 1 << 32))
 
     def document(self) -> Mapping[str, Any]:
-        return cast("Mapping[str, Any]", self.run.spool.get(self._at, self._size)[1])
+        return cast("Mapping[str, Any]", self._spooled()[1])
 
     @property
     def digest(self) -> bytes:
-        return bytes.fromhex(self.run.spool.get(self._at, self._size)[0])
+        return bytes.fromhex(self._spooled()[0])
 
 
 class HeldSource(Source):
@@ -139,10 +142,10 @@ class Sources:
         digest = written_digest(data)
         trials = [_light_trial(t, _call) for t in record.get(TRIALS) or ()]
         place = self.spool.put([digest.hex(), {**record, TRIALS: trials}])
-        if place is None:
+        if place is None or place[1] >> 32:  # its size must fit a `SpooledRecord`'s 32 bits
             source: Source = HeldSource(self, record, digest)
         else:
-            source = SpooledRecord(self, record, *place)
+            source = SpooledRecord(self, record, place[0] << 32 | place[1])
         source.systems = self._systems(record)
         return source
 
