@@ -305,16 +305,18 @@ def parse_scenario(
     shared: dict[Any, Any] | None = None,
     spool: Spool | None = None,
 ) -> Scenario:
-    """Validate one parsed dataset file (`path` is repo-relative, used in messages); `private`:
-    the credential files a `system-file` may not name (`confine.private_files`); `default_pass`:
-    the policy of a dataset without `pass` (the config's `trials-pass`); `shared`: values held
-    once across the scenarios of one load (`_once`); `prompts`: system files by repo-relative
-    path, read once in a load; `spool`: where its inputs wait until it runs."""
+    """Validate one parsed dataset file (`path`: repo-relative, in messages); `private`: the
+    files a `system-file` may not name; `shared`: values held once across a load (`_once`),
+    `prompts` its system files; `spool`: where its inputs wait until it runs, not shared."""
     f = _Fields(path)
     _known_fields(data, f)
-    # Spooled inputs are not held: sharing them would only hold each distinct one to the end.
     once = shared if spool is None else None
-    messages, system_source, options, tools = _request(repo, data, f, (prompts, private), once)
+    messages, system_source = _conversation(repo, data, f, prompts, private)
+    if messages[0].get("role") == "system":  # a suite's scenarios share a few system prompts
+        messages[0] = _once(messages[0], once)
+    options = _once(_options(data, f), once)
+    tools = _tools(data.get("tools", []), f)
+    _require_canonical(f, messages=messages, options=options, tools=tools)
     assertions = _assertions(data, f, once)
     judges = _judges(data.get("judge", []), f, metrics)
     trials = _trials(data.get("trials", 1), f)
@@ -349,25 +351,6 @@ def parse_scenario(
     if spool is not None:
         scenario.spool_inputs(spool)
     return scenario
-
-
-def _request(
-    repo: Path,
-    data: dict[str, Any],
-    f: _Fields,
-    system_files: tuple[dict[str, str] | None, Collection[str]],
-    shared: dict[Any, Any] | None,
-) -> tuple[list[dict[str, Any]], str | None, Any, list[dict[str, Any]]]:
-    """What shapes the request: its messages, its system file, its options and its tools, each
-    of which can be part of a cache key."""
-    prompts, private = system_files
-    messages, system_source = _conversation(repo, data, f, prompts, private)
-    if messages[0].get("role") == "system":  # a suite's scenarios share a few system prompts
-        messages[0] = _once(messages[0], shared)
-    options = _once(_options(data, f), shared)
-    tools = _tools(data.get("tools", []), f)
-    _require_canonical(f, messages=messages, options=options, tools=tools)
-    return messages, system_source, options, tools
 
 
 def _assertions(data: Any, f: _Fields, shared: dict[Any, Any] | None) -> list[Any]:
