@@ -17,7 +17,6 @@ from cachelint.display import json_dumps
 from cachelint.errors import CachelintError
 from cachelint.fsutil import atomic_write
 from cachelint.runner.cost import Spend
-from cachelint.runner.reports.held import slim_record
 from cachelint.runner.reports.model import (
     RUN_FILE,
     RunReport,
@@ -108,6 +107,7 @@ def _copy(summaries: Sequence[tuple[Path, Summary]], dest: Path) -> RunReport:
     reports read; the report of what they hold (slim), for the merged run's counts."""
     from cachelint.resultsink import write_file
     from cachelint.runner.evidence import read_record
+    from cachelint.runner.reports.held import slim_record
 
     made: set[str] = set()
     counted: list[ScenarioReport] = []
