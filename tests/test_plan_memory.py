@@ -16,9 +16,10 @@ import pytest
 from cachelint.runner import client, engine, pipeline
 from cachelint.runner.dataset import parse_scenario
 from cachelint.runner.options import RunOptions
+from cachelint.runner.scenario import InputSpool
 from cachelint.spool import Spool
 from tests.conftest import commit_all
-from tests.helpers import DEAD, SCRIPT, record, refund, write_repo
+from tests.helpers import ACME_PROMPT, DEAD, GLOBEX_PROMPT, SCRIPT, record, refund, write_repo
 
 EVALUATOR = """
 from cachelint import Metric
@@ -65,11 +66,12 @@ def _documents(repo: Path, execution: str) -> dict[str, Any]:
 
 
 def _held_objects(root: object) -> list[object]:
-    """What `root` holds in memory, its spool (a file) left out."""
+    """What `root` holds in memory, the plan's spool (a file, and the suite's system messages)
+    left out."""
     seen, todo, found = {id(root)}, [root], []
     while todo:
         for ref in gc.get_referents(todo.pop()):
-            if id(ref) not in seen and not isinstance(ref, (Spool, type)):
+            if id(ref) not in seen and not isinstance(ref, (InputSpool, Spool, type)):
                 seen.add(id(ref))
                 todo.append(ref)
                 found.append(ref)
@@ -99,6 +101,8 @@ def test_a_large_suites_plan_holds_no_inputs_and_runs_the_same(
         assert [getattr(s, name) for name in INPUTS] == [(), {}, (), kept, ()]
         texts = {o for o in _held_objects(s) if isinstance(o, str)}
         assert not texts & {"How do refunds work?", "Where is order A-1?", "lookup_order"}
+    # Each system file's message is held once for the suite, not spooled with each scenario.
+    assert [m["content"] for m in plan.every[0].spool.systems] == [ACME_PROMPT, GLOBEX_PROMPT]
     done = pipeline.execute(plan, pipeline.wire(plan), out=out, err=err)
     assert pipeline.publish(plan, done, out=out, err=err) == 1
 
@@ -111,7 +115,7 @@ def test_a_large_suites_plan_holds_no_inputs_and_runs_the_same(
 
 
 def test_inputs_the_spool_cannot_write_are_held() -> None:
-    spool = Spool()
+    spool = InputSpool()
     where = ("a/t/s", "eval-datasets/a/t/s.json")
     surrogate = {"input": "hi", "assert": [{"type": "contains", "value": "\ud800"}]}
     held = parse_scenario(Path("unused"), *where, surrogate, spool=spool)

@@ -30,8 +30,7 @@ from cachelint.runner.assertions.jsonpath import json_kind
 from cachelint.runner.identities import dataset_files, scenario_identity
 from cachelint.runner.judges import METRICS
 from cachelint.runner.request import normalise_text
-from cachelint.runner.scenario import Scenario
-from cachelint.spool import Spool
+from cachelint.runner.scenario import InputSpool, Scenario
 
 FIELDS = frozenset(
     {
@@ -303,7 +302,7 @@ def parse_scenario(
     private: Collection[str] = (),
     default_pass: PassPolicy = ALL,
     shared: dict[Any, Any] | None = None,
-    spool: Spool | None = None,
+    spool: InputSpool | None = None,
 ) -> Scenario:
     """Validate one parsed dataset file (`path`: repo-relative, in messages); `private`: the
     files a `system-file` may not name; `shared`: values held once across a load (`_once`),
@@ -313,7 +312,7 @@ def parse_scenario(
     once = shared if spool is None else None
     messages, system_source = _conversation(repo, data, f, prompts, private)
     if messages[0].get("role") == "system":  # a suite's scenarios share a few system prompts
-        messages[0] = _once(messages[0], once)
+        messages[0] = _once(messages[0], shared if system_source is not None else once)
     options = _once(_options(data, f), once)
     tools = _tools(data.get("tools", []), f)
     _require_canonical(f, messages=messages, options=options, tools=tools)
@@ -520,7 +519,7 @@ def load_scenarios(
     files = dataset_files(base, root)
     if listed is not None:
         listed(len(files))
-    spool = Spool() if spool_above is not None and len(files) > spool_above else None
+    spool = InputSpool() if spool_above is not None and len(files) > spool_above else None
     opened: dict[str, int] = {}  # a tenant's directory, walked to once for all of its files
     try:
         for relative in files:

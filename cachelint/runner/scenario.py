@@ -51,7 +51,7 @@ class Scenario:
     origin: str = ""
     # Where `spool_inputs` put its inputs (None while they are held), and their place in it:
     # offset * 2**32 + size, one integer where a tuple of two would cost three objects more.
-    spool: Spool | None = field(default=None, compare=False, repr=False)
+    spool: InputSpool | None = field(default=None, compare=False, repr=False)
     place: int = field(default=0, compare=False, repr=False)
 
     @property
@@ -68,13 +68,16 @@ class Scenario:
         for name, empty in _INPUTS:
             object.__setattr__(self, name, empty)
 
-    def spool_inputs(self, spool: Spool) -> None:
+    def spool_inputs(self, spool: InputSpool) -> None:
         """Spool its inputs and drop them, until `recall_inputs`. Held as they are when the spool
         cannot write them (a lone surrogate, an integer over 64 bits). Assertions that name a
         python evaluator stay held too: the run imports its evaluators from the plan's
         scenarios, before any of them runs (`evaluators.load_context`)."""
-        inputs = [getattr(self, name) for name, _ in _INPUTS]
-        place = spool.put(inputs)
+        # A system file's message is the load's one object for every scenario naming the file.
+        system = spool.system(self.messages[0]) if self.system_source is not None else -1
+        first = 0 if system < 0 else 1
+        inputs = [system, self.messages[first:], self.options, self.tools, self.assertions]
+        place = spool.values.put([*inputs, self.judges])
         if place is None or place[1] >> 32:  # its size must fit `place`'s 32 bits
             return
         assertions = self.assertions
@@ -91,7 +94,9 @@ class Scenario:
         if self.spool is None:
             return
         at, size = divmod(self.place, 1 << 32)
-        messages, options, tools, assertions, judges = self.spool.get(at, size)
+        system, messages, options, tools, assertions, judges = self.spool.values.get(at, size)
+        if system >= 0:
+            messages = [self.spool.systems[system], *messages]
         object.__setattr__(self, "messages", tuple(messages))
         object.__setattr__(self, "options", options)
         object.__setattr__(self, "tools", tuple(tools))
@@ -107,3 +112,22 @@ _INPUTS: tuple[tuple[str, Any], ...] = (
     ("assertions", ()),
     ("judges", ()),
 )
+
+
+class InputSpool:
+    """Where a large suite's inputs wait from load to run (`Scenario.spool_inputs`): a `Spool`
+    of each scenario's, and the system messages of the suite's system files, a handful held
+    once each instead of spooled with (and read back for) every scenario that names one."""
+
+    def __init__(self) -> None:
+        self.values = Spool()
+        self.systems: list[Mapping[str, Any]] = []
+        self._held: dict[int, int] = {}  # id of a held system message -> its index
+
+    def system(self, message: Mapping[str, Any]) -> int:
+        """The index of `message` (one object per system file in a load: `dataset._once`)."""
+        index = self._held.get(id(message))
+        if index is None:
+            index = self._held[id(message)] = len(self.systems)
+            self.systems.append(message)  # held: its id names no other object while here
+        return index
