@@ -92,7 +92,14 @@ class SpooledRecord(Source):
         self._place = place
 
     def _spooled(self) -> Any:
-        return self.run.spool.get(*divmod(self._place, 1 << 32))
+        # The run's last read, by this Source: a report reads a scenario's values one at a time
+        # (a Mapping), most of them from the spool's last decoding; one tuple, set at once, as
+        # two threads may read (the live lines).
+        source, value = self.run.current
+        if source is not self:
+            value = self.run.spool.get(*divmod(self._place, 1 << 32))
+            self.run.current = (self, value)
+        return value
 
     def document(self) -> Mapping[str, Any]:
         return cast("Mapping[str, Any]", self._spooled()[1])
@@ -133,6 +140,7 @@ class Sources:
         self._seen: set[bytes] = set()
         self._keys: dict[tuple[bytes, ...], tuple[bytes, ...]] = {}
         self.spool = Spool()
+        self.current: tuple[Source | None, Any] = (None, None)  # `SpooledRecord._spooled`'s
 
     def of(self, record: Mapping[str, Any], data: bytes) -> Source:
         """What the run holds of `record`, written as `data`: its slim document spooled (else
