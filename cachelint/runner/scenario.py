@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachelint.passpolicy import ALL, PassPolicy
-from cachelint.spool import Spool
+
+if TYPE_CHECKING:
+    from cachelint.spool import Spool
 
 
 @dataclass(frozen=True, slots=True)  # a run holds one for each of up to 100,000 scenarios
@@ -120,7 +122,9 @@ class InputSpool:
     once each instead of spooled with (and read back for) every scenario that names one."""
 
     def __init__(self) -> None:
-        self.values = Spool()
+        from cachelint.spool import Spool  # a large suite's: a small run imports no spool
+
+        self.values: Spool = Spool()
         self.systems: list[Mapping[str, Any]] = []
         self._held: dict[int, int] = {}  # id of a held system message -> its index
 
