@@ -185,6 +185,9 @@ class Allowlist:
 
 
 _ANCHOR_FIND = tuple(re.compile(a).finditer for a in _ANCHORS)
+# A character every match of each anchor holds: where it is absent (one memchr pass, ~1/20 of a
+# search), the anchor cannot match and a tree's names are not searched for it.
+_ANCHOR_NEEDS = ("k", "I", "p", "Y", "J", "_", "x", "\\")
 
 
 def secret_names(joined: str, extra: Sequence[str] = ()) -> dict[str, list[Secret]]:
@@ -194,8 +197,8 @@ def secret_names(joined: str, extra: Sequence[str] = ()) -> dict[str, list[Secre
     `Authorization: Bearer` header is not looked for in a name (its case-folded search alone
     would cost more than all the anchors); a key of a known format is."""
     starts: set[int] = set()
-    if _anchored(joined, _ANCHOR_TEXT):
-        for finditer in _ANCHOR_FIND:
+    for need, finditer in zip(_ANCHOR_NEEDS, _ANCHOR_FIND, strict=True):
+        if need in joined:
             starts.update(joined.rfind("/", 0, m.start()) + 1 for m in finditer(joined))
     for value in extra:
         at = joined.find(value) if len(value) >= MIN_KEY_LENGTH else -1

@@ -255,6 +255,12 @@ def test_a_key_prefix_longer_than_the_recorded_names_is_found(repo: Path) -> Non
         ("q?x", "eval-cache/q?x"),
         ("trail./x.json", "eval-cache/trail."),
         ("trail /x.json", "eval-cache/trail "),
+        # ASCII names take _suspect's fast filters: each must still see what the regexes see.
+        ("LpT1.txt", "eval-cache/LpT1.txt"),
+        ("CONOUT$", "eval-cache/CONOUT$"),
+        ("a\\b", "eval-cache/a\\b"),
+        ("tab\tx", "eval-cache/tab\tx"),
+        ("pipe|x", "eval-cache/pipe|x"),
     ],
 )
 def test_windows_name(repo: Path, name: str, bad: str) -> None:

@@ -432,3 +432,32 @@ def test_a_key_in_a_file_name_is_found_and_never_printed(git_repo: Path) -> None
     assert any(ln.startswith("eval-cache/") for ln in names), names
     assert "eval-cache-path-too-long" in proc.stdout
     assert "worst path" in proc.stdout and "sk-p... (44 characters)" in proc.stdout
+
+
+def _holds(items: object, char: int) -> bool:
+    """Whether every match of the parsed regex sequence `items` holds the character `char`."""
+    for op, arg in items:  # type: ignore[attr-defined]
+        name = str(op)
+        if name == "LITERAL" and arg == char:
+            return True
+        if name == "SUBPATTERN" and _holds(arg[-1], char):
+            return True
+        if name == "BRANCH" and all(_holds(b, char) for b in arg[1]):
+            return True
+        if name in ("MAX_REPEAT", "MIN_REPEAT") and arg[0] >= 1 and _holds(arg[2], char):
+            return True
+    return False
+
+
+def test_each_anchor_needs_the_character_the_name_scan_looks_for_first() -> None:
+    """secret_names searches a tree's names for an anchor only where its needed character is
+    present: every match of the anchor must hold it, or a key in a name would be missed."""
+    try:
+        from re import _parser as parser  # type: ignore[attr-defined]
+    except ImportError:  # Python 3.10
+        import sre_parse as parser
+    from cachelint.secretscan import _ANCHOR_NEEDS, _ANCHORS
+
+    assert len(_ANCHOR_NEEDS) == len(_ANCHORS)
+    for need, anchor in zip(_ANCHOR_NEEDS, _ANCHORS, strict=True):
+        assert _holds(parser.parse(anchor), ord(need)), (anchor, need)
