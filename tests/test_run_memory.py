@@ -118,6 +118,7 @@ def test_a_large_execution_read_back_is_held_as_a_large_run_holds_it(
 ) -> None:
     # `cachelint report` on a large execution: its documents spooled, not held whole; the
     # reports read the same values.
+    from cachelint.runner import engine
     from cachelint.runner.reports import held
     from cachelint.runner.reports.model import load_execution
     from cachelint.runner.reports.text import render_text, report_dict
@@ -129,7 +130,7 @@ def test_a_large_execution_read_back_is_held_as_a_large_run_holds_it(
     assert pipeline.run(git_repo, RunOptions(execution="replay"), out=out, err=err) == 0
     directory = git_repo / "eval-results" / "replay"
     whole = load_execution(directory, "scripted-v1", {})
-    monkeypatch.setattr(held, "HOLD_MAX_SCENARIOS", 0)
+    monkeypatch.setattr(engine, "HOLD_MAX_SCENARIOS", 0)
     kept = load_execution(directory, "scripted-v1", {})
 
     assert all(isinstance(s.record, held.SpooledRecord) for s in kept.scenarios)

@@ -71,6 +71,9 @@ _REPLAY_DEFERS = (
     "cachelint.runner.assertions.pii",  # no-pii assertions
     "cachelint.runner.baselines",  # --baseline, --save-baseline
     "sysconfig",  # python assertions
+    "cachelint.runner.reports.held",  # a run or report of more than 5,000 scenarios
+    "cachelint.spool",
+    "cachelint.runner.metrics",  # python assertions' metrics
 )
 
 

@@ -30,12 +30,12 @@ from cachelint.runner.client import CacheMiss, CachingClient, CallRecord
 from cachelint.runner.dataset import Scenario
 from cachelint.runner.judges import JUDGE_OPTIONS, judge_messages, parse_score
 from cachelint.runner.masking import Masker
-from cachelint.runner.metrics import Metric
 from cachelint.runner.output import Output, output_from_completion
 from cachelint.runner.pytarget import Target
 
 if TYPE_CHECKING:
     from cachelint.runner.cost import Price
+    from cachelint.runner.metrics import Metric
     from cachelint.runner.reports.held import Sources
     from cachelint.runner.reports.model import ScenarioReport
 

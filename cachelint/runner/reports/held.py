@@ -22,11 +22,6 @@ from cachelint.spool import Spool
 
 TRIALS = "trials"
 
-# From this many scenarios `cachelint report` holds an execution's documents as a large run
-# does (`model.read_scenarios`): engine.HOLD_MAX_SCENARIOS, the run's bound, is the same number.
-HOLD_MAX_SCENARIOS = 5_000
-
-
 # What the reports read of every scenario, several times or out of order (its groups, verdict and
 # dataset; a matrix's pairs): held, so a report reads a scenario's spooled document once, in a
 # row with the rest of its values (each is the plan's own object: a reference costs 8 bytes).

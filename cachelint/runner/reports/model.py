@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from cachelint.errors import CachelintError
 from cachelint.findings import Finding
 from cachelint.runner.cost import Price, Spend, call_spend, tokens
-from cachelint.runner.reports.held import Source
 
 if TYPE_CHECKING:
     from cachelint.runner.matrix import Matrix
+    from cachelint.runner.reports.held import Source
 
 RUN_FILE = "run.json"
 
@@ -439,10 +439,11 @@ def read_scenarios(
     directory: Path, model: str, prices: Mapping[str, Price], run: Mapping[str, Any]
 ) -> list[ScenarioReport]:
     """The scenarios of the execution in `directory`, in the order its run summary `run` lists
-    them (dataset order). Those of a large execution (`held.HOLD_MAX_SCENARIOS`) are held as a
+    them (dataset order). Those of a large execution (`engine.HOLD_MAX_SCENARIOS`) are held as a
     large run holds them (`held.Source`), each file read back whole where the page draws it."""
+    from cachelint.runner.engine import HOLD_MAX_SCENARIOS
     from cachelint.runner.evidence import RECORD_MAX_BYTES, read_json
-    from cachelint.runner.reports.held import HOLD_MAX_SCENARIOS, Sources
+    from cachelint.runner.reports.held import Sources
 
     listed = run["scenarios"]
     sources = Sources(directory) if len(listed) > HOLD_MAX_SCENARIOS else None
