@@ -72,6 +72,8 @@ _CLEAN = b'{"clean":"'
 
 # Entries per line: decoding a line holds all of its columns at once.
 LINE_ENTRIES = 10_000
+# Bytes read at a time (`_lines`).
+_CHUNK = 1 << 20
 
 
 class Clean(NamedTuple):
@@ -260,7 +262,7 @@ def _read_signed(fh: BinaryIO, layout: Layout, key: bytes) -> tuple[Cached, int]
     entries: dict[str, Entry] = {}
     trailer = b""
     clean: Clean | None = Clean()
-    for line in fh:
+    for line in _lines(fh):
         if trailer or line.startswith(_TRAILER):
             if trailer:  # anything after the trailer
                 return None
@@ -277,6 +279,24 @@ def _read_signed(fh: BinaryIO, layout: Layout, key: bytes) -> tuple[Cached, int]
     if clean is None or not hmac.compare_digest(trailer, _trailer(mac)):
         return None
     return Cached(entries, index, clean), count
+
+
+def _lines(fh: BinaryIO) -> Iterator[bytes]:
+    """The rest of `fh` line by line, as iterating over it gives them: a buffered reader's
+    readline looks at each byte in a Python-level C loop (~5 instructions a byte, 32 M of a warm
+    check's 2 G at 20,000 entries), where bytes.find looks for the newline with memchr."""
+    pending: list[bytes] = []
+    while chunk := fh.read(_CHUNK):
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            pending.append(chunk[start : end + 1])
+            yield b"".join(pending)
+            pending.clear()
+            start = end + 1
+        if start < len(chunk):
+            pending.append(chunk[start:])
+    if pending:
+        yield b"".join(pending)
 
 
 def _encode_clean(clean: Clean) -> bytes:

@@ -55,7 +55,7 @@ def entry(**fields: object) -> Entry:
         model="m",
         request=UNREAD_REQUEST,
     )
-    return Entry(**{**base, **fields})  # type: ignore[arg-type]
+    return Entry(**{**base, **fields})
 
 
 def encode(entries: list[Entry]) -> bytes:
@@ -500,3 +500,20 @@ def test_a_fifo_in_place_of_a_cache_file_is_no_cache_and_never_waited_on(
     assert result.returncode == 0, result.stdout + result.stderr
     assert path.is_file()  # rewritten, a regular file again
     assert rows(repo)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 1 << 20])
+def test_the_cache_file_is_read_line_by_line_as_iterating_the_file_reads_it(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_lines` (chunks split at memchr speed) gives the lines, newline kept, that iterating the
+    buffered file gives, a line across chunks and a last line without a newline included."""
+    import io
+    import random
+
+    monkeypatch.setattr(entrycache, "_CHUNK", chunk)
+    rng = random.Random(chunk)
+    for _ in range(500):
+        data = bytes(rng.choice(b"ab\n") for _ in range(rng.randint(0, 24)))
+        got = list(entrycache._lines(io.BufferedReader(io.BytesIO(data))))
+        assert got == list(io.BytesIO(data)), data
