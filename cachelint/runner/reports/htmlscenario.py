@@ -43,16 +43,16 @@ _ANSWERS = frozenset({"assistant", "response"})
 _PLAIN_ROLES = frozenset({"system", "user", "assistant", "tool", "response"})
 
 # What changes in a value: `[&<>]` (and in an attribute, quotes) or display.UNSAFE_IN_BLOCK, as one
-# class (LF left out), which `re` searches about five times faster than an alternation with a
-# lookahead (reviewviews.NEEDS_ESCAPE): a page searches every value it writes, and most need
+# class (LF left out), which `re` searches about five times faster than an alternation with its
+# lookahead: a page searches every value it writes, and most need
 # nothing (tests/test_html_text.py checks that the classes match the same characters).
 _NEEDS_ESCAPE = re.compile(f"[&<>\"'{UNSAFE_IN_BLOCK_CHARS}]")
 _TEXT_NEEDS_ESCAPE = re.compile(f"[&<>{UNSAFE_IN_BLOCK_CHARS}]")
 
 
 def escape(value: Any) -> str:
-    """`reviewviews.escape_html(value)`: model answers and dataset text with bidi marks, controls
-    and lone surrogates shown as escapes."""
+    """`value` HTML-escaped, quotes included: model answers and dataset text with bidi marks,
+    controls and lone surrogates shown as escapes (`display.sanitize_block`)."""
     text = value if type(value) is str else str(value)
     if _NEEDS_ESCAPE.search(text) is None:
         return text

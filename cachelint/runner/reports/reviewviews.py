@@ -1,11 +1,11 @@
 """Re-record review renderers (runner/review.py): HTML (a section, or a page of its own) and
 Markdown sized for a pull-request comment.
 
-Pure functions. Answers and requests are untrusted text: HTML escapes every one (`escape_html`);
-Markdown puts them in fenced blocks whose fence is longer than any backtick run inside, and
-escapes the rest (`prformats.md`). The Markdown stays under GitHub's comment limit
-(`COMMENT_LIMIT`): each answer is cut to `ANSWER_CHARS` with a count of what was cut, and the
-scenarios that no longer fit are counted, not shown.
+Pure functions. Answers and requests are untrusted text: HTML escapes every one
+(`htmlscenario.escape`); Markdown puts them in fenced blocks whose fence is longer than any
+backtick run inside, and escapes the rest (`prformats.md`). The Markdown stays under GitHub's
+comment limit (`COMMENT_LIMIT`): each answer is cut to `ANSWER_CHARS` with a count of what was
+cut, and the scenarios that no longer fit are counted, not shown.
 """
 
 from __future__ import annotations
@@ -15,24 +15,15 @@ import html
 import re
 from collections.abc import Iterator, Sequence
 
-from cachelint.display import UNSAFE_IN_BLOCK, sanitize, sanitize_block
+from cachelint.display import sanitize, sanitize_block
 from cachelint.runner.reports.htmlassets import REVIEW_CSS
-from cachelint.runner.reports.htmlscenario import ANSWER_CHARS
+from cachelint.runner.reports.htmlscenario import ANSWER_CHARS, escape
 from cachelint.runner.reports.prformats import md
 from cachelint.runner.review import AnswerChange, Review
 
 COMMENT_LIMIT = 65_536  # GitHub refuses a longer issue or pull-request comment
 _BUDGET = COMMENT_LIMIT - 2_000  # room for the closing lines
 REQUEST_LINES = 12
-# What escape_html changes: the characters html.escape replaces, and what sanitize_block shows.
-NEEDS_ESCAPE = re.compile(f"[&<>\"']|{UNSAFE_IN_BLOCK.pattern}")
-
-
-def escape_html(value: object) -> str:
-    text = value if type(value) is str else str(value)
-    if NEEDS_ESCAPE.search(text) is None:
-        return text
-    return html.escape(sanitize_block(text), quote=True)
 
 
 def truncate(text: str, limit: int = ANSWER_CHARS) -> str:
@@ -71,7 +62,7 @@ def _marked(old: str, new: str) -> tuple[str, str]:
     a, b = [], []
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        left, right = escape_html(old[i1:i2]), escape_html(new[j1:j2])
+        left, right = escape(old[i1:i2]), escape(new[j1:j2])
         a.append(left if op == "equal" else f"<del>{left}</del>" if left else "")
         b.append(right if op == "equal" else f"<ins>{right}</ins>" if right else "")
     return "".join(a), "".join(b)
@@ -86,13 +77,13 @@ def side_by_side(old: str, new: str) -> str:
             left = a[i1 + k] if i1 + k < i2 else None
             right = b[j1 + k] if j1 + k < j2 else None
             if op == "equal":
-                cells = (escape_html(left), escape_html(right), "same")
+                cells = (escape(left), escape(right), "same")
             elif left is not None and right is not None:
                 cells = (*_marked(left, right), "changed")
             else:
                 cells = (
-                    "" if left is None else f"<del>{escape_html(left)}</del>",
-                    "" if right is None else f"<ins>{escape_html(right)}</ins>",
+                    "" if left is None else f"<del>{escape(left)}</del>",
+                    "" if right is None else f"<ins>{escape(right)}</ins>",
                     "changed",
                 )
             rows.append(
@@ -106,16 +97,16 @@ def side_by_side(old: str, new: str) -> str:
 
 
 def _html_change(change: AnswerChange) -> str:
-    requests = "".join(f"<li><code>{escape_html(c)}</code></li>" for c in change.request_changes)
+    requests = "".join(f"<li><code>{escape(c)}</code></li>" for c in change.request_changes)
     answers = (
         side_by_side(change.old, change.new)
         if change.old is not None
         else f'<p class="meta">new answer:</p><pre data-testid="answer-new">'
-        f"{escape_html(truncate(change.new))}</pre>"
+        f"{escape(truncate(change.new))}</pre>"
     )
     return (
         '<div class="change" data-testid="answer-change">'
-        f'<p class="meta">{escape_html(change.where)}</p>'
+        f'<p class="meta">{escape(change.where)}</p>'
         f"<p>request change (recorded → now):</p><ul>{requests}</ul>{answers}</div>"
     )
 
@@ -124,17 +115,17 @@ def review_html(review: Review) -> Iterator[str]:
     """The review as a section of a page: one collapsed block per scenario (open on regress)."""
     yield (
         f'<section class="review" data-testid="review"><h2>re-record review</h2>'
-        f"<p>{escape_html(headline(review))}</p>"
+        f"<p>{escape(headline(review))}</p>"
     )
-    yield from (f'<p class="note">{escape_html(n)}</p>' for n in review.notes)
+    yield from (f'<p class="note">{escape(n)}</p>' for n in review.notes)
     for label, changes in review.scenarios():
         first = changes[0]
         opened = " open" if first.verdict_change == "regressed" else ""
-        target = "" if first.target is None else f' data-target="{escape_html(first.target)}"'
+        target = "" if first.target is None else f' data-target="{escape(first.target)}"'
         yield (
             '<details class="reviewed" data-testid="reviewed" '
-            f'data-scenario="{escape_html(first.scenario)}"{target}'
-            f"{opened}><summary>{escape_html(label)}: {escape_html(verdict_line(first))}"
+            f'data-scenario="{escape(first.scenario)}"{target}'
+            f"{opened}><summary>{escape(label)}: {escape(verdict_line(first))}"
             f'<span class="meta"> ({len(changes)} answer(s) changed)</span></summary>'
         )
         yield from (_html_change(c) for c in changes)
@@ -147,7 +138,7 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 def review_page(review: Review) -> Iterator[str]:
     """The review as a page of its own: no script, no fetch."""
-    title = escape_html(f"cachelint re-record review: {review.base} → {review.head}")
+    title = escape(f"cachelint re-record review: {review.base} → {review.head}")
     yield (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}"><title>{title}</title>'
