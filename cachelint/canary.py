@@ -150,13 +150,8 @@ class _Build:
         self._index: list[int] = []
 
     def directory(self, directory: str, rel: str) -> None:
-        try:
-            # The stat before the entries: an entry added after it sets a later ctime.
-            key = stat_key(os.stat(directory))
-        except (FileNotFoundError, NotADirectoryError):
-            key = _ABSENT
-        except OSError as exc:
-            raise unreadable(rel, exc) from None
+        # The stat before the entries: an entry added after it sets a later ctime.
+        key = _directory_stat(directory, rel)
         entries = _entries(directory, rel, self.skip) if key != _ABSENT else []
         tree = self.tree
         tree.packed += key
@@ -370,12 +365,7 @@ class _Compare:
 
     def directory(self, directory: str, rel: str) -> None:
         was, keys = self.at.directory()
-        try:
-            now = stat_key(os.stat(directory))
-        except (FileNotFoundError, NotADirectoryError):
-            now = _ABSENT
-        except OSError as exc:
-            raise unreadable(rel, exc) from None
+        now = _directory_stat(directory, rel)
         settled = DIRECTORY_STAT_PROVES and _ctime_ns(was) < self.canary._since
         if now == was != _ABSENT and settled:
             self._known(directory, rel, keys)
@@ -419,6 +409,16 @@ class _Compare:
         """A directory no longer there: every file under it removed."""
         for path, _ in self.at.files(rel):
             self.removed.append(path)
+
+
+def _directory_stat(directory: str, rel: str) -> Stat:
+    """A directory's packed stat (`_ABSENT` when it is not there, or not a directory)."""
+    try:
+        return stat_key(os.stat(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return _ABSENT
+    except OSError as exc:
+        raise unreadable(rel, exc) from None
 
 
 def _lstat(full: str, path: str) -> Stat | str | None:

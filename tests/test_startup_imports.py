@@ -31,13 +31,13 @@ _CHECK_DEFERS = (
 )
 
 
-def test_check_of_a_plain_recorded_cache_loads_no_feature_it_lacks(git_repo: Path) -> None:
-    write_repo(git_repo, DEAD, BASIC)
-    outcome, _ = record(git_repo)
-    assert outcome.rc == 0, outcome.out + outcome.err
-    commit_all(git_repo, "recorded")
+def _modules_after(
+    git_repo: Path, command: str
+) -> tuple[str, list[str], subprocess.CompletedProcess[str]]:
+    """The exit code of `cachelint COMMAND` run in a fresh interpreter in `git_repo`, the modules
+    it had loaded by then, and the process (its output for a failing assertion)."""
     probe = (
-        "import sys\nfrom cachelint.cli import main\nrc = main(['check'])\n"
+        f"import sys\nfrom cachelint.cli import main\nrc = main([{command!r}])\n"
         "print(); print(rc, ' '.join(sorted(sys.modules)))"
     )
     proc = subprocess.run(
@@ -49,9 +49,18 @@ def test_check_of_a_plain_recorded_cache_loads_no_feature_it_lacks(git_repo: Pat
         timeout=120,
     )
     rc, loaded = proc.stdout.splitlines()[-1].split(" ", 1)
+    return rc, loaded.split(), proc
+
+
+def test_check_of_a_plain_recorded_cache_loads_no_feature_it_lacks(git_repo: Path) -> None:
+    write_repo(git_repo, DEAD, BASIC)
+    outcome, _ = record(git_repo)
+    assert outcome.rc == 0, outcome.out + outcome.err
+    commit_all(git_repo, "recorded")
+    rc, loaded, proc = _modules_after(git_repo, "check")
     assert rc in ("0", "1"), proc.stdout + proc.stderr  # 1: the unstamped tree's findings
-    assert "cachelint.rules.unredacted" in loaded.split()  # every rule ran
-    assert [m for m in _CHECK_DEFERS if m in loaded.split()] == []
+    assert "cachelint.rules.unredacted" in loaded  # every rule ran
+    assert [m for m in _CHECK_DEFERS if m in loaded] == []
 
 
 # What a plain replay (a chat target, answered from the cache, text output, no judges, matrix,
@@ -82,19 +91,7 @@ def test_a_plain_replay_loads_no_module_it_never_calls(git_repo: Path) -> None:
     outcome, _ = record(git_repo)
     assert outcome.rc == 0, outcome.out + outcome.err
     commit_all(git_repo, "recorded")
-    probe = (
-        "import sys\nfrom cachelint.cli import main\nrc = main(['run'])\n"
-        "print(); print(rc, ' '.join(sorted(sys.modules)))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=git_repo,
-        env={**os.environ, "PYTHONPATH": str(PROJECT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    rc, loaded = proc.stdout.splitlines()[-1].split(" ", 1)
+    rc, loaded, proc = _modules_after(git_repo, "run")
     assert rc == "0", proc.stdout + proc.stderr
-    assert "cachelint.runner.reports.htmlreport" in loaded.split()  # the page was written
-    assert [m for m in _REPLAY_DEFERS if m in loaded.split()] == []
+    assert "cachelint.runner.reports.htmlreport" in loaded  # the page was written
+    assert [m for m in _REPLAY_DEFERS if m in loaded] == []
