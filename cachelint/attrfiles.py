@@ -42,20 +42,23 @@ def read_attributes(repo: Path, config: Config, walk: Walk) -> dict[str, list[st
 
 
 def refuse_special(repo: Path, config: Config, walk: Walk) -> None:
-    """A FIFO or device named .gitattributes: git opens it to read attributes (check-attr, and
-    hash-object for the dirty rule) and waits forever for a writer, so check stops first."""
+    """A FIFO or device named .gitattributes (or .git/info/attributes): git opens it to read
+    attributes (check-attr, diff-files and hash-object for a file it must read) and waits forever
+    for a writer, so check stops first."""
     found = [p for p in walk.special if p.rpartition("/")[2] == ATTRIBUTES]
+    above = {INFO_ATTRIBUTES}
     for root in config.cache:
         parent = root
         while parent:
             parent = parent.rpartition("/")[0]
-            rel = f"{parent}/{ATTRIBUTES}" if parent else ATTRIBUTES
-            try:
-                mode = os.lstat(repo / rel).st_mode
-            except OSError:
-                continue
-            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
-                found.append(rel)
+            above.add(f"{parent}/{ATTRIBUTES}" if parent else ATTRIBUTES)
+    for rel in above:
+        try:
+            mode = os.lstat(repo / rel).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+            found.append(rel)
     if found:
         raise CachelintError(
             f"{min(found)}: is a FIFO, socket or device, not a regular file; git blocks reading "

@@ -56,8 +56,7 @@ def collect(
     spec = ["--", *(f":(literal){r}" for r in config.cache)]
     prefixes = cache_prefixes(roots)
     base = opening_base(repo)
-    git = GitQueue(repo)
-    try:
+    with GitQueue(repo) as git:
         # Queued first: none of these needs the walk, so they run while Python walks.
         git_dir = git.submit(["rev-parse", "--absolute-git-dir"])
         stage = git.submit(["ls-files", "-z", "-v", "--stage", *spec])
@@ -83,8 +82,6 @@ def collect(
         source.finish(read.entries, None if scanned is None else scanned.memory)
         attributes = attrs.result()
         files = None if worktree is None else tuple(worktree.result())
-    finally:
-        git.close()
     listed = _Listed(found, attributes, projects, files)
     facts = _assemble(config, now, roots, walk, listed, read, scanned)
     return rulefacts.with_history(facts) if wanted.unstamped else facts

@@ -114,6 +114,11 @@ class GitProcess:
             raise GitError(describe_failure(self.cmd, result))
         return result
 
+    def kill(self) -> None:
+        """End git if it still runs; `result()` then reports it killed."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+
     def discard(self) -> None:
         """The result is no longer wanted: end git (if it still runs), reap it, free its files."""
         if self._proc.poll() is None:
@@ -182,13 +187,31 @@ _T = TypeVar("_T")
 
 
 class GitQueue:
-    """The bulk git calls, run in order on one worker thread."""
+    """The bulk git calls, run in order on one worker thread. Used as a context manager: on
+    leaving, the queue waits for its work, unless an error is leaving too; then the work not
+    started is cancelled and the git call running is ended, since it may never finish by itself
+    (git waits forever for a writer when it reads attributes from a FIFO named .gitattributes)."""
 
     def __init__(self, repo: Path) -> None:
-        self._repo = repo
+        import threading
         from concurrent.futures import ThreadPoolExecutor
 
+        self._repo = repo
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cachelint-git")
+        self._lock = threading.Lock()
+        self._running: GitProcess | None = None
+        self._abandoned = False
+
+    def __enter__(self) -> GitQueue:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is not None:
+            with self._lock:
+                self._abandoned = True
+                if self._running is not None:
+                    self._running.kill()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def submit(self, args: list[str], stdin: bytes | None = None) -> Future[GitResult]:
         return self._pool.submit(self._run, args, stdin)
@@ -205,10 +228,15 @@ class GitQueue:
         return self._pool.submit(work)
 
     def _run(self, args: list[str], stdin: bytes | None) -> GitResult:
-        return start_git(args, cwd=self._repo, stdin=stdin).result()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            if self._abandoned:  # its result is never read
+                raise CachelintError(f"git {args[0]}: not started, the check stopped")
+            self._running = process = start_git(args, cwd=self._repo, stdin=stdin)
+        try:
+            return process.result()
+        finally:
+            with self._lock:
+                self._running = None
 
 
 def blob_id(data: bytes, width: int = 40) -> str:

@@ -7,14 +7,27 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from cachelint import collect as collect_module
 from cachelint import confine
 from cachelint.confine import TEXT_BYTES, OutsideRepository, is_dotgit, read_inside
+from cachelint.errors import CachelintError
 from tests.conftest import commit_all, git, run_cachelint
-from tests.helpers import DEAD, Outcome, cli, make_checked_repo, record, refund, write_repo
+from tests.helpers import (
+    DEAD,
+    Outcome,
+    cli,
+    facts_of,
+    make_checked_repo,
+    record,
+    refund,
+    write_repo,
+)
 
 TOKEN = "ghs_TOKENPERSISTEDBYCHECKOUT0123456789ab"
 API_KEY = "sk-proj-APIKEYFROMTHEENVFILE0123456789abcdefXYZ"
@@ -176,7 +189,58 @@ def test_a_gitattributes_symlinked_to_dev_zero_is_not_read(git_repo: Path) -> No
 
 def test_a_fifo_gitattributes_in_the_cache_root_is_not_a_hang(git_repo: Path) -> None:
     checked(git_repo)
+    # Racily clean entries (written no earlier than the index): git diff-files must read them,
+    # and reads attributes to do so. A commit made within the second makes this by chance.
+    ahead = time.time_ns() + 3600 * 10**9
+    for entry in (git_repo / "eval-cache").rglob("*.json"):
+        os.utime(entry, ns=(ahead, ahead))
+    git(git_repo, "update-index", "--refresh")
     os.mkfifo(git_repo / "eval-cache/.gitattributes")
-    proc = run_cachelint(git_repo, "check")  # git check-attr waited for a writer forever
+    # git check-attr, and diff-files if queued before the walk found the FIFO, waited forever.
+    proc = run_cachelint(git_repo, "check")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "eval-cache/.gitattributes: is a FIFO" in proc.stderr
+
+
+def test_a_fifo_gitattributes_stops_git_already_waiting_on_it(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """diff-files runs while Python walks (collect), so it may read the FIFO before the walk
+    finds it: the check must end that git call, not wait for it forever."""
+    checked(git_repo)
+    ahead = time.time_ns() + 3600 * 10**9
+    for entry in (git_repo / "eval-cache").rglob("*.json"):
+        os.utime(entry, ns=(ahead, ahead))  # racily clean: diff-files reads attributes
+    git(git_repo, "update-index", "--refresh")
+    fifo = git_repo / "eval-cache/.gitattributes"
+    os.mkfifo(fifo)
+    real_walk = collect_module.walk_roots
+
+    def slow_walk(*args: object, **kwargs: object) -> object:
+        time.sleep(1.0)  # git has reached diff-files and waits on the FIFO
+        return real_walk(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(collect_module, "walk_roots", slow_walk)
+    raised: list[BaseException] = []
+    checking = threading.Thread(target=lambda: _collect_into(git_repo, raised), daemon=True)
+    checking.start()
+    checking.join(timeout=30)
+    if checking.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # releases git: EOF
+        checking.join(timeout=30)
+        pytest.fail("the check waited for a git call reading the FIFO")
+    assert len(raised) == 1 and "is a FIFO" in str(raised[0]), raised
+
+
+def test_a_fifo_info_attributes_is_not_a_hang(git_repo: Path) -> None:
+    checked(git_repo)
+    os.mkfifo(git_repo / ".git/info/attributes")  # git reads it for every path it checks
+    proc = run_cachelint(git_repo, "check")
+    assert proc.returncode == 2 and ".git/info/attributes: is a FIFO" in proc.stderr, proc.stderr
+
+
+def _collect_into(repo: Path, raised: list[BaseException]) -> None:
+    try:
+        facts_of(repo)
+    except CachelintError as exc:
+        raised.append(exc)
