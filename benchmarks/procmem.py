@@ -270,12 +270,12 @@ def describe(size: int, rounds: list[Round]) -> str:
     """The size's line: cachelint's wall, CPU and peak PSS, and the floor's column."""
     walls = [r.ours.wall for r in rounds]
     cpus = [r.ours.cpu for r in rounds]
-    peak = max(r.ours.pss_kib for r in rounds) / 1024
+    peaks = [r.ours.pss_kib / 1024 for r in rounds]
     wall = statistics.median(walls)
     line = (
         f"{size:>7} scenarios, {len(rounds)} rounds: `cachelint run` {_spread(walls, '{:.2f}')} s "
         f"= {wall / size * 1000:.3f} ms/case, cpu {_spread(cpus, '{:.2f}')} s, peak PSS of all "
-        f"processes {peak:.0f} MiB"
+        f"processes {_spread(peaks, '{:.0f}')} MiB"
     )
     floors = [r.floor for r in rounds if r.floor is not None]
     if len(floors) != len(rounds):
@@ -291,7 +291,8 @@ def describe(size: int, rounds: list[Round]) -> str:
 
 def growth(by_size: Mapping[int, list[Round]], startup_s: float) -> str | None:
     """The per-case time's growth from 2,000 (else the smallest size) to the largest, and the
-    peak PSS's growth from 20,000 to the largest when both were measured."""
+    peak PSS's growth from 20,000 to the largest when both were measured (medians of the rounds,
+    as every figure is: the size's line gives their range)."""
     if len(by_size) < 2:
         return None
     small = 2000 if 2000 in by_size else min(by_size)
@@ -310,7 +311,9 @@ def growth(by_size: Mapping[int, list[Round]], startup_s: float) -> str | None:
         f"{net[large] / net[small]:.2f}x with start-up subtracted; goal <= 1.1x)"
     )
     if 20000 in by_size and large != 20000:
-        peak = {n: max(r.ours.pss_kib for r in by_size[n]) / 1024 for n in (20000, large)}
+        peak = {
+            n: statistics.median(r.ours.pss_kib for r in by_size[n]) / 1024 for n in (20000, large)
+        }
         text += (
             f"; peak PSS {peak[20000]:.0f} -> {peak[large]:.0f} MiB = "
             f"{peak[large] / peak[20000]:.2f}x (goal <= 1.2x and <= 300 MB)"
