@@ -168,12 +168,16 @@ def _read_open(
             )
         chunks = []
         left = info.st_size + 1 if max_bytes is None else max_bytes + 1
+        # The first read asks for the size stat gave and one byte more (the end seen by the
+        # next): the bytes are then the one object read, not a join of copies of chunks.
+        step = max(info.st_size + 1, 1 << 20)
         while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
+            chunk = os.read(fd, min(left, step))
             if not chunk:
                 break
             chunks.append(chunk)
             left -= len(chunk)
+            step = 1 << 16
         data = b"".join(chunks)
         if max_bytes is not None and len(data) > max_bytes:  # grew while we read it
             raise FileTooLarge(

@@ -18,6 +18,7 @@ fail on a line-ending conversion git does by itself.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import stat
@@ -30,7 +31,7 @@ from typing import Any
 import blake3
 
 from cachelint import __version__
-from cachelint.canonical import pretty_chunks
+from cachelint.canonical import dump_pretty, pretty_chunks
 from cachelint.config import Config
 from cachelint.errors import CachelintError
 from cachelint.frontdoors import FrontDoor
@@ -212,19 +213,43 @@ def worktree_state(
     selector = Selector(config)
     state = GreenState()
     known = known or {}
+    out = (listing or start_record_listing(config)).result().out
+    listed = 0  # dataset files listed that `known` holds, each counted once
+    previous = ""
     # Into dicts, one path at a time as git listed them: order and repeats (stages) are moot.
-    for path in iter_z((listing or start_record_listing(config)).result().out):
+    for path in iter_z(out):
         if not selector.relevant(path):
             continue
-        digest = known.get(path) or _hash_worktree(config.repo, path)
+        held = known.get(path)
+        digest = held or _hash_worktree(config.repo, path)
         if digest is None:
             continue
         if selector.dataset(path):
-            state.datasets[path] = digest
+            if not held:
+                state.datasets[path] = digest
+            elif path != previous:  # git lists a path's stages one after another
+                listed += 1
+            previous = path
         if selector.watched(path):
             state.watched[path] = digest
+    if listed != len(known) or not isinstance(known, dict):
+        state.datasets = _listed_datasets(selector, out, {**known, **state.datasets})
+    elif known:
+        # Every known file is a listed dataset file: `known` is their part of the record, held
+        # once (a large suite's paths and hashes are the plan's, 15 MB more at 100,000).
+        state.datasets = {**known, **state.datasets} if state.datasets else known
     state.cache = cache_digests(config, cache_snapshots)
     return state
+
+
+def _listed_datasets(selector: Selector, out: bytes, hashes: Mapping[str, str]) -> dict[str, str]:
+    """The dataset files git listed in `out` that have a hash in `hashes` (every file that
+    still exists), each with it."""
+    return {
+        path: digest
+        for path in iter_z(out)
+        if selector.dataset(path) and (digest := hashes.get(path))
+    }
 
 
 PYTEST_PART = "pytest"
@@ -257,13 +282,85 @@ def read_record_file(config: Config) -> bytes:
     return read_inside(config.repo, config.green_record, "green record", RECORD_BYTES)
 
 
-def _existing(config: Config) -> dict[str, Any] | None:
+def _record_bytes(config: Config) -> bytes | None:
+    """The record's bytes, when they can be read (else None: it is rewritten whole)."""
+    try:
+        return read_record_file(config)
+    except (OSError, ValueError, CachelintError):
+        return None
+
+
+def _decoded(data: bytes | None) -> dict[str, Any] | None:
     """The record as JSON, when it is one (else None: it is rewritten whole)."""
     try:
-        existing = json.loads(read_record_file(config))
-    except (OSError, ValueError, RecursionError, CachelintError):
+        existing = json.loads(data) if data is not None else None
+    except (ValueError, RecursionError):
         return None
     return existing if isinstance(existing, dict) and existing.get("format") == FORMAT else None
+
+
+def _existing(config: Config) -> dict[str, Any] | None:
+    return _decoded(_record_bytes(config))
+
+
+# `_written_alike`'s stand-in for a value `_proof` leaves out: a string no record holds (more
+# of them than it put in: some string of the record is one, and nothing is proven).
+_ANY = "\0cachelint: any value\0"
+_ANY_ENCODED = dump_pretty(_ANY).rstrip(b"\n")
+_DECODER = json.JSONDecoder()
+_ANY_MAX = 1 << 20  # a left-out value longer than this is compared the slow way (decoded)
+
+
+def _written_alike(data: bytes, record: Mapping[str, Any]) -> bool:
+    """Whether `data` is `record` as this module writes it but for what `_proof` leaves out:
+    when, under which execution name and mode it was proven, and the pytest part (an object),
+    which the record copies as it finds it. Compared piece by piece as the record is encoded,
+    so a large suite's record (15 MB at 100,000 scenarios) is neither decoded nor encoded
+    whole. True proves that the record `_decoded` would make of `data` has `record`'s proof;
+    False proves nothing (the caller decodes it and compares the proofs)."""
+    template = {
+        **record,
+        "recorded": _ANY,
+        "run": {**record["run"], "count": _ANY, "execution": _ANY, "mode": _ANY},
+    }
+    if b'\n  "' + PYTEST_PART.encode() + b'": {' in data:
+        template[PYTEST_PART] = _ANY  # sorted first of the left-out values
+    kinds = [dict] * (PYTEST_PART in template) + [object] * 4  # each left-out value's type
+    at, pending = 0, b""
+    try:
+        for chunk in pretty_chunks(template):
+            pending += chunk
+            while (found := pending.find(_ANY_ENCODED)) >= 0:
+                if not kinds or not data.startswith(pending[:found], at):
+                    return False
+                at = _value_end(data, at + found, kinds.pop(0))
+                if at < 0:
+                    return False
+                pending = pending[found + len(_ANY_ENCODED) :]
+            keep = len(pending) - len(_ANY_ENCODED) + 1  # a stand-in may begin in the rest
+            if keep > 0:
+                if not data.startswith(pending[:keep], at):
+                    return False
+                at, pending = at + keep, pending[keep:]
+    except UnicodeEncodeError:  # a listed path that is not UTF-8: such a record is never written
+        return False
+    return not kinds and data.startswith(pending, at) and at + len(pending) == len(data)
+
+
+def _value_end(data: bytes, at: int, kind: type) -> int:
+    """Where the JSON value of type `kind` at `data[at]` ends; -1 when there is none (of
+    `_ANY_MAX` bytes or fewer)."""
+    size = 256
+    while True:
+        try:
+            head = codecs.getincrementaldecoder("utf-8")().decode(data[at : at + size])
+            value, end = _DECODER.raw_decode(head)
+            break
+        except (ValueError, RecursionError):
+            if size >= _ANY_MAX or at + size >= len(data):
+                return -1
+            size *= 8  # a long value: looked for in a longer piece
+    return at + len(head[:end].encode("utf-8")) if isinstance(value, kind) else -1
 
 
 def _write_if_changed(config: Config, record: Mapping[str, Any], existing: Any) -> Path:
@@ -279,7 +376,7 @@ def record_green_run(
     *,
     execution: str,
     mode: str,
-    scenarios: Sequence[str],
+    scenarios: Iterable[str],
     now: datetime,
     cache_snapshots: Mapping[str, Snapshot | str] | None = None,
     known: Mapping[str, str] | None = None,
@@ -298,6 +395,7 @@ def record_green_run(
     from cachelint.store import format_time
 
     state = worktree_state(config, cache_snapshots=cache_snapshots, known=known, listing=listing)
+    listed = sorted(scenarios)
     record: dict[str, Any] = {
         "format": FORMAT,
         "cachelint": __version__,
@@ -305,14 +403,23 @@ def record_green_run(
         "run": {
             "execution": execution,
             "mode": mode,
-            "scenarios": sorted(scenarios),
-            "count": len(scenarios),
+            "scenarios": listed,
+            "count": len(listed),
         },
         "watch": list(config.watch),
         "watched": state.watched,
         "datasets": state.datasets,
         "cache": state.cache,
     }
+    data = _record_bytes(config)
+    if data is not None and _written_alike(data, record):
+        # Checked as every record is before it may be overwritten, its bytes proven a record
+        # by their digest (check_green_record would decode them: twice the record's bytes).
+        digest = blake3.blake3(data).digest()
+        del data
+        check_green_record(config, proven=lambda raw: blake3.blake3(raw).digest() == digest)
+        return config.repo / config.green_record
+    del data
     check_green_record(config)
     existing = _existing(config)
     if existing is not None and isinstance(existing.get(PYTEST_PART), dict):

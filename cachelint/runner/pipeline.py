@@ -387,7 +387,7 @@ def _conclude(
         config,
         execution=plan.execution,
         mode=plan.mode.value,
-        scenarios=[s.identity for s in plan.selected if s.identity == s.cache_identity],
+        scenarios=(s.identity for s in plan.selected if s.identity == s.cache_identity),
         now=plan.moment,
         cache_snapshots=outcome.after_by_root,
         known={s.path: s.file_digest for s in plan.every if s.file_digest},
