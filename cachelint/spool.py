@@ -21,8 +21,8 @@ BATCH_BYTES = 1 << 16
 class Spool:
     """JSON values spooled to one temp file: put from any thread, read back by offset. The file
     is unlinked from the start (`tempfile.TemporaryFile`): nothing is left behind, even by a kill.
-    Values are gathered in memory and written `BATCH_BYTES` at a time (`pwrite`), and read
-    `BATCH_BYTES` at a time (`pread`) from where a value was not among the last bytes read.
+    Values are gathered in memory and written `BATCH_BYTES` at a time, and read
+    `BATCH_BYTES` at a time from where a value was not among the last bytes read.
     A write that fails (a full disk) keeps what it did not write in memory, readable as ever,
     and the spool takes no more values (`put` gives None: the caller holds them)."""
 
@@ -66,7 +66,7 @@ class Spool:
         """Write the values gathered; on a failure, keep them (the caller holds the lock)."""
         assert self._file is not None
         try:
-            written = os.pwrite(self._file.fileno(), self._pending, self._written)
+            written = _write_at(self._file, self._pending, self._written)
         except OSError:
             written = 0
         if written != len(self._pending):  # a short write is a full disk
@@ -93,5 +93,22 @@ class Spool:
         if start < 0 or start + size > len(self._read):
             assert self._file is not None  # `put` gave the offset
             self._read_at, start = at, 0
-            self._read = os.pread(self._file.fileno(), max(size, BATCH_BYTES), at)
+            self._read = _read_at(self._file, max(size, BATCH_BYTES), at)
         return self._read[start : start + size]
+
+
+def _write_at(fh: IO[bytes], data: bytearray, at: int) -> int:
+    """`os.pwrite`, or a seek and a write where there is none (Windows; the caller holds the
+    spool's lock, so no other call moves the file's position meanwhile)."""
+    if hasattr(os, "pwrite"):
+        return os.pwrite(fh.fileno(), data, at)
+    fh.seek(at)
+    return fh.write(data) or 0
+
+
+def _read_at(fh: IO[bytes], size: int, at: int) -> bytes:
+    """`os.pread`, or a seek and a read where there is none (Windows), as `_write_at`."""
+    if hasattr(os, "pread"):
+        return os.pread(fh.fileno(), size, at)
+    fh.seek(at)
+    return fh.read(size)

@@ -45,6 +45,12 @@ def test_values_read_back_in_any_order_across_batches() -> None:
         assert spool.get(*place) == values[n]
 
 
+def test_values_read_back_without_pread_and_pwrite(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(spool_module.os, "pread")  # as on Windows, which has neither
+    monkeypatch.delattr(spool_module.os, "pwrite")
+    test_values_read_back_in_any_order_across_batches()
+
+
 def test_values_are_written_and_read_a_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     writes, reads = _counted(monkeypatch, "pwrite"), _counted(monkeypatch, "pread")
     values = _values(600)
