@@ -169,8 +169,9 @@ def _read_open(
         chunks = []
         left = info.st_size + 1 if max_bytes is None else max_bytes + 1
         # The first read asks for the size stat gave and one byte more (the end seen by the
-        # next): the bytes are then the one object read, not a join of copies of chunks.
-        step = max(info.st_size + 1, 1 << 20)
+        # next): the bytes are then the one object read, not a join of copies of chunks, and a
+        # small file's buffer is its size (a 1 MiB one, shrunk, was an mmap and a copy).
+        step = info.st_size + 1
         while left > 0:
             chunk = os.read(fd, min(left, step))
             if not chunk:
