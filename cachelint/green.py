@@ -269,17 +269,12 @@ def _proof(record: Mapping[str, Any]) -> Mapping[str, Any]:
     return proof
 
 
-# The record grows with the suite (a line per dataset and watched file: 15 MB at 100,000
-# scenarios), so it has its own bound, not a config file's 4 MiB.
-RECORD_BYTES = 256 * 1024 * 1024
-
-
 def read_record_file(config: Config) -> bytes:
     """The green record's bytes, read as every repository file is (`confine.read_inside`: below
     the repository through no link, a regular file, bounded); FileNotFoundError when absent."""
-    from cachelint.confine import read_inside
+    from cachelint.confine import GREEN_RECORD_BYTES, read_inside
 
-    return read_inside(config.repo, config.green_record, "green record", RECORD_BYTES)
+    return read_inside(config.repo, config.green_record, "green record", GREEN_RECORD_BYTES)
 
 
 def _record_bytes(config: Config) -> bytes | None:

@@ -154,6 +154,22 @@ def test_an_unchanged_record_is_left_as_it_is_and_a_changed_one_written(git_repo
     assert path.read_bytes() != before and b'"e9"' in path.read_bytes()
 
 
+def test_a_record_above_16_mib_is_still_one_a_green_run_may_overwrite(git_repo: Path) -> None:
+    """The record's bound is its own (a 100,000-scenario suite's is 15 MB), not a text file's."""
+    repo = make_gated_repo(git_repo)
+    config = load(repo)
+    path = repo / config.green_record
+    record = json.loads(path.read_bytes())
+    record["datasets"].update({f"eval-datasets/a/t/s{i}.json": "ab" * 32 for i in range(200_000)})
+    path.write_text(json.dumps(record))
+    assert path.stat().st_size > 16 * 1024 * 1024
+    now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    green.record_green_run(
+        config, execution="e9", mode="live", scenarios=["agent/tenant/s1"], now=now
+    )
+    assert json.loads(path.read_bytes())["run"]["execution"] == "e9"
+
+
 @pytest.mark.parametrize(
     "entries",
     [
