@@ -533,7 +533,6 @@ def scenario_with(assertions: Sequence[Mapping[str, Any]]) -> Scenario:
         path="eval-datasets/a/t/s.json",
         agent="a",
         tenant="t",
-        name="s",
         messages=({"role": "user", "content": "hi"},),
         system_source=None,
         options={},

@@ -22,7 +22,6 @@ def make_scenario() -> Scenario:
         path="eval-datasets/support/acme/refund.json",
         agent="support",
         tenant="acme",
-        name="refund",
         messages=(
             {"role": "system", "content": "You are Acme's support agent."},
             {"role": "user", "content": "Can I get a refund for order 42?"},

@@ -325,13 +325,12 @@ def parse_scenario(
     description = _description(data, f)
     target, targets = _targets(data, f)
     model_calls = _model_calls(data.get("model-calls", True), f)
-    agent, tenant, name = _identity_parts(identity, shared)
+    agent, tenant = _identity_parts(identity, shared)
     scenario = Scenario(
         identity=identity,
         path=path,
         agent=agent,
         tenant=tenant,
-        name=name,
         messages=tuple(messages),
         system_source=system_source,
         options=options,
@@ -359,12 +358,12 @@ def _assertions(data: Any, f: _Fields, shared: dict[Any, Any] | None) -> list[An
     ]
 
 
-def _identity_parts(identity: str, shared: dict[Any, Any] | None) -> tuple[str, str, str]:
-    """(agent, tenant, name); a suite's scenarios share a few agents and tenants, held once."""
-    agent, tenant, name = identity.split("/")
+def _identity_parts(identity: str, shared: dict[Any, Any] | None) -> tuple[str, str]:
+    """(agent, tenant); a suite's scenarios share a few agents and tenants, held once."""
+    agent, tenant, _ = identity.split("/")
     if shared is not None:
         agent, tenant = shared.setdefault(agent, agent), shared.setdefault(tenant, tenant)
-    return agent, tenant, name
+    return agent, tenant
 
 
 # The values `_once` holds once: equal values of these types are the same JSON.

@@ -25,7 +25,6 @@ class Scenario:
     path: str  # repo-relative path of the JSON file
     agent: str
     tenant: str
-    name: str
     messages: tuple[Mapping[str, Any], ...]  # chat messages, system prompt FIRST if any
     system_source: str | None  # repo-relative system-file path, if used
     options: Mapping[str, Any]
@@ -60,6 +59,13 @@ class Scenario:
     def cache_identity(self) -> str:
         """The identity the cache knows: a matrix pair's dataset identity, else its own."""
         return self.origin or self.identity
+
+    # Made when asked (an HTTP target's `{name}`): held, it was 65 bytes of each of up to
+    # 100,000 scenarios for the whole run (a string and its slot).
+    @property
+    def name(self) -> str:
+        """The last part of its (dataset) identity: "scenario" of "agent/tenant/scenario"."""
+        return self.cache_identity.rpartition("/")[2]
 
     def forget_inputs(self) -> None:
         """Drop what only running it reads (its messages, options, tools, assertions and
