@@ -144,9 +144,14 @@ def dump_pretty(value: Any) -> bytes:
     return (_PRETTY.encode(value) + "\n").encode("utf-8")
 
 
+def pretty_text(value: Any) -> Iterator[str]:
+    """`dump_pretty(value)`'s text in pieces, before it is encoded (a caller may escape it)."""
+    pieces = itertools.chain(_PRETTY.iterencode(value), ("\n",))
+    while batch := list(itertools.islice(pieces, 8192)):
+        yield "".join(batch)
+
+
 def pretty_chunks(value: Any) -> Iterator[bytes]:
     """`dump_pretty(value)` in pieces, for a document too large to hold as one text (the green
     record of a large suite names each of its dataset files)."""
-    pieces = itertools.chain(_PRETTY.iterencode(value), ("\n",))
-    while batch := list(itertools.islice(pieces, 8192)):
-        yield "".join(batch).encode("utf-8")
+    return (text.encode("utf-8") for text in pretty_text(value))

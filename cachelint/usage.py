@@ -27,16 +27,17 @@ dates say. An owner with entries and no usable pass makes prune refuse, naming i
 
 from __future__ import annotations
 
+import itertools
 import os
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cachelint.config import Config, Layout
-from cachelint.display import escape_json_unsafe, json_dumps
+from cachelint.display import escape_json_unsafe
 from cachelint.errors import CachelintError
 from cachelint.frontdoors import FrontDoor, dataset_probe, owner, scenario_identity, scenario_of
 from cachelint.fsutil import atomic_write_chunks
@@ -92,13 +93,12 @@ def path(config: Config, door: FrontDoor = FrontDoor.RUN) -> str:
     return os.path.join(config.repo, config.results, FILES[door])
 
 
-def _write_json(
-    target: str, record: Mapping[str, Any], what: str, command: str, *, pieces: bool = False
-) -> None:
+def _write_json(target: str, record: Mapping[str, Any], what: str, command: str) -> None:
     """`record` as `json_dumps` writes it (file names reach it: bidi and controls written as
-    escapes), and a newline; `pieces`: its "entries", a sorted list, each written once and a
-    batch at a time (`_entries_chunks`), not as one text."""
-    chunks = _entries_chunks(record) if pieces else [(json_dumps(record) + "\n").encode("utf-8")]
+    escapes), and a newline, in pieces: a run of 100,000 scenarios lists as many entries."""
+    from cachelint.canonical import pretty_text  # json_dumps's encoding, a piece at a time
+
+    chunks = (escape_json_unsafe(text).encode("utf-8") for text in pretty_text(record))
     try:
         atomic_write_chunks(Path(target), chunks)
     except OSError as exc:
@@ -108,33 +108,9 @@ def _write_json(
         ) from None
 
 
-_ENTRIES_BATCH = 4096
-
-
-def _entries_chunks(record: Mapping[str, Any]) -> Iterator[bytes]:
-    """`json_dumps(record)` and a newline, as UTF-8 in pieces, its "entries" (a sorted list of
-    strings) without repeats: a run of 100,000 scenarios lists as many entries, and their text
-    and a set of them would be held at once. Each entry is encoded as `json.dumps` encodes a
-    string (`encode_basestring`), at the indent `json_dumps` gives a top-level list's items."""
-    from json.encoder import encode_basestring  # what json.dumps(ensure_ascii=False) calls
-
-    entries = record["entries"]
-    head, tail = json_dumps({**record, "entries": []}).split('"entries": []', 1)
-    yield head.encode("utf-8")
-    batch: list[str] = []
-    previous = None
-    sep = '"entries": [\n    '
-    for entry in entries:
-        if entry != previous:
-            batch.append(encode_basestring(entry))
-            previous = entry
-            if len(batch) == _ENTRIES_BATCH:
-                yield escape_json_unsafe(sep + ",\n    ".join(batch)).encode("utf-8")
-                batch, sep = [], ",\n    "
-    if batch:
-        yield escape_json_unsafe(sep + ",\n    ".join(batch)).encode("utf-8")
-    end = '"entries": []' if previous is None else "\n  ]"
-    yield (end + tail + "\n").encode("utf-8")
+def sorted_unique(values: Iterable[str]) -> list[str]:
+    """`sorted(set(values))` without the set: a large run's entries are held once."""
+    return [value for value, _ in itertools.groupby(sorted(values))]
 
 
 def record_run(config: Config, report: Any, *, filtered: bool) -> None:
@@ -151,9 +127,9 @@ def record_run(config: Config, report: Any, *, filtered: bool) -> None:
         "filtered": filtered,
         "passed": report.passed,
         "finished": format_time(clock.now()),
-        "entries": sorted(report.entries()),  # repeats are dropped as it is written
+        "entries": sorted_unique(report.entries()),
     }
-    _write_json(path(config), record, "the entries this run used", "cachelint run", pieces=True)
+    _write_json(path(config), record, "the entries this run used", "cachelint run")
     if not filtered:
         clear_recording(config, FrontDoor.RUN)
 

@@ -1,6 +1,6 @@
 """What a run's end holds: the green record compared with the one on disk without decoding it
 (`green._written_alike`), its datasets part taken from the run's own hashes, the entry list
-written in pieces (`usage._entries_chunks`), a file read as the one object it is."""
+written in pieces (`usage._write_json`), a file read as the one object it is."""
 
 from __future__ import annotations
 
@@ -176,17 +176,18 @@ def test_a_record_above_16_mib_is_still_one_a_green_run_may_overwrite(git_repo: 
         [],
         ["b", "a", "b", "a"],
         [f"eval-cache/cache/a/t/s{i % 7}/{i % 5:016x}" for i in range(40)],
+        [f"eval-cache/cache/a/t/s{i}/{i:016x}" for i in range(6000)],  # several pieces
         ["x\u202ey", "del\x7f", "lone\udc80", "é", "tab\t", 'quote"'],
     ],
 )
-def test_the_entry_list_is_json_dumps_of_its_sorted_set(
-    entries: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(usage, "_ENTRIES_BATCH", 3)  # several batches
-    record = {"format": 1, "execution": "e", "passed": True, "entries": sorted(entries)}
-    written = b"".join(usage._entries_chunks(record))
+def test_the_entry_list_is_json_dumps_of_its_sorted_set(entries: list[str], tmp_path: Path) -> None:
+    record = {"format": 1, "execution": "e", "passed": True}
+    target = tmp_path / "entries-used.json"
+    usage._write_json(
+        str(target), {**record, "entries": usage.sorted_unique(entries)}, "entries", "run"
+    )
     whole = {**record, "entries": sorted(set(entries))}
-    assert written == (json_dumps(whole) + "\n").encode("utf-8")
+    assert target.read_bytes() == (json_dumps(whole) + "\n").encode("utf-8")
 
 
 def test_a_file_is_read_as_the_one_object_it_is(tmp_path: Path) -> None:
