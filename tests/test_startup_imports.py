@@ -52,11 +52,16 @@ def _modules_after(
     return rc, loaded.split(), proc
 
 
-def test_check_of_a_plain_recorded_cache_loads_no_feature_it_lacks(git_repo: Path) -> None:
+def recorded(git_repo: Path) -> None:
+    """The basic suite recorded through the fake provider, and committed."""
     write_repo(git_repo, DEAD, BASIC)
     outcome, _ = record(git_repo)
     assert outcome.rc == 0, outcome.out + outcome.err
     commit_all(git_repo, "recorded")
+
+
+def test_check_of_a_plain_recorded_cache_loads_no_feature_it_lacks(git_repo: Path) -> None:
+    recorded(git_repo)
     rc, loaded, proc = _modules_after(git_repo, "check")
     assert rc in ("0", "1"), proc.stdout + proc.stderr  # 1: the unstamped tree's findings
     assert "cachelint.rules.unredacted" in loaded  # every rule ran
@@ -87,10 +92,7 @@ _REPLAY_DEFERS = (
 
 
 def test_a_plain_replay_loads_no_module_it_never_calls(git_repo: Path) -> None:
-    write_repo(git_repo, DEAD, BASIC)
-    outcome, _ = record(git_repo)
-    assert outcome.rc == 0, outcome.out + outcome.err
-    commit_all(git_repo, "recorded")
+    recorded(git_repo)
     rc, loaded, proc = _modules_after(git_repo, "run")
     assert rc == "0", proc.stdout + proc.stderr
     assert "cachelint.runner.reports.htmlreport" in loaded  # the page was written
